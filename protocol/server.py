@@ -1,0 +1,165 @@
+"""What an embedding server declares: identity, instructions, tools, resources, background tasks.
+
+The engine owns the protocol; a server built on it only registers these and calls
+`resource_updated` when a resource changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from .eras import CacheHint
+
+if TYPE_CHECKING:
+    from .session import Session
+
+_encoder = msgspec.json.Encoder()
+
+
+class ToolError(Exception):
+    """Raised by a tool handler: the call fails with `isError: true` and this text for the model."""
+
+
+@dataclass(slots=True)
+class ToolResult:
+    content: list[dict[str, Any]]
+    structured: Any = None
+    is_error: bool = False
+
+    @classmethod
+    def of(cls, value: Any, *notes: str) -> ToolResult:
+        """A structured result whose first text item is the same data as compact JSON."""
+        texts = [_encoder.encode(value).decode(), *notes]
+        return cls([{"type": "text", "text": text} for text in texts], value)
+
+    @classmethod
+    def error(cls, message: str) -> ToolResult:
+        return cls([{"type": "text", "text": message}], is_error=True)
+
+    def to_json(self) -> dict[str, Any]:
+        result: dict[str, Any] = {"content": self.content}
+        if self.structured is not None:
+            result["structuredContent"] = self.structured
+        if self.is_error:
+            result["isError"] = True
+        return result
+
+
+ToolHandler = Callable[[dict[str, Any]], Awaitable["ToolResult | dict[str, Any] | str"]]
+ResourceReader = Callable[[str], Awaitable["str | bytes"]]
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: ToolHandler
+    title: str | None = None
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
+    _validator: Any = field(default=None, repr=False)
+
+    def describe(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            entry["title"] = self.title
+        entry["description"] = self.description
+        entry["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            entry["outputSchema"] = self.output_schema
+        if self.annotations is not None:
+            entry["annotations"] = self.annotations
+        return entry
+
+    def argument_errors(self, arguments: dict[str, Any]) -> list[str]:
+        """Why `arguments` break the input schema, one line per violation, offending path first."""
+        if self._validator is None:
+            # jsonschema is slow to import: pay for it on the first call, not at start-up
+            from jsonschema import Draft202012Validator
+
+            self._validator = Draft202012Validator(self.input_schema)
+        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
+        return [f"at {_json_path(error.absolute_path)}: {error.message}" for error in errors[:20]]
+
+
+@dataclass
+class Resource:
+    uri: str
+    name: str
+    reader: ResourceReader
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    cache: CacheHint = field(default_factory=lambda: CacheHint(0, "private"))
+
+    def describe(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"uri": self.uri, "name": self.name}
+        for key, value in (("title", self.title), ("description", self.description), ("mimeType", self.mime_type)):
+            if value is not None:
+                entry[key] = value
+        return entry
+
+
+class Server:
+    """Declarations plus the live sessions that `resource_updated` fans out to."""
+
+    def __init__(self, name: str, version: str, *, title: str | None = None,
+                 instructions: str | None = None, list_cache: CacheHint = CacheHint(3_600_000, "public")) -> None:
+        self.info: dict[str, Any] = {"name": name, "version": version}
+        if title is not None:
+            self.info["title"] = title
+        self.instructions = instructions
+        self.list_cache = list_cache  # tools and resources are declared once, so their lists are static
+        self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
+        self.background_tasks: list[Callable[[], Awaitable[None]]] = []
+        self.sessions: set[Session] = set()
+
+    def tool(self, name: str, *, description: str, input_schema: dict[str, Any], title: str | None = None,
+             output_schema: dict[str, Any] | None = None,
+             annotations: dict[str, Any] | None = None) -> Callable[[ToolHandler], ToolHandler]:
+        def register(handler: ToolHandler) -> ToolHandler:
+            self.tools[name] = Tool(name, description, input_schema, handler, title, output_schema, annotations)
+            return handler
+        return register
+
+    def resource(self, uri: str, *, name: str, title: str | None = None, description: str | None = None,
+                 mime_type: str | None = None,
+                 cache: CacheHint = CacheHint(0, "private")) -> Callable[[ResourceReader], ResourceReader]:
+        def register(reader: ResourceReader) -> ResourceReader:
+            self.resources[uri] = Resource(uri, name, reader, title, description, mime_type, cache)
+            return reader
+        return register
+
+    def background(self, task: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+        """Run `task` for as long as the server serves; it is cancelled at shutdown."""
+        self.background_tasks.append(task)
+        return task
+
+    def capabilities(self) -> dict[str, Any]:
+        capabilities: dict[str, Any] = {}
+        if self.tools:
+            capabilities["tools"] = {}
+        if self.resources:
+            capabilities["resources"] = {"subscribe": True}
+        return capabilities
+
+    def resource_updated(self, uri: str) -> None:
+        """Tell every subscriber of `uri`, legacy and modern alike. Call it from the event loop."""
+        for session in list(self.sessions):
+            session.resource_updated(uri)
+
+    def run_stdio(self) -> None:
+        from .stdio import run
+
+        run(self)
+
+
+def _json_path(path: Any) -> str:
+    parts = list(path)
+    return "/" + "/".join(str(part) for part in parts) if parts else "the top level"

@@ -1,0 +1,118 @@
+"""The only code that touches streams: stdin and stdout as daemon threads, signals, shutdown.
+
+Blocking reads and writes live in daemon threads so that a peer that stops reading,
+or never closes its end, can never keep the process alive past shutdown.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import sys
+import threading
+from collections.abc import Callable
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from .server import Server
+from .session import Session
+
+log = logging.getLogger("protocol")
+
+READ_CHUNK = 1 << 16
+WRITE_DRAIN_SECONDS = 5.0
+
+
+def run(server: Server, stdin_fd: int = 0, stdout_fd: int = 1) -> None:
+    """Serve `server` on stdin/stdout until end of input or SIGTERM/SIGINT; then return (exit 0)."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
+    anyio.run(serve, server, stdin_fd, stdout_fd)
+
+
+async def serve(server: Server, stdin_fd: int, stdout_fd: int) -> None:
+    writer = _Writer(stdout_fd)
+    chunks_in, chunks_out = anyio.create_memory_object_stream[bytes](8)
+    threading.Thread(target=_read_forever, args=(stdin_fd, chunks_in, anyio.lowlevel.current_token()),
+                     name="stdin", daemon=True).start()
+    async with anyio.create_task_group() as tasks, Session(server, writer.send) as session:
+        for task in server.background_tasks:
+            tasks.start_soon(task)
+        stop = anyio.Event()
+        tasks.start_soon(_pump, chunks_out, session, stop)
+        tasks.start_soon(_watch_signals, stop)
+        await stop.wait()
+        await session.close()
+        tasks.cancel_scope.cancel()
+    await anyio.to_thread.run_sync(writer.drain, WRITE_DRAIN_SECONDS, abandon_on_cancel=True)
+
+
+async def _pump(chunks: MemoryObjectReceiveStream[bytes], session: Session, stop: anyio.Event) -> None:
+    async with chunks:
+        async for chunk in chunks:
+            session.feed(chunk)
+    session.feed_eof()
+    stop.set()
+
+
+async def _watch_signals(stop: anyio.Event) -> None:
+    if sys.platform == "win32":  # no signal receiver there; end of input is the way to stop
+        return
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("received %s, closing", signal.Signals(signum).name)
+            stop.set()
+            return
+
+
+def _read_forever(fd: int, chunks: MemoryObjectSendStream[bytes], token: object) -> None:
+    try:
+        while True:
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                anyio.from_thread.run_sync(chunks.close, token=token)
+                return
+            anyio.from_thread.run(chunks.send, chunk, token=token)
+    except (RuntimeError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        return  # the event loop is gone or stopped listening: shutdown is under way
+
+
+class _Writer:
+    """Writes whole lines to stdout in order from a daemon thread."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lines: queue.SimpleQueue[bytes | Callable[[], None]] = queue.SimpleQueue()
+        self._broken = False
+        threading.Thread(target=self._write_forever, name="stdout", daemon=True).start()
+
+    def send(self, line: bytes) -> None:
+        self._lines.put(line)
+
+    def drain(self, timeout: float) -> None:
+        done = threading.Event()
+        self._lines.put(done.set)
+        done.wait(timeout)
+
+    def _write_forever(self) -> None:
+        while True:
+            item = self._lines.get()
+            if callable(item):
+                item()
+                continue
+            if self._broken:
+                continue
+            try:
+                view = memoryview(item)
+                while view:
+                    view = view[os.write(self._fd, view):]
+            except OSError:
+                self._broken = True  # the reader went away; keep draining so nobody blocks
