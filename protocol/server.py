@@ -80,9 +80,10 @@ class Tool:
         """Why `arguments` break the input schema, one line per violation, offending path first."""
         if self._validator is None:
             # jsonschema is slow to import: pay for it on the first call, not at start-up
-            from jsonschema import Draft202012Validator
+            from jsonschema import Draft202012Validator, validators
 
-            self._validator = Draft202012Validator(self.input_schema)
+            # A schema without $schema is 2020-12 (MCP's default dialect); a declared one is honoured.
+            self._validator = validators.validator_for(self.input_schema, Draft202012Validator)(self.input_schema)
         errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
         return [f"at {_json_path(error.absolute_path)}: {error.message}" for error in errors[:20]]
 

@@ -1,0 +1,49 @@
+"""The memory server as a declaration on the protocol engine: tools, one resource, a file watcher."""
+
+from __future__ import annotations
+
+import anyio
+import msgspec
+
+from protocol import CacheHint, Server
+
+from . import __version__
+from .store import GraphStore
+from .tools import GRAPH_URI, register_tools
+
+WATCH_INTERVAL_SECONDS = 0.5
+"""How often the memory file's stat signature is checked for writes by other processes."""
+
+INSTRUCTIONS = (
+    "This server is a persistent memory: a knowledge graph of entities (people, organizations, "
+    "projects, events...), directed relations between them in active voice, and observations, "
+    "one atomic fact each, attached to entities. Before answering, look up what you may already "
+    "know with search_nodes or open_nodes rather than read_graph, which returns everything. "
+    "Record new facts as you learn them: create_entities for new things (names are unique; an "
+    "existing name is skipped), add_observations to extend an entity you already have, "
+    "create_relations to connect entities that exist. Keep observations short and specific, and "
+    "remove outdated ones with delete_observations instead of piling up contradictions."
+)
+
+
+def build_server(store: GraphStore, *, watch_interval: float = WATCH_INTERVAL_SECONDS) -> Server:
+    server = Server("memory-server", __version__, title="Knowledge Graph Memory", instructions=INSTRUCTIONS)
+    register_tools(server, store)
+    encoder = msgspec.json.Encoder()
+
+    # The graph can change at any moment (other processes share the file), so clients must not
+    # keep a read: fresh for 0 ms, and private because it is one user's memory.
+    @server.resource(GRAPH_URI, name="knowledge-graph", title="Knowledge Graph",
+                     description="The full knowledge graph with all entities and relations",
+                     mime_type="application/json", cache=CacheHint(0, "private"))
+    async def read_knowledge_graph(uri: str) -> str:
+        return await anyio.to_thread.run_sync(lambda: encoder.encode(store.read_graph()).decode())
+
+    @server.background
+    async def watch_memory_file() -> None:
+        while True:
+            await anyio.sleep(watch_interval)
+            if await anyio.to_thread.run_sync(store.poll_external_change):
+                server.resource_updated(GRAPH_URI)
+
+    return server
