@@ -72,6 +72,8 @@ def classify(frame: Frame) -> Incoming:
         message = _decoder.decode(frame.data)
     except msgspec.DecodeError as exc:
         return Invalid(None, ProtocolError(PARSE_ERROR, f"Parse error: {exc}"))
+    except RecursionError:
+        return Invalid(None, ProtocolError(PARSE_ERROR, "Parse error: JSON nested too deeply"))
     return classify_object(message)
 
 

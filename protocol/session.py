@@ -16,7 +16,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .dispatch import METHODS, Call
-from .eras import SUBSCRIPTION_ID, EraSelector, stamp
+from .eras import SUBSCRIPTION_ID, Era, EraSelector, stamp
 from .errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError, method_not_found
 from .framing import MAX_LINE_BYTES, LineSplitter
 from .messages import (
@@ -96,6 +96,8 @@ class Session:
         listen = _Listen(request_id, filters)
         key = id_key(request_id)
         # Registered and acknowledged in one step, so no notification can precede the ack.
+        # The ack is the listen's success: it picks the era now, not when the stream ends.
+        self._eras.served(Era.MODERN)
         self._listens[key] = listen
         self._send(encode_notification(
             "notifications/subscriptions/acknowledged",

@@ -1,0 +1,419 @@
+"""Shared test helpers: a server subprocess over real pipes, an in-process session, JSON-RPC and MCP schema checks.
+
+The memory-server tests reuse these, so nothing here knows about the example server
+except the `example_server` fixture at the bottom.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.abc import ObjectReceiveStream
+from jsonschema import Draft202012Validator
+
+from protocol import Server, Session
+
+REPO = Path(__file__).resolve().parents[1]
+# CI lays a copy of shared/ beside the clone, so the spec is found relative to this file, not to the cwd.
+SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec"
+LEGACY_SPEC = "2025-11-25"
+MODERN_SPEC = "2026-07-28"
+MODERN_VERSION = "2026-07-28"
+
+PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+WAIT_SECONDS = 15.0
+"""Generous bound on any single wait: a test that hits it has failed, a passing test never comes close."""
+
+
+# --- messages a client sends -------------------------------------------------------------------------
+
+def request(request_id: int | str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def modern_meta(version: Any = MODERN_VERSION) -> dict[str, Any]:
+    """The _meta every modern request carries: its protocol version and (here: no) client capabilities."""
+    return {PROTOCOL_VERSION: version, CLIENT_CAPABILITIES: {}}
+
+
+def modern_request(request_id: int | str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A 2026-07-28 request: the protocol version and client capabilities ride in every request's _meta."""
+    return request(request_id, method, {**(params or {}), "_meta": modern_meta()})
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def initialize(request_id: int | str = 0, version: str = LEGACY_SPEC) -> dict[str, Any]:
+    return request(request_id, "initialize", {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "tests", "version": "0"}})
+
+
+def cancel(request_id: Any) -> dict[str, Any]:
+    return notification("notifications/cancelled", {"requestId": request_id, "reason": "test"})
+
+
+def encode(message: dict[str, Any] | bytes) -> bytes:
+    """Bytes go on the wire as given; a dict becomes one compact JSON line."""
+    if isinstance(message, bytes):
+        return message
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+# --- what a server may send ------------------------------------------------------------------------
+
+def _usable_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def server_message_problem(message: Any) -> str | None:
+    """Why `message` is not something a server may write to stdout, or None when it is fine.
+
+    A server sends responses (an error may carry id null when the request's id was unusable)
+    and notifications; it never sends a request.
+    """
+    if not isinstance(message, dict):
+        return f"not a JSON object: {message!r}"
+    if message.get("jsonrpc") != "2.0":
+        return 'missing "jsonrpc": "2.0"'
+    if "method" in message:
+        if "id" in message:
+            return "the server sent a request"
+        if not isinstance(message["method"], str):
+            return "notification method is not a string"
+        if "params" in message and not isinstance(message["params"], dict):
+            return "notification params is not an object"
+        return None
+    if ("result" in message) == ("error" in message):
+        return "a response needs exactly one of result and error"
+    if "result" in message:
+        if not _usable_id(message.get("id")):
+            return f"result with unusable id {message.get('id')!r}"
+        return None if isinstance(message["result"], dict) else "result is not an object"
+    if "id" not in message or not (message["id"] is None or _usable_id(message["id"])):
+        return f"error with unusable id {message.get('id')!r}"
+    error = message["error"]
+    if not (isinstance(error, dict) and isinstance(error.get("code"), int) and isinstance(error.get("message"), str)):
+        return f"malformed error object {error!r}"
+    return None
+
+
+def parse_server_line(line: bytes) -> dict[str, Any]:
+    """One stdout line as the message it must be; fails the test otherwise."""
+    assert line.endswith(b"\n"), f"stdout line not newline-terminated: {line[:200]!r}"
+    body = line[:-1]
+    assert b"\n" not in body and b"\r" not in body, f"embedded line break: {body[:200]!r}"
+    try:
+        message = json.loads(body)
+    except ValueError as error:
+        raise AssertionError(f"stdout carries something that is not JSON: {body[:500]!r}") from error
+    problem = server_message_problem(message)
+    assert problem is None, f"{problem}: {body[:500]!r}"
+    return message
+
+
+def is_response_to(message: dict[str, Any], request_id: Any) -> bool:
+    """Ids compare by type too: 1 and "1" are different requests."""
+    return "method" not in message and type(message.get("id")) is type(request_id) and message.get("id") == request_id
+
+
+def error_code(message: dict[str, Any]) -> int:
+    assert "error" in message, f"expected an error response, got {message}"
+    return message["error"]["code"]
+
+
+# --- MCP schemas ---------------------------------------------------------------------------------------
+
+@cache
+def _spec_schema(spec_version: str) -> dict[str, Any]:
+    return json.loads((SPEC / spec_version / "schema.json").read_text())
+
+
+@cache
+def _validator(spec_version: str, definition: str) -> Draft202012Validator:
+    schema = _spec_schema(spec_version)
+    assert definition in schema["$defs"], f"{definition} is not defined in the {spec_version} schema"
+    return Draft202012Validator({**schema, "$ref": f"#/$defs/{definition}"})
+
+
+def assert_schema(spec_version: str, definition: str, instance: Any) -> None:
+    """`instance` conforms to `definition` of that era's schema.json; the failure lists every violation."""
+    errors = [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}"
+              for e in _validator(spec_version, definition).iter_errors(instance)]
+    assert not errors, f"not a valid {spec_version} {definition}: {errors} in {instance}"
+
+
+LEGACY_FORBIDDEN_KEYS = ("resultType", "ttlMs", "cacheScope")
+
+
+def assert_legacy_result(definition: str, result: dict[str, Any]) -> None:
+    """A legacy result: valid for 2025-11-25 and bare of every modern addition."""
+    assert_schema(LEGACY_SPEC, definition, result)
+    for key in LEGACY_FORBIDDEN_KEYS:
+        assert key not in result, f"legacy result carries modern {key}: {result}"
+    assert SERVER_INFO not in result.get("_meta", {}), f"legacy result carries modern serverInfo: {result}"
+
+
+def assert_modern_result(definition: str, result: dict[str, Any], *, cached: bool) -> None:
+    """A modern result: valid for 2026-07-28, complete, signed with serverInfo, with cache hints when cacheable."""
+    assert_schema(MODERN_SPEC, definition, result)
+    assert result["resultType"] == "complete", result
+    assert_schema(MODERN_SPEC, "Implementation", result["_meta"][SERVER_INFO])
+    if cached:
+        assert isinstance(result["ttlMs"], int) and result["ttlMs"] >= 0, result
+        assert result["cacheScope"] in ("public", "private"), result
+
+
+# --- a server subprocess over real pipes ---------------------------------------------------------------
+
+class StdioProcess:
+    """A server subprocess on real pipes: write lines to its stdin, read its stdout lines with a timeout.
+
+    Every stdout line is checked to be one JSON-RPC message a server may send as it is
+    read; stderr is collected whole for assertions on logs.
+    """
+
+    def __init__(self, argv: list[str], *, cwd: Path = REPO, env: dict[str, str] | None = None) -> None:
+        self._process = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.lines: list[bytes] = []  # every stdout line, in order, as read
+        self._stdout: queue.Queue[bytes | None] = queue.Queue()
+        self._stderr: list[bytes] = []
+        self._readers = [threading.Thread(target=self._read_stdout, daemon=True),
+                         threading.Thread(target=self._read_stderr, daemon=True)]
+        for reader in self._readers:
+            reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def send(self, message: dict[str, Any] | bytes) -> None:
+        """Write one message (a dict becomes a JSON line) or raw bytes exactly as given."""
+        assert self._process.stdin is not None
+        self._process.stdin.write(encode(message))
+        self._process.stdin.flush()
+
+    def recv(self, timeout: float = WAIT_SECONDS) -> dict[str, Any]:
+        """The next stdout message; fails the test on timeout or end of output."""
+        try:
+            line = self._stdout.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no message from the server within {timeout} s; stderr:\n{self.stderr}") from None
+        if line is None:
+            self._stdout.put(None)  # keep end of output visible to later calls
+            raise AssertionError(f"the server closed stdout (exit {self._process.poll()}); stderr:\n{self.stderr}")
+        return parse_server_line(line)
+
+    def call(self, message: dict[str, Any], timeout: float = WAIT_SECONDS) -> dict[str, Any]:
+        """Send a request and return its response, which must be the very next message."""
+        self.send(message)
+        response = self.recv(timeout)
+        assert is_response_to(response, message["id"]), f"expected the response to {message}, got {response}"
+        return response
+
+    def close_stdin(self) -> None:
+        assert self._process.stdin is not None
+        if not self._process.stdin.closed:
+            self._process.stdin.close()
+
+    def signal(self, signum: int) -> None:
+        self._process.send_signal(signum)
+
+    def wait(self, timeout: float = WAIT_SECONDS) -> int:
+        try:
+            return self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the server did not exit within {timeout} s; stderr:\n{self.stderr}") from None
+
+    def rest(self, timeout: float = WAIT_SECONDS) -> list[dict[str, Any]]:
+        """Every message still to come, up to end of output (which must come within `timeout`)."""
+        messages: list[dict[str, Any]] = []
+        deadline = Deadline(timeout)
+        while True:
+            try:
+                line = self._stdout.get(timeout=deadline.remaining())
+            except queue.Empty:
+                raise AssertionError(f"stdout still open after {timeout} s; stderr:\n{self.stderr}") from None
+            if line is None:
+                self._stdout.put(None)
+                return messages
+            messages.append(parse_server_line(line))
+
+    def finish(self, timeout: float = WAIT_SECONDS) -> list[dict[str, Any]]:
+        """Close stdin, expect exit status 0, and return the messages written after the last one read."""
+        self.close_stdin()
+        remaining = self.rest(timeout)
+        status = self.wait(timeout)
+        assert status == 0, f"exit status {status}; stderr:\n{self.stderr}"
+        return remaining
+
+    @property
+    def stderr(self) -> str:
+        """What the server wrote to stderr so far (all of it once the process has exited)."""
+        if self._process.poll() is not None:
+            self._readers[1].join(WAIT_SECONDS)
+        return b"".join(self._stderr).decode(errors="replace")
+
+    def kill(self) -> None:
+        """Stop the process if it still runs, and let the readers take in everything it wrote."""
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait(WAIT_SECONDS)
+        for reader in self._readers:
+            reader.join(WAIT_SECONDS)
+        for stream in (self._process.stdin, self._process.stdout, self._process.stderr):
+            if stream is not None and not stream.closed:
+                try:
+                    stream.close()
+                except BrokenPipeError:  # stdin still held unflushed bytes for a process that is gone
+                    pass
+
+    def _read_stdout(self) -> None:
+        stdout = self._process.stdout
+        assert stdout is not None
+        for line in iter(stdout.readline, b""):
+            self.lines.append(line)
+            self._stdout.put(line)
+        self._stdout.put(None)
+
+    def _read_stderr(self) -> None:
+        stderr = self._process.stderr
+        assert stderr is not None
+        for chunk in iter(lambda: stderr.read1(65536), b""):
+            self._stderr.append(chunk)
+
+
+class Deadline:
+    """A wall-clock budget shared by several blocking waits; `remaining()` fails the test once it is spent."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        left = self._end - time.monotonic()
+        assert left > 0, f"gave up waiting after {self.seconds} s"
+        return left
+
+
+def python_server(script: Path | str, *, env: dict[str, str] | None = None) -> StdioProcess:
+    """Start a Python server script from the repository with the repository importable."""
+    environment = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    return StdioProcess([sys.executable, str(script)], cwd=REPO, env=environment)
+
+
+@pytest.fixture
+def stdio_process() -> Iterator[Any]:
+    """Factory for server subprocesses; each is killed at teardown and its whole stdout checked line by line."""
+    started: list[StdioProcess] = []
+
+    def start(script: Path | str, *, env: dict[str, str] | None = None) -> StdioProcess:
+        process = python_server(script, env=env)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+        for line in list(process.lines):
+            parse_server_line(line)
+
+
+# --- an in-process session -----------------------------------------------------------------------------
+
+class SessionHarness:
+    """A `Session` fed bytes directly; everything it sends is kept in order and can be awaited."""
+
+    def __init__(self, session: Session, lines: list[bytes],
+                 arrivals: ObjectReceiveStream[bytes]) -> None:
+        self.session = session
+        self.lines = lines
+        self._arrivals = arrivals
+
+    def send(self, message: dict[str, Any] | bytes) -> None:
+        self.session.feed(encode(message))
+
+    async def recv(self, timeout: float = WAIT_SECONDS) -> dict[str, Any]:
+        with anyio.fail_after(timeout):
+            return parse_server_line(await self._arrivals.receive())
+
+    async def call(self, message: dict[str, Any], timeout: float = WAIT_SECONDS) -> dict[str, Any]:
+        self.send(message)
+        response = await self.recv(timeout)
+        assert is_response_to(response, message["id"]), f"expected the response to {message}, got {response}"
+        return response
+
+    def pending(self) -> list[dict[str, Any]]:
+        """Messages already sent but not yet received, without waiting."""
+        messages = []
+        while True:
+            try:
+                messages.append(parse_server_line(self._arrivals.receive_nowait()))
+            except anyio.WouldBlock:
+                return messages
+
+    async def finish(self) -> list[dict[str, Any]]:
+        """End of input and close, as the stdio runner does; return what was sent meanwhile."""
+        self.session.feed_eof()
+        await self.session.close()
+        return self.pending()
+
+
+@asynccontextmanager
+async def open_session(server: Server, **options: Any) -> AsyncIterator[SessionHarness]:
+    lines: list[bytes] = []
+    outbox, arrivals = anyio.create_memory_object_stream[bytes](math.inf)
+
+    def send(line: bytes) -> None:
+        lines.append(line)
+        outbox.send_nowait(line)
+
+    async with Session(server, send, **options) as session:
+        harness = SessionHarness(session, lines, arrivals)
+        try:
+            yield harness
+        finally:
+            await session.close(grace=0)  # requests a test left in flight are cancelled, not awaited
+    outbox.close()
+    arrivals.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+# --- the example server ---------------------------------------------------------------------------------
+
+EXAMPLE_SERVER = REPO / "tests" / "example_server.py"
+
+
+@pytest.fixture
+def example_server(stdio_process: Any) -> StdioProcess:
+    return stdio_process(EXAMPLE_SERVER)
