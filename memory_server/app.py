@@ -5,10 +5,11 @@ from __future__ import annotations
 import anyio
 import msgspec
 
-from protocol import CacheHint, Server
+from protocol import CacheHint, ProtocolError, Server
+from protocol.errors import INTERNAL_ERROR
 
 from . import __version__
-from .store import GraphStore
+from .store import GraphError, GraphStore
 from .tools import GRAPH_URI, register_tools
 
 WATCH_INTERVAL_SECONDS = 0.5
@@ -37,7 +38,10 @@ def build_server(store: GraphStore, *, watch_interval: float = WATCH_INTERVAL_SE
                      description="The full knowledge graph with all entities and relations",
                      mime_type="application/json", cache=CacheHint(0, "private"))
     async def read_knowledge_graph(uri: str) -> str:
-        return await anyio.to_thread.run_sync(lambda: encoder.encode(store.read_graph()).decode())
+        try:
+            return await anyio.to_thread.run_sync(lambda: encoder.encode(store.read_graph()).decode())
+        except GraphError as error:
+            raise ProtocolError(INTERNAL_ERROR, str(error), {"uri": uri}) from error
 
     @server.background
     async def watch_memory_file() -> None:

@@ -87,7 +87,10 @@ def register_tools(server: Server, store: GraphStore) -> None:
         return ToolResult.of(outcome.value, *extra_notes(outcome), *outcome.notes)
 
     async def read(operation: Callable[..., dict[str, Any]], *arguments: Any) -> ToolResult:
-        return await anyio.to_thread.run_sync(lambda: ToolResult.of(operation(*arguments)))
+        try:
+            return await anyio.to_thread.run_sync(lambda: ToolResult.of(operation(*arguments)))
+        except GraphError as error:
+            raise ToolError(str(error)) from error
 
     def skipped_note(outcome: WriteResult) -> list[str]:
         skipped = outcome.value.get("skipped")

@@ -1,0 +1,454 @@
+"""The knowledge graph as an immutable value, and the nine operations as pure functions on it.
+
+A :class:`Graph` is never changed in place: every write returns a new graph that shares the
+unchanged parts of the old one. The store publishes a graph by swapping one reference, so a
+read in another thread sees the whole graph before a write or the whole graph after it.
+
+The dicts inside results (entity and relation objects) are shared with the graph: callers
+must treat every returned structure as read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, replace
+from typing import Any, Final, NamedTuple, TypeAlias
+
+import msgspec
+
+from .records import (
+    EntityRecord,
+    Extended,
+    Line,
+    Opaque,
+    Record,
+    Rejected,
+    RelationRecord,
+    encode_line,
+    entity_with_extra,
+    relation_with_extra,
+)
+
+Triple: TypeAlias = tuple[str, str, str]
+"""A relation's identity: (from, to, relationType)."""
+
+# Joins the searchable fields of an entity. A query holding it falls back to a per-field check.
+_FIELD_SEPARATOR: Final = "\x00"
+
+
+class GraphError(Exception):
+    """A rule of the graph was broken; the message says what to do about it. Nothing was changed."""
+
+
+class Node(NamedTuple):
+    """An entity: its file record, its result object, its search text, its place in the file."""
+
+    record: EntityRecord
+    view: dict[str, Any]
+    text: str
+    seq: int
+    extra: dict[str, msgspec.Raw] | None
+
+
+class Edge(NamedTuple):
+    """A relation: its file record, its result object, its place in the file."""
+
+    record: RelationRecord
+    view: dict[str, Any]
+    seq: int
+    extra: dict[str, msgspec.Raw] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A line written back verbatim after the known records.
+
+    ``entity`` / ``relation`` is set when the line repeats an entity name or a relation that
+    appeared earlier in the file (a hand edit): the first one wins, the repeat is kept
+    and goes away together with the entity or relation it repeats.
+    """
+
+    line: bytes
+    entity: str | None = None
+    relation: Triple | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    entities: Mapping[str, Node]
+    relations: Mapping[Triple, Edge]
+    links: Mapping[str, AbstractSet[Triple]]
+    """Relations by endpoint name (from or to); never mutated once the graph is published."""
+    kept: tuple[Kept, ...] = ()
+    rejected: tuple[Rejected, ...] = ()
+    next_seq: int = 0
+
+
+EMPTY: Final = Graph({}, {}, {})
+
+
+class Change(NamedTuple):
+    graph: Graph
+    value: dict[str, Any]
+    changed: bool
+
+
+# --------------------------------------------------------------------------------------------
+# Building blocks
+# --------------------------------------------------------------------------------------------
+
+
+def search_text(name: str, entity_type: str, observations: Iterable[str]) -> str:
+    return _FIELD_SEPARATOR.join((name, entity_type, *observations)).lower()
+
+
+def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Node:
+    view = {"name": record.name, "entityType": record.entityType, "observations": record.observations}
+    return Node(record, view, search_text(record.name, record.entityType, record.observations), seq, extra)
+
+
+def make_edge(record: RelationRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Edge:
+    view = {"from": record.source, "to": record.target, "relationType": record.relationType}
+    return Edge(record, view, seq, extra)
+
+
+def triple_of(record: RelationRecord) -> Triple:
+    return (record.source, record.target, record.relationType)
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    """The items without repeats, first occurrence first."""
+    return list(dict.fromkeys(items))
+
+
+def plural(count: int, singular: str, many: str) -> str:
+    return f"{count} {singular if count == 1 else many}"
+
+
+def _with_observations(node: Node, observations: list[str]) -> Node:
+    record = EntityRecord(node.record.name, node.record.entityType, observations)
+    return make_node(record, node.seq, node.extra)
+
+
+# --------------------------------------------------------------------------------------------
+# The file <-> the graph
+# --------------------------------------------------------------------------------------------
+
+
+def graph_from_lines(lines: Iterable[Line]) -> Graph:
+    """The graph a memory file describes. Repeated names and relations: the first one wins."""
+    entities: dict[str, Node] = {}
+    relations: dict[Triple, Edge] = {}
+    links: dict[str, set[Triple]] = {}
+    kept: list[Kept] = []
+    rejected: list[Rejected] = []
+    for line in lines:
+        extra = None
+        if type(line) is Extended:
+            line, extra = line.record, line.extra
+        if type(line) is RelationRecord:
+            triple = triple_of(line)
+            if triple in relations:
+                kept.append(Kept(_line_bytes(line, extra), relation=triple))
+                continue
+            relations[triple] = make_edge(line, len(relations), extra)
+            for name in (triple[0], triple[1]):
+                # get-then-insert: setdefault would build a throwaway set per call.
+                if (ends := links.get(name)) is None:
+                    links[name] = ends = set()
+                ends.add(triple)
+        elif type(line) is EntityRecord:
+            if line.name in entities:
+                kept.append(Kept(_line_bytes(line, extra), entity=line.name))
+                continue
+            entities[line.name] = make_node(line, len(entities), extra)
+        elif type(line) is Opaque:
+            kept.append(Kept(line.line))
+        else:
+            rejected.append(line)
+    return Graph(entities, relations, links, tuple(kept), tuple(rejected), max(len(entities), len(relations)))
+
+
+def _line_bytes(record: Record, extra: dict[str, msgspec.Raw] | None) -> bytes:
+    return encode_line(_encodable(record, extra))
+
+
+def _encodable(record: Record, extra: dict[str, msgspec.Raw] | None) -> Record | dict[str, Any]:
+    if extra is None:
+        return record
+    if type(record) is EntityRecord:
+        return entity_with_extra(record, extra)
+    return relation_with_extra(record, extra)
+
+
+def file_items(graph: Graph) -> list[Record | dict[str, Any] | msgspec.Raw]:
+    """What the memory file holds, in order: entities, relations, then the kept lines."""
+    items: list[Record | dict[str, Any] | msgspec.Raw] = [
+        node.record if node.extra is None else entity_with_extra(node.record, node.extra)
+        for node in graph.entities.values()
+    ]
+    items += [
+        edge.record if edge.extra is None else relation_with_extra(edge.record, edge.extra)
+        for edge in graph.relations.values()
+    ]
+    items += [msgspec.Raw(kept.line) for kept in graph.kept]
+    return items
+
+
+# --------------------------------------------------------------------------------------------
+# Reads
+# --------------------------------------------------------------------------------------------
+
+
+def read_graph(graph: Graph) -> dict[str, Any]:
+    return {
+        "entities": [node.view for node in graph.entities.values()],
+        "relations": [edge.view for edge in graph.relations.values()],
+    }
+
+
+def search_nodes(graph: Graph, query: str) -> dict[str, Any]:
+    """Entities whose name, type or any observation contains the query, ignoring case, and
+    every relation with at least one end among them."""
+    needle = query.lower()
+    if _FIELD_SEPARATOR in needle:
+        matched = [node for node in graph.entities.values() if _fields_contain(node, needle)]
+    else:
+        matched = [node for node in graph.entities.values() if needle in node.text]
+    return {
+        "entities": [node.view for node in matched],
+        "relations": _relations_touching(graph, {node.record.name for node in matched}),
+    }
+
+
+def _fields_contain(node: Node, needle: str) -> bool:
+    fields = (node.record.name, node.record.entityType, *node.record.observations)
+    return any(needle in field.lower() for field in fields)
+
+
+def open_nodes(graph: Graph, names: Sequence[str]) -> dict[str, Any]:
+    """The named entities that exist, in graph order, and every relation touching one of them."""
+    nodes = sorted((graph.entities[name] for name in set(names) if name in graph.entities), key=_seq)
+    return {
+        "entities": [node.view for node in nodes],
+        "relations": _relations_touching(graph, {node.record.name for node in nodes}),
+    }
+
+
+def _seq(item: Node | Edge) -> int:
+    return item.seq
+
+
+def _relations_touching(graph: Graph, names: set[str]) -> list[dict[str, Any]]:
+    # Through the index the cost follows the answer, not the graph; for a large share of the
+    # graph one pass over all relations is cheaper than sorting what the index finds.
+    if 4 * len(names) > len(graph.entities):
+        return [edge.view for (source, target, _), edge in graph.relations.items()
+                if source in names or target in names]
+    triples: set[Triple] = set()
+    for name in names:
+        triples.update(graph.links.get(name, ()))
+    return [edge.view for edge in sorted((graph.relations[triple] for triple in triples), key=_seq)]
+
+
+# --------------------------------------------------------------------------------------------
+# Writes
+# --------------------------------------------------------------------------------------------
+
+
+class _LinkEdits:
+    """Copy-on-write edits of the endpoint index: each touched name's set is copied once."""
+
+    def __init__(self, links: Mapping[str, AbstractSet[Triple]]) -> None:
+        self._links: dict[str, AbstractSet[Triple]] = dict(links)
+        self._owned: dict[str, set[Triple]] = {}
+
+    def _own(self, name: str) -> set[Triple]:
+        if (owned := self._owned.get(name)) is None:
+            owned = self._owned[name] = set(self._links.get(name, ()))
+            self._links[name] = owned
+        return owned
+
+    def add(self, triple: Triple) -> None:
+        self._own(triple[0]).add(triple)
+        self._own(triple[1]).add(triple)
+
+    def discard(self, triple: Triple) -> None:
+        for name in (triple[0], triple[1]):
+            if name in self._links:
+                links = self._own(name)
+                links.discard(triple)
+                if not links:
+                    del self._links[name]
+                    del self._owned[name]
+
+    def result(self) -> dict[str, AbstractSet[Triple]]:
+        return self._links
+
+
+def _missing_message(missing: Sequence[str]) -> str:
+    if len(missing) == 1:
+        return f"Entity with name {missing[0]} not found"
+    return f"Entities with names {', '.join(missing)} not found"
+
+
+def create_entities(graph: Graph, entities: Sequence[Mapping[str, Any]]) -> Change:
+    """New entities; names that exist, or repeat an earlier name of the call, are skipped whole."""
+    fresh: dict[str, Node] = {}
+    skipped: dict[str, None] = {}
+    seq = graph.next_seq
+    for item in entities:
+        name = item["name"]
+        if name in graph.entities or name in fresh:
+            skipped[name] = None
+            continue
+        record = EntityRecord(name, item["entityType"], unique(item["observations"]))
+        fresh[name] = make_node(record, seq)
+        seq += 1
+    value: dict[str, Any] = {"entities": [node.view for node in fresh.values()]}
+    if skipped:
+        value["skipped"] = list(skipped)
+    if not fresh:
+        return Change(graph, value, False)
+    return Change(replace(graph, entities={**graph.entities, **fresh}, next_seq=seq), value, True)
+
+
+def create_relations(graph: Graph, relations: Sequence[Mapping[str, Any]]) -> Change:
+    """New relations between existing entities; relations that exist already are skipped."""
+    missing = unique(name for item in relations for name in (item["from"], item["to"])
+                     if name not in graph.entities)
+    if missing:
+        raise GraphError(f"{_missing_message(missing)}; create the missing entities first "
+                         "(create_entities). No relations were created.")
+    fresh: dict[Triple, Edge] = {}
+    seq = graph.next_seq
+    for item in relations:
+        triple = (item["from"], item["to"], item["relationType"])
+        if triple in graph.relations or triple in fresh:
+            continue
+        fresh[triple] = make_edge(RelationRecord(*triple), seq)
+        seq += 1
+    value = {"relations": [edge.view for edge in fresh.values()]}
+    if not fresh:
+        return Change(graph, value, False)
+    links = _LinkEdits(graph.links)
+    for triple in fresh:
+        links.add(triple)
+    new = replace(graph, relations={**graph.relations, **fresh}, links=links.result(), next_seq=seq)
+    return Change(new, value, True)
+
+
+def add_observations(graph: Graph, observations: Sequence[Mapping[str, Any]]) -> Change:
+    """Observations the entities do not have yet; fails whole when any entity is missing."""
+    missing = unique(item["entityName"] for item in observations if item["entityName"] not in graph.entities)
+    if missing:
+        raise GraphError(f"{_missing_message(missing)}. No observations were added.")
+    lists: dict[str, tuple[list[str], set[str]]] = {}
+    results = []
+    for item in observations:
+        name = item["entityName"]
+        if name not in lists:
+            current = list(graph.entities[name].record.observations)
+            lists[name] = (current, set(current))
+        current, present = lists[name]
+        added = []
+        for content in item["contents"]:
+            if content not in present:
+                present.add(content)
+                current.append(content)
+                added.append(content)
+        results.append({"entityName": name, "addedObservations": added})
+    grown = {name: _with_observations(graph.entities[name], current)
+             for name, (current, _) in lists.items()
+             if len(current) != len(graph.entities[name].record.observations)}
+    value = {"results": results}
+    if not grown:
+        return Change(graph, value, False)
+    return Change(replace(graph, entities={**graph.entities, **grown}), value, True)
+
+
+def delete_entities(graph: Graph, entity_names: Sequence[str]) -> Change:
+    """Removes the entities and every relation touching one of the names; never fails."""
+    requested = unique(entity_names)
+    found = [name for name in requested if name in graph.entities]
+    not_found = [name for name in requested if name not in graph.entities]
+    doomed: set[Triple] = set()
+    for name in requested:
+        doomed.update(graph.links.get(name, ()))
+    message = _deleted_entities_message(len(found), len(doomed), not_found)
+    value = {"success": True, "message": message, "notFound": not_found}
+    if not found and not doomed:
+        return Change(graph, value, False)
+    gone = set(found)
+    entities = _without_keys(graph.entities, gone)
+    new = _without_relations(replace(graph, entities=entities), doomed, gone)
+    return Change(new, value, True)
+
+
+def _deleted_entities_message(entities: int, relations: int, not_found: Sequence[str]) -> str:
+    message = f"Deleted {plural(entities, 'entity', 'entities')}"
+    if relations:
+        message += f" and {plural(relations, 'relation', 'relations')} connected to them"
+    message += "."
+    if not_found:
+        message += f" Not found: {', '.join(not_found)}."
+    return message
+
+
+def _without_keys(mapping: Mapping[Any, Any], keys: set[Any]) -> Mapping[Any, Any]:
+    if not keys:
+        return mapping
+    # Copying a dict whole is much cheaper than rebuilding it item by item.
+    copy = dict(mapping)
+    for key in keys:
+        del copy[key]
+    return copy
+
+
+def _without_relations(graph: Graph, doomed: set[Triple], gone_entities: Collection[str] = ()) -> Graph:
+    """The graph without the given relations and without the repeats of anything removed."""
+    relations: Mapping[Triple, Edge] = graph.relations
+    links: Mapping[str, AbstractSet[Triple]] = graph.links
+    if doomed:
+        relations = _without_keys(graph.relations, doomed)
+        edits = _LinkEdits(graph.links)
+        for triple in doomed:
+            edits.discard(triple)
+        links = edits.result()
+    kept = tuple(line for line in graph.kept
+                 if line.entity not in gone_entities and line.relation not in doomed)
+    return replace(graph, relations=relations, links=links, kept=kept)
+
+
+def delete_observations(graph: Graph, deletions: Sequence[Mapping[str, Any]]) -> Change:
+    """Removes the given observations (every copy of each); unknown entities and observations are ignored."""
+    lists: dict[str, list[str]] = {}
+    for item in deletions:
+        name = item["entityName"]
+        if name not in graph.entities:
+            continue
+        current = lists.get(name, graph.entities[name].record.observations)
+        unwanted = set(item["observations"])
+        lists[name] = [observation for observation in current if observation not in unwanted]
+    shrunk = {name: _with_observations(graph.entities[name], current)
+              for name, current in lists.items()
+              if len(current) != len(graph.entities[name].record.observations)}
+    count = sum(len(graph.entities[name].record.observations) - len(node.record.observations)
+                for name, node in shrunk.items())
+    value = {"success": True, "message": f"Deleted {plural(count, 'observation', 'observations')}.",
+             "deletedCount": count}
+    if not shrunk:
+        return Change(graph, value, False)
+    return Change(replace(graph, entities={**graph.entities, **shrunk}), value, True)
+
+
+def delete_relations(graph: Graph, relations: Sequence[Mapping[str, Any]]) -> Change:
+    """Removes the given relations; relations that do not exist are ignored."""
+    doomed = {triple for triple in ((item["from"], item["to"], item["relationType"]) for item in relations)
+              if triple in graph.relations}
+    value = {"success": True, "message": f"Deleted {plural(len(doomed), 'relation', 'relations')}.",
+             "deletedCount": len(doomed)}
+    if not doomed:
+        return Change(graph, value, False)
+    return Change(_without_relations(graph, doomed), value, True)

@@ -1,0 +1,186 @@
+"""The memory file's records: JSON Lines in, typed records out, and back.
+
+The file holds one JSON object per line, exactly the reference server's records:
+``{"type":"entity","name":...,"entityType":...,"observations":[...]}`` and
+``{"type":"relation","from":...,"to":...,"relationType":...}``. Everything else a line can
+hold is classified here so that nothing is ever silently lost:
+
+- a known record with extra fields -> :class:`Extended` (the extra fields are written back);
+- valid JSON that is not a usable record (unknown ``type``, wrong field types, not an
+  object) -> :class:`Opaque`, written back verbatim;
+- a line that is not JSON, or not UTF-8 -> :class:`Rejected`, moved to the side file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
+
+import msgspec
+
+
+class EntityRecord(msgspec.Struct, tag_field="type", tag="entity", forbid_unknown_fields=True, frozen=True):
+    """An entity line. Field order is the file's key order (the tag comes first)."""
+
+    name: str
+    entityType: str  # noqa: N815 - the file's key
+    observations: list[str]
+
+
+class RelationRecord(msgspec.Struct, tag_field="type", tag="relation", forbid_unknown_fields=True, frozen=True):
+    """A relation line; ``from`` is a Python keyword, hence the renamed attributes."""
+
+    source: str = msgspec.field(name="from")
+    target: str = msgspec.field(name="to")
+    relationType: str  # noqa: N815 - the file's key
+
+
+class _AnyEntity(msgspec.Struct, tag_field="type", tag="entity"):
+    name: str
+    entityType: str  # noqa: N815
+    observations: list[str]
+
+
+class _AnyRelation(msgspec.Struct, tag_field="type", tag="relation"):
+    source: str = msgspec.field(name="from")
+    target: str = msgspec.field(name="to")
+    relationType: str  # noqa: N815
+
+
+Record: TypeAlias = EntityRecord | RelationRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Extended:
+    """A known record whose line carried fields this program does not know."""
+
+    record: Record
+    extra: dict[str, msgspec.Raw]
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """A line of valid JSON that is not a usable record; written back byte for byte."""
+
+    line: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A line that is not valid JSON (or not UTF-8); it leaves the memory file for the side file."""
+
+    line: bytes
+    number: int
+    reason: str
+
+
+Line: TypeAlias = Record | Extended | Opaque | Rejected
+
+ENTITY_KEYS: Final = frozenset({"type", "name", "entityType", "observations"})
+RELATION_KEYS: Final = frozenset({"type", "from", "to", "relationType"})
+_BOM: Final = b"\xef\xbb\xbf"
+
+_strict = msgspec.json.Decoder(EntityRecord | RelationRecord)
+_lenient = msgspec.json.Decoder(_AnyEntity | _AnyRelation)
+_fields = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_text = msgspec.json.Decoder(str)
+_encoder = msgspec.json.Encoder()
+
+
+def decode_file(data: bytes) -> list[Line]:
+    """Every line of a memory file, classified, in file order. Blank lines carry nothing and are skipped."""
+    # Editors on Windows like to start a file with a byte order mark; it is not part of any record.
+    data = data.removeprefix(_BOM)
+    try:
+        # A file this program or the reference wrote decodes in one call.
+        return list(_strict.decode_lines(data))
+    except msgspec.MsgspecError:
+        return [decode_line(line, number) for number, line in enumerate(data.split(b"\n"), 1) if line.strip()]
+
+
+def decode_line(line: bytes, number: int) -> Line:
+    """One non-blank line of the file (without its newline)."""
+    try:
+        return _strict.decode(line)
+    except msgspec.MsgspecError:
+        return _classify(line.removesuffix(b"\r"), line, number)
+
+
+def _classify(content: bytes, line: bytes, number: int) -> Line:
+    try:
+        content.decode("utf-8")
+    except UnicodeDecodeError:
+        return Rejected(line, number, "not valid UTF-8")
+    try:
+        fields = _fields.decode(content)
+    except msgspec.MsgspecError:
+        return Opaque(content) if is_json(content) else Rejected(line, number, "not valid JSON")
+    known = {"entity": ENTITY_KEYS, "relation": RELATION_KEYS}.get(_tag(fields.get("type")))
+    if known is None:
+        return Opaque(content)
+    try:
+        loose = _lenient.decode(content)
+    except msgspec.MsgspecError:
+        # A known type with missing fields or wrong field types: shown nowhere, kept as written.
+        return Opaque(content)
+    extra = {key: value for key, value in fields.items() if key not in known}
+    return Extended(_tighten(loose), extra) if extra else _tighten(loose)
+
+
+def _tag(raw: msgspec.Raw | None) -> str | None:
+    if raw is None:
+        return None
+    try:
+        return _text.decode(raw)
+    except msgspec.MsgspecError:
+        return None
+
+
+def _tighten(loose: _AnyEntity | _AnyRelation) -> Record:
+    if isinstance(loose, _AnyEntity):
+        return EntityRecord(loose.name, loose.entityType, loose.observations)
+    return RelationRecord(loose.source, loose.target, loose.relationType)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def is_json(content: bytes) -> bool:
+    """Whether a line is JSON as the reference's JSON.parse accepts it.
+
+    msgspec refuses some valid JSON (unpaired surrogate escapes, numbers beyond a double), so
+    this slower check decides whether a line msgspec could not read is still a record to keep.
+    """
+    try:
+        json.loads(content, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        # Nesting too deep to check is moved aside with the rest: in the side file, nothing is lost.
+        return False
+    return True
+
+
+def entity_with_extra(record: EntityRecord, extra: dict[str, msgspec.Raw]) -> dict[str, Any]:
+    """What an entity line with extra fields encodes from: the known keys first, then the rest."""
+    return {"type": "entity", "name": record.name, "entityType": record.entityType,
+            "observations": record.observations, **extra}
+
+
+def relation_with_extra(record: RelationRecord, extra: dict[str, msgspec.Raw]) -> dict[str, Any]:
+    return {"type": "relation", "from": record.source, "to": record.target,
+            "relationType": record.relationType, **extra}
+
+
+def encode_line(item: Record | dict[str, Any] | msgspec.Raw) -> bytes:
+    """One record as it appears in the file (without the newline)."""
+    return _encoder.encode(item)
+
+
+def encode_file(items: Iterable[Record | dict[str, Any] | msgspec.Raw]) -> bytes:
+    """The whole memory file in one call: one line per item, each ending in a newline.
+
+    Raises UnicodeEncodeError when a string holds an unpaired surrogate (it has no UTF-8 form).
+    """
+    return _encoder.encode_lines(list(items))

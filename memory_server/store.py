@@ -1,0 +1,510 @@
+"""The knowledge graph kept in one JSONL file that several processes may share.
+
+Reads use the graph held in memory and re-read the file only when its stat signature changed.
+Writes hold ``<memory file>.lock`` while they re-read (if needed), change and save, so writes
+from different processes take turns. Saves replace the file atomically.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import secrets
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final, NamedTuple, TypeAlias
+
+from filelock import LeaseSettingsMismatch, SoftFileLease, Timeout
+
+# filelock 4.x internals the lease subclasses below build on (pin the major version).
+from filelock._filesystem import pin_inode
+from filelock._soft import read_lock_file
+
+from . import graph as rules
+from .graph import Change, Graph, GraphError
+from .records import Rejected, decode_file, encode_file
+
+__all__ = [
+    "LOCK_REFRESH_EVERY",
+    "LOCK_STALE_AFTER",
+    "LOCK_TIMEOUT",
+    "GraphError",
+    "GraphStore",
+    "LockTimeout",
+    "MemoryFileLock",
+    "WriteResult",
+]
+
+LOCK_TIMEOUT: Final = 60.0
+"""Seconds a write waits for the lock before giving up."""
+LOCK_STALE_AFTER: Final = 30.0
+"""Seconds without a refresh after which a lock counts as abandoned. Every sharer must agree."""
+LOCK_REFRESH_EVERY: Final = 15.0
+"""Seconds between refreshes of a held lock."""
+
+_POLL_INTERVAL: Final = 0.05
+_PRIVATE: Final = 0o600
+_PRIVATE_DIRECTORY: Final = 0o700
+
+Signature: TypeAlias = tuple[int, int, int, int] | None
+"""(st_mtime_ns, st_size, st_ino, st_dev) of the memory file; None while it does not exist."""
+
+
+class LockTimeout(GraphError):
+    """The memory file stayed locked by another process for the whole wait; nothing was changed."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    value: dict[str, Any]
+    """The tool's structuredContent; shares objects with the graph, so read-only."""
+    changed: bool
+    """False when the call changed nothing."""
+    notes: list[str]
+    """Extra remarks for the model, e.g. about lines moved out of the memory file."""
+
+
+# --------------------------------------------------------------------------------------------
+# The cross-process lock
+# --------------------------------------------------------------------------------------------
+
+
+def lock_path_for(memory_file: Path) -> Path:
+    return memory_file.with_name(memory_file.name + ".lock")
+
+
+class _Lease(SoftFileLease):
+    """filelock's lease, where an empty marker also expires.
+
+    filelock never breaks an empty marker: releases before 3.22 kept theirs empty while
+    holding. Every process sharing a memory file writes its record right after creating the
+    marker, so an empty one was left by a process killed in between; its process being unknown,
+    it expires like an unrefreshed lease. A holder configured with another stale time cannot be
+    expired by age (the two would disagree on when it is stale), but one whose process is gone
+    is still removed: filelock checks that first.
+    """
+
+    def _try_break_stale_lock(self) -> None:
+        with suppress(LeaseSettingsMismatch):
+            super()._try_break_stale_lock()
+        if not self.is_locked:
+            self._expire_empty_marker()
+
+    def _expire_empty_marker(self) -> None:
+        with suppress(OSError, ValueError), pin_inode(self._lock_path) as pinned:
+            content, marker = read_lock_file(self._lock_path)
+            # The pin keeps the inode from being reused by a new marker while we decide.
+            if pinned in (None, marker.st_ino) and content == "" and (
+                    self._marker_unchanged_for(marker) >= self.lease_duration):
+                self._take_over(marker, None)
+
+
+class _GuardedLease(_Lease):
+    """The lease on the memory file, whose stale-lock takeovers happen one at a time under ``guard``.
+
+    filelock already makes concurrent takeovers safe (it swaps names atomically and checks
+    what it displaced), so the guard only keeps waiters from all breaking at once. A waiter
+    that finds the guard taken skips this round and looks again at its next poll. The guard is
+    itself a lease, so a breaker that dies or freezes mid-break cannot block breaking for good.
+    """
+
+    def __init__(self, lock_file: str, *, guard: str, **options: Any) -> None:
+        super().__init__(lock_file, **options)
+        # One instance for all attempts: expiring an abandoned guard takes watching it over time.
+        self._guard = _Lease(guard, lease_duration=self.lease_duration,
+                             heartbeat_interval=self._heartbeat_interval, mode=_PRIVATE)
+
+    def _take_over(self, marker: os.stat_result, breaker_pid: int | None) -> None:
+        try:
+            self._guard.acquire(blocking=False)
+        except Timeout:
+            return
+        try:
+            super()._take_over(marker, breaker_pid)
+        finally:
+            self._guard.release()
+
+
+class MemoryFileLock:
+    """``<memory file>.lock``: held by one writer at a time, across processes."""
+
+    def __init__(self, memory_file: Path, *, timeout: float = LOCK_TIMEOUT, stale_after: float = LOCK_STALE_AFTER,
+                 refresh_every: float = LOCK_REFRESH_EVERY) -> None:
+        self.memory_file = memory_file
+        self.timeout = timeout
+        self.path = lock_path_for(memory_file)
+        self.break_path = self.path.with_name(self.path.name + ".break")
+        self.stale_after = stale_after
+        self._lease = _GuardedLease(str(self.path), guard=str(self.break_path), lease_duration=stale_after,
+                                    heartbeat_interval=refresh_every, mode=_PRIVATE, poll_interval=_POLL_INTERVAL)
+        self._marker: tuple[int, int] | None = None
+
+    @contextmanager
+    def held(self, deadline: float | None = None) -> Iterator[None]:
+        """Holds the lock for the body. LockTimeout when it cannot be had by ``deadline``
+        (time.monotonic), by default ``timeout`` seconds from now."""
+        if deadline is None:
+            deadline = time.monotonic() + self.timeout
+        try:
+            self._lease.acquire(timeout=max(0.0, deadline - time.monotonic()))
+        except Timeout:
+            raise self.timeout_error() from None
+        except OSError as error:
+            raise GraphError(f"Cannot create the lock file {self.path} ({error.strerror}); the directory "
+                             "holding the memory file must be writable. Nothing was changed.") from error
+        try:
+            self._marker = _identity(os.lstat(self.path))
+            yield
+        finally:
+            self._marker = None
+            # The write is done (or failed cleanly); a failing unlink of the marker must not hide that.
+            with suppress(OSError):
+                self._lease.release()
+
+    def raise_if_lost(self) -> None:
+        """GraphError when another process broke this lock (this one stalled past the stale time)."""
+        try:
+            current = _identity(os.lstat(self.path))
+        except FileNotFoundError:
+            current = None
+        if self._lease.compromise is not None or current != self._marker:
+            raise GraphError(
+                f"Another process took over the lock on {self.memory_file} while this write was stalled "
+                f"for more than {self.stale_after:g} seconds. Nothing was changed; try again.")
+
+    def timeout_error(self) -> LockTimeout:
+        holder = ""
+        with suppress(OSError, ValueError):
+            if (owner := self._lease.owner) is not None:
+                holder = f", held by process {owner.pid} on {owner.hostname}"
+        return LockTimeout(f"The memory file {self.memory_file} is locked by another process (lock file "
+                           f"{self.path}{holder}); gave up after {self.timeout:g} seconds. Nothing was changed; "
+                           "try again later.")
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return (st.st_dev, st.st_ino)
+
+
+# --------------------------------------------------------------------------------------------
+# File I/O
+# --------------------------------------------------------------------------------------------
+
+
+def signature_of(st: os.stat_result) -> Signature:
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
+
+
+def stat_signature(file: Path) -> Signature:
+    try:
+        return signature_of(os.stat(file))
+    except FileNotFoundError:
+        return None
+
+
+def read_file(file: Path) -> tuple[bytes, Signature]:
+    """The file's bytes and the signature of exactly what was read; (b"", None) when missing."""
+    try:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return b"", None
+    try:
+        signature = signature_of(os.fstat(fd))
+        chunks = []
+        while chunk := os.read(fd, 1 << 24):
+            chunks.append(chunk)
+        return b"".join(chunks), signature
+    finally:
+        os.close(fd)
+
+
+def _open_private(path: Path, flags: int) -> int:
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0), _PRIVATE)
+    try:
+        # The umask cannot widen a mode, but an existing file may have been widened by hand.
+        # (Windows before Python 3.13 has no fchmod, and no POSIX modes to narrow.)
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, _PRIVATE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def temporary_name(file: Path) -> Path:
+    return file.with_name(f"{file.name}.{secrets.token_hex(16)}.tmp")
+
+
+def stray_temporaries(file: Path) -> list[Path]:
+    """Temporary files a killed writer left next to the memory file."""
+    pattern = re.compile(re.escape(file.name) + r"\.[0-9a-f]{32}\.tmp")
+    with os.scandir(file.parent) as entries:
+        return [file.parent / entry.name for entry in entries if pattern.fullmatch(entry.name)]
+
+
+class Staged(NamedTuple):
+    path: Path
+    signature: Signature
+
+
+@contextmanager
+def staged(file: Path, data: bytes) -> Iterator[Staged]:
+    """``data`` durably in a temporary file next to ``file``, ready to be renamed over it.
+    The temporary file is gone afterwards whatever happens (renamed, or removed)."""
+    path = temporary_name(file)
+    fd = _open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+            signature = signature_of(os.fstat(fd))
+        finally:
+            os.close(fd)
+        yield Staged(path, signature)
+    finally:
+        with suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Makes a rename in ``directory`` durable; best effort where a filesystem cannot."""
+    with suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def rejected_path_for(memory_file: Path) -> Path:
+    return memory_file.with_name(memory_file.name + ".rejected")
+
+
+def append_rejected(side_file: Path, lines: Sequence[Rejected]) -> None:
+    fd = _open_private(side_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        _write_all(fd, b"".join(line.line + b"\n" for line in lines))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _CollectorPause:
+    """Loading a large file creates millions of containers; the cyclic collector would scan the
+    growing heap again and again (it doubles the load time) while none of them can form a cycle.
+    Counted, so that overlapping loads in several threads resume collection only at the end."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pausers = 0
+        self._resume = False
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._pausers == 0:
+                self._resume = gc.isenabled()
+                gc.disable()
+            self._pausers += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._pausers -= 1
+                if self._pausers == 0 and self._resume:
+                    gc.enable()
+
+
+_collector_paused: Final = _CollectorPause()
+
+
+def _log(message: str) -> None:
+    print(f"memory_server: {message}", file=sys.stderr, flush=True)
+
+
+def describe_load(file: Path, graph: Graph) -> list[str]:
+    """What a person editing the file by hand should know about what was just loaded."""
+    messages = []
+    if graph.rejected:
+        numbers = ", ".join(str(line.number) for line in graph.rejected[:10])
+        more = ", ..." if len(graph.rejected) > 10 else ""
+        messages.append(
+            f"{file}: {rules.plural(len(graph.rejected), 'line is', 'lines are')} not valid JSON "
+            f"(line {numbers}{more}), so not part of the graph; the next write moves "
+            f"{'it' if len(graph.rejected) == 1 else 'them'} to {rejected_path_for(file)}")
+    repeats = sum(1 for kept in graph.kept if kept.entity is not None or kept.relation is not None)
+    if repeats:
+        messages.append(
+            f"{file}: {rules.plural(repeats, 'line repeats', 'lines repeat')} an entity name or relation "
+            "defined earlier; the first one is used, the repeats stay in the file")
+    if unknown := len(graph.kept) - repeats:
+        messages.append(
+            f"{file}: {rules.plural(unknown, 'line is', 'lines are')} JSON but not an entity or relation "
+            f"this server can use; kept in the file as {'it is' if unknown == 1 else 'they are'}")
+    return messages
+
+
+# --------------------------------------------------------------------------------------------
+# The store
+# --------------------------------------------------------------------------------------------
+
+
+class _Snapshot(NamedTuple):
+    graph: Graph
+    signature: Signature
+
+
+class GraphStore:
+    """The graph of one memory file, safe to call from many threads and many processes."""
+
+    def __init__(self, path: Path, *, lock_timeout: float = LOCK_TIMEOUT,
+                 stale_after: float = LOCK_STALE_AFTER, refresh_every: float = LOCK_REFRESH_EVERY) -> None:
+        self.path = Path(path)
+        # Through a symlink the real file is what gets replaced and locked, so a symlinked memory
+        # file stays a symlink and every spelling of the path shares one lock.
+        self._file = Path(os.path.realpath(self.path))
+        self._lock_timeout = lock_timeout
+        self._lock = MemoryFileLock(self._file, timeout=lock_timeout, stale_after=stale_after,
+                                    refresh_every=refresh_every)
+        self._snapshot: _Snapshot | None = None
+        self._loading = threading.Lock()
+        self._writing = threading.Lock()
+        self._unreported_change = False
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def read_graph(self) -> dict[str, Any]:
+        return rules.read_graph(self._graph())
+
+    def search_nodes(self, query: str) -> dict[str, Any]:
+        return rules.search_nodes(self._graph(), query)
+
+    def open_nodes(self, names: list[str]) -> dict[str, Any]:
+        return rules.open_nodes(self._graph(), names)
+
+    def poll_external_change(self) -> bool:
+        """True when another process changed the file since this store last reported (or saw) it.
+
+        Never raises: an unreadable file is reported to whoever reads or writes next."""
+        with suppress(GraphError):
+            self._graph()
+        with self._loading:
+            changed, self._unreported_change = self._unreported_change, False
+        return changed
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def create_entities(self, entities: list[dict[str, Any]]) -> WriteResult:
+        return self._write(lambda graph: rules.create_entities(graph, entities))
+
+    def create_relations(self, relations: list[dict[str, Any]]) -> WriteResult:
+        return self._write(lambda graph: rules.create_relations(graph, relations))
+
+    def add_observations(self, observations: list[dict[str, Any]]) -> WriteResult:
+        return self._write(lambda graph: rules.add_observations(graph, observations))
+
+    def delete_entities(self, entity_names: list[str]) -> WriteResult:
+        return self._write(lambda graph: rules.delete_entities(graph, entity_names))
+
+    def delete_observations(self, deletions: list[dict[str, Any]]) -> WriteResult:
+        return self._write(lambda graph: rules.delete_observations(graph, deletions))
+
+    def delete_relations(self, relations: list[dict[str, Any]]) -> WriteResult:
+        return self._write(lambda graph: rules.delete_relations(graph, relations))
+
+    # -- machinery -----------------------------------------------------------------------------
+
+    def _graph(self) -> Graph:
+        """The graph as the file holds it now: one stat, and a load only when the file changed."""
+        snapshot = self._snapshot
+        if snapshot is not None and snapshot.signature == self._stat():
+            return snapshot.graph
+        with self._loading:
+            snapshot = self._snapshot
+            if snapshot is not None and snapshot.signature == self._stat():
+                return snapshot.graph
+            return self._load(first=snapshot is None)
+
+    def _stat(self) -> Signature:
+        try:
+            return stat_signature(self._file)
+        except OSError as error:
+            raise GraphError(f"Cannot read the memory file {self._file}: {error.strerror}") from error
+
+    def _load(self, *, first: bool) -> Graph:
+        try:
+            data, signature = read_file(self._file)
+        except OSError as error:
+            raise GraphError(f"Cannot read the memory file {self._file}: {error.strerror}") from error
+        with _collector_paused():
+            graph = rules.graph_from_lines(decode_file(data))
+        for message in describe_load(self._file, graph):
+            _log(message)
+        self._snapshot = _Snapshot(graph, signature)
+        self._unreported_change = self._unreported_change or not first
+        return graph
+
+    def _write(self, operation: Callable[[Graph], Change]) -> WriteResult:
+        deadline = time.monotonic() + self._lock_timeout
+        # Threads of this process take turns here, so only one of them waits on the file lock.
+        if not self._writing.acquire(timeout=self._lock_timeout):
+            raise self._lock.timeout_error()
+        try:
+            self._create_directory()
+            with self._lock.held(deadline):
+                before = self._graph()
+                change = operation(before)
+                if not change.changed:
+                    return WriteResult(change.value, False, [])
+                return self._commit(change.graph, change.value)
+        finally:
+            self._writing.release()
+
+    def _create_directory(self) -> None:
+        try:
+            self._file.parent.mkdir(mode=_PRIVATE_DIRECTORY, parents=True, exist_ok=True)
+        except OSError as error:
+            raise GraphError(f"Cannot create the directory {self._file.parent} for the memory file: "
+                             f"{error.strerror}. Nothing was changed.") from error
+
+    def _commit(self, graph: Graph, value: dict[str, Any]) -> WriteResult:
+        notes = []
+        try:
+            data = encode_file(rules.file_items(graph))
+        except UnicodeEncodeError:
+            raise GraphError("A name, type or observation contains an unpaired surrogate character, which "
+                             "cannot be stored as UTF-8. Nothing was changed.") from None
+        try:
+            for stray in stray_temporaries(self._file):
+                with suppress(FileNotFoundError):
+                    stray.unlink()
+            if graph.rejected:
+                side_file = rejected_path_for(self._file)
+                # Appended before the memory file loses them: a crash in between duplicates, never loses.
+                append_rejected(side_file, graph.rejected)
+                notes.append(f"{rules.plural(len(graph.rejected), 'unreadable line was', 'unreadable lines were')} "
+                             f"moved from the memory file to {side_file}.")
+                graph = replace(graph, rejected=())
+            with staged(self._file, data) as temporary:
+                self._lock.raise_if_lost()
+                # Readers noticing the new file wait for the new snapshot instead of loading it again.
+                with self._loading:
+                    os.replace(temporary.path, self._file)
+                    self._snapshot = _Snapshot(graph, temporary.signature)
+        except OSError as error:
+            raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
+                             "Nothing was changed.") from error
+        fsync_directory(self._file.parent)
+        return WriteResult(value, True, notes)

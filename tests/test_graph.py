@@ -1,0 +1,356 @@
+"""The graph rules as pure functions: every operation's result, its change, and what it leaves alone."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from memory_server import graph as rules
+from memory_server.graph import EMPTY, Graph, GraphError
+from memory_server.records import decode_file, encode_file
+
+Entity = dict[str, Any]
+
+
+def entity(name: str, entity_type: str = "person", *observations: str) -> Entity:
+    return {"name": name, "entityType": entity_type, "observations": list(observations)}
+
+
+def relation(source: str, target: str, relation_type: str = "knows") -> dict[str, str]:
+    return {"from": source, "to": target, "relationType": relation_type}
+
+
+def build(*entities: Entity, relations: tuple[dict[str, str], ...] = ()) -> Graph:
+    graph = rules.create_entities(EMPTY, list(entities)).graph
+    return rules.create_relations(graph, list(relations)).graph if relations else graph
+
+
+def from_file(data: bytes) -> Graph:
+    return rules.graph_from_lines(decode_file(data))
+
+
+def file_of(graph: Graph) -> bytes:
+    return encode_file(rules.file_items(graph))
+
+
+PEOPLE = build(entity("Alice", "person", "likes tea"), entity("Bob", "person", "plays chess"),
+               entity("Acme", "organization", "makes anvils"),
+               relations=(relation("Alice", "Bob"), relation("Alice", "Acme", "works_at"),
+                          relation("Bob", "Acme", "works_at")))
+
+
+# -- create_entities ---------------------------------------------------------------------------
+
+
+def test_created_entities_come_back_exactly_as_stored() -> None:
+    change = rules.create_entities(EMPTY, [{**entity("Alice", "person", "likes tea"), "extra": "ignored"}])
+    assert change.changed
+    assert change.value == {"entities": [entity("Alice", "person", "likes tea")]}
+    assert rules.read_graph(change.graph) == {"entities": [entity("Alice", "person", "likes tea")], "relations": []}
+
+
+def test_existing_names_and_repeats_within_the_call_are_skipped_whole() -> None:
+    change = rules.create_entities(PEOPLE, [entity("Carol", "person", "first"), entity("Alice", "robot", "new"),
+                                            entity("Carol", "cat", "second"), entity("Alice", "x")])
+    assert change.value == {"entities": [entity("Carol", "person", "first")], "skipped": ["Alice", "Carol"]}
+    stored = rules.open_nodes(change.graph, ["Alice", "Carol"])["entities"]
+    assert stored == [entity("Alice", "person", "likes tea"), entity("Carol", "person", "first")]
+
+
+def test_skipping_everything_changes_nothing() -> None:
+    change = rules.create_entities(PEOPLE, [entity("Alice")])
+    assert (change.changed, change.graph) == (False, PEOPLE)
+    assert change.value == {"entities": [], "skipped": ["Alice"]}
+
+
+def test_no_skipped_key_when_nothing_was_skipped() -> None:
+    assert "skipped" not in rules.create_entities(PEOPLE, [entity("Dan")]).value
+    assert rules.create_entities(PEOPLE, []).value == {"entities": []}
+
+
+def test_repeated_observations_of_a_new_entity_are_stored_once() -> None:
+    change = rules.create_entities(EMPTY, [entity("A", "t", "x", "y", "x", "y", "z")])
+    assert change.value["entities"] == [entity("A", "t", "x", "y", "z")]
+
+
+def test_entities_keep_insertion_order() -> None:
+    graph = rules.create_entities(PEOPLE, [entity("Zed"), entity("Ann")]).graph
+    assert [e["name"] for e in rules.read_graph(graph)["entities"]] == ["Alice", "Bob", "Acme", "Zed", "Ann"]
+
+
+# -- create_relations --------------------------------------------------------------------------
+
+
+def test_duplicate_relations_are_skipped_also_within_the_call() -> None:
+    change = rules.create_relations(PEOPLE, [relation("Alice", "Bob"), relation("Bob", "Alice"),
+                                             relation("Bob", "Alice"), relation("Alice", "Bob", "likes")])
+    assert change.value == {"relations": [relation("Bob", "Alice"), relation("Alice", "Bob", "likes")]}
+    assert rules.read_graph(change.graph)["relations"][-2:] == change.value["relations"]
+
+
+def test_only_duplicates_change_nothing() -> None:
+    change = rules.create_relations(PEOPLE, [relation("Alice", "Bob")])
+    assert (change.changed, change.graph, change.value) == (False, PEOPLE, {"relations": []})
+
+
+def test_a_relation_to_itself_is_allowed() -> None:
+    change = rules.create_relations(PEOPLE, [relation("Alice", "Alice", "admires")])
+    assert rules.open_nodes(change.graph, ["Alice"])["relations"][-1] == relation("Alice", "Alice", "admires")
+    assert rules.delete_entities(change.graph, ["Alice"]).value["message"] == (
+        "Deleted 1 entity and 3 relations connected to them.")
+
+
+def test_missing_endpoints_fail_the_whole_call_and_every_missing_name_is_named() -> None:
+    with pytest.raises(GraphError) as raised:
+        rules.create_relations(PEOPLE, [relation("Alice", "Bob", "new"), relation("Carol", "Alice"),
+                                        relation("Bob", "Dan"), relation("Carol", "Eve")])
+    message = str(raised.value)
+    assert message.startswith("Entities with names Carol, Dan, Eve not found")
+    assert "No relations were created" in message
+
+
+def test_one_missing_endpoint_reads_like_the_reference() -> None:
+    with pytest.raises(GraphError, match="^Entity with name Nobody not found"):
+        rules.create_relations(PEOPLE, [relation("Alice", "Nobody")])
+
+
+# -- add_observations --------------------------------------------------------------------------
+
+
+def test_observations_are_deduplicated_against_the_entity_and_within_the_call() -> None:
+    change = rules.add_observations(PEOPLE, [
+        {"entityName": "Alice", "contents": ["likes tea", "rides a bike", "rides a bike"], "extra": 1},
+        {"entityName": "Bob", "contents": []},
+        {"entityName": "Alice", "contents": ["rides a bike", "sings"]},
+    ])
+    assert change.value == {"results": [
+        {"entityName": "Alice", "addedObservations": ["rides a bike"]},
+        {"entityName": "Bob", "addedObservations": []},
+        {"entityName": "Alice", "addedObservations": ["sings"]},
+    ]}
+    assert rules.open_nodes(change.graph, ["Alice"])["entities"] == [
+        entity("Alice", "person", "likes tea", "rides a bike", "sings")]
+
+
+def test_adding_only_known_observations_changes_nothing() -> None:
+    change = rules.add_observations(PEOPLE, [{"entityName": "Alice", "contents": ["likes tea"]}])
+    assert (change.changed, change.graph) == (False, PEOPLE)
+
+
+def test_a_missing_entity_fails_the_whole_call() -> None:
+    with pytest.raises(GraphError, match="^Entity with name Zed not found"):
+        rules.add_observations(PEOPLE, [{"entityName": "Alice", "contents": ["new"]},
+                                        {"entityName": "Zed", "contents": ["x"]}])
+    with pytest.raises(GraphError, match="^Entities with names Zed, Ann not found"):
+        rules.add_observations(PEOPLE, [{"entityName": "Zed", "contents": []}, {"entityName": "Ann", "contents": []},
+                                        {"entityName": "Zed", "contents": []}])
+
+
+# -- delete_entities ---------------------------------------------------------------------------
+
+
+def test_deleting_an_entity_removes_every_relation_touching_it() -> None:
+    change = rules.delete_entities(PEOPLE, ["Acme", "Nobody", "Acme"])
+    assert change.changed
+    assert change.value == {"success": True, "notFound": ["Nobody"],
+                            "message": "Deleted 1 entity and 2 relations connected to them. Not found: Nobody."}
+    assert rules.read_graph(change.graph) == {
+        "entities": [entity("Alice", "person", "likes tea"), entity("Bob", "person", "plays chess")],
+        "relations": [relation("Alice", "Bob")]}
+    assert rules.open_nodes(change.graph, ["Acme"]) == {"entities": [], "relations": []}
+
+
+def test_deleting_unknown_names_changes_nothing_and_does_not_fail() -> None:
+    change = rules.delete_entities(PEOPLE, ["X", "Y"])
+    assert (change.changed, change.graph) == (False, PEOPLE)
+    assert change.value == {"success": True, "message": "Deleted 0 entities. Not found: X, Y.", "notFound": ["X", "Y"]}
+
+
+def test_a_deleted_name_can_be_created_again_without_its_old_relations() -> None:
+    graph = rules.delete_entities(PEOPLE, ["Bob"]).graph
+    graph = rules.create_entities(graph, [entity("Bob", "robot")]).graph
+    assert rules.open_nodes(graph, ["Bob"]) == {"entities": [entity("Bob", "robot")], "relations": []}
+
+
+# -- delete_observations / delete_relations ----------------------------------------------------
+
+
+def test_deleting_observations_counts_what_was_removed_and_ignores_the_unknown() -> None:
+    graph = rules.add_observations(PEOPLE, [{"entityName": "Alice", "contents": ["a", "b"]}]).graph
+    change = rules.delete_observations(graph, [
+        {"entityName": "Alice", "observations": ["a", "nope", "likes tea"]},
+        {"entityName": "Ghost", "observations": ["a"]},
+        {"entityName": "Alice", "observations": ["a", "b"]},
+    ])
+    assert change.value == {"success": True, "message": "Deleted 3 observations.", "deletedCount": 3}
+    assert rules.open_nodes(change.graph, ["Alice"])["entities"] == [entity("Alice", "person")]
+
+
+def test_deleting_no_observation_changes_nothing() -> None:
+    change = rules.delete_observations(PEOPLE, [{"entityName": "Alice", "observations": ["nope"]}])
+    assert (change.changed, change.graph, change.value["deletedCount"]) == (False, PEOPLE, 0)
+
+
+def test_every_copy_of_an_observation_goes() -> None:
+    graph = from_file(b'{"type":"entity","name":"A","entityType":"t","observations":["x","y","x"]}')
+    change = rules.delete_observations(graph, [{"entityName": "A", "observations": ["x"]}])
+    assert change.value["deletedCount"] == 2
+    assert rules.read_graph(change.graph)["entities"] == [entity("A", "t", "y")]
+
+
+def test_deleting_relations_counts_and_ignores_the_unknown() -> None:
+    change = rules.delete_relations(PEOPLE, [relation("Alice", "Bob"), relation("Alice", "Bob"),
+                                             relation("Bob", "Alice"), relation("Alice", "Acme", "knows")])
+    assert change.value == {"success": True, "message": "Deleted 1 relation.", "deletedCount": 1}
+    assert relation("Alice", "Bob") not in rules.read_graph(change.graph)["relations"]
+    nothing = rules.delete_relations(PEOPLE, [relation("X", "Y")])
+    assert (nothing.changed, nothing.graph, nothing.value["deletedCount"]) == (False, PEOPLE, 0)
+
+
+# -- reads -------------------------------------------------------------------------------------
+
+
+def test_search_ignores_case_across_name_type_and_observations() -> None:
+    assert [e["name"] for e in rules.search_nodes(PEOPLE, "ALI")["entities"]] == ["Alice"]
+    assert [e["name"] for e in rules.search_nodes(PEOPLE, "Organ")["entities"]] == ["Acme"]
+    assert [e["name"] for e in rules.search_nodes(PEOPLE, "CHESS")["entities"]] == ["Bob"]
+    assert rules.search_nodes(PEOPLE, "zebra") == {"entities": [], "relations": []}
+
+
+def test_search_returns_relations_with_at_least_one_matching_end() -> None:
+    result = rules.search_nodes(PEOPLE, "anvils")
+    assert result["relations"] == [relation("Alice", "Acme", "works_at"), relation("Bob", "Acme", "works_at")]
+
+
+def test_an_empty_query_matches_everything() -> None:
+    assert rules.search_nodes(PEOPLE, "") == rules.read_graph(PEOPLE)
+
+
+def test_a_match_never_spans_two_fields() -> None:
+    graph = build(entity("ab", "cd", "ef"))
+    assert rules.search_nodes(graph, "b\x00c")["entities"] == []
+    assert rules.search_nodes(graph, "bc")["entities"] == []
+    with_separator = build(entity("a\x00b", "t"))
+    assert rules.search_nodes(with_separator, "A\x00B")["entities"] == [entity("a\x00b", "t")]
+
+
+def test_open_nodes_gives_graph_order_and_relations_touching_either_end() -> None:
+    result = rules.open_nodes(PEOPLE, ["Acme", "Nobody", "Bob", "Bob"])
+    assert [e["name"] for e in result["entities"]] == ["Bob", "Acme"]
+    assert result["relations"] == [relation("Alice", "Bob"), relation("Alice", "Acme", "works_at"),
+                                   relation("Bob", "Acme", "works_at")]
+    assert rules.open_nodes(PEOPLE, ["Nobody"]) == {"entities": [], "relations": []}
+
+
+def test_open_nodes_in_a_large_graph_uses_the_index_and_agrees_with_a_full_scan() -> None:
+    names = [f"e{i}" for i in range(200)]
+    graph = build(*(entity(name) for name in names),
+                  relations=tuple(relation(names[i % 200], names[(i * 7) % 200], f"r{i % 3}") for i in range(400)))
+    wanted = {"e3", "e21", "e150"}
+    result = rules.open_nodes(graph, sorted(wanted))
+    every = rules.read_graph(graph)["relations"]
+    assert result["relations"] == [r for r in every if r["from"] in wanted or r["to"] in wanted]
+    assert [e["name"] for e in result["entities"]] == ["e3", "e21", "e150"]
+
+
+def test_results_never_show_the_record_type() -> None:
+    result = rules.read_graph(PEOPLE)
+    assert all(set(e) == {"name", "entityType", "observations"} for e in result["entities"])
+    assert all(set(r) == {"from", "to", "relationType"} for r in result["relations"])
+
+
+def test_a_write_leaves_the_graph_it_started_from_untouched() -> None:
+    before = copy.deepcopy(rules.read_graph(PEOPLE))
+    graph = rules.add_observations(PEOPLE, [{"entityName": "Alice", "contents": ["new"]}]).graph
+    graph = rules.delete_entities(graph, ["Bob"]).graph
+    graph = rules.delete_observations(graph, [{"entityName": "Acme", "observations": ["makes anvils"]}]).graph
+    rules.create_relations(graph, [relation("Alice", "Acme", "owns")])
+    assert rules.read_graph(PEOPLE) == before
+    assert rules.open_nodes(PEOPLE, ["Bob"])["relations"] == [relation("Alice", "Bob"),
+                                                              relation("Bob", "Acme", "works_at")]
+
+
+# -- the file ----------------------------------------------------------------------------------
+
+NOTE = b'{"type":"note","text":"from a newer version"}'
+BAD_TYPES = b'{"type":"entity","name":7,"entityType":"t","observations":[]}'
+
+
+def test_the_file_holds_entities_then_relations_then_kept_lines() -> None:
+    data = (NOTE + b"\n" + b'{"type":"relation","from":"A","to":"B","relationType":"r"}\n' + BAD_TYPES + b"\n"
+            + b'{"type":"entity","name":"A","entityType":"t","observations":[]}\n')
+    assert file_of(from_file(data)) == (
+        b'{"type":"entity","name":"A","entityType":"t","observations":[]}\n'
+        b'{"type":"relation","from":"A","to":"B","relationType":"r"}\n' + NOTE + b"\n" + BAD_TYPES + b"\n")
+
+
+def test_kept_lines_survive_every_operation() -> None:
+    graph = from_file(NOTE + b"\n" + BAD_TYPES)
+    graph = rules.create_entities(graph, [entity("A"), entity("B")]).graph
+    graph = rules.create_relations(graph, [relation("A", "B")]).graph
+    graph = rules.add_observations(graph, [{"entityName": "A", "contents": ["x"]}]).graph
+    graph = rules.delete_relations(graph, [relation("A", "B")]).graph
+    graph = rules.delete_entities(graph, ["A", "B"]).graph
+    assert file_of(graph) == NOTE + b"\n" + BAD_TYPES + b"\n"
+    assert rules.read_graph(graph) == {"entities": [], "relations": []}
+
+
+def test_extra_fields_survive_changes_to_their_record() -> None:
+    graph = from_file(b'{"type":"entity","name":"A","entityType":"t","observations":["x"],"color":"red"}\n'
+                      b'{"type":"entity","name":"B","entityType":"t","observations":[]}\n'
+                      b'{"type":"relation","from":"A","to":"B","relationType":"r","weight":2}')
+    assert rules.read_graph(graph)["entities"][0] == entity("A", "t", "x")
+    graph = rules.add_observations(graph, [{"entityName": "A", "contents": ["y"]}]).graph
+    graph = rules.delete_observations(graph, [{"entityName": "A", "observations": ["x"]}]).graph
+    assert file_of(graph) == (
+        b'{"type":"entity","name":"A","entityType":"t","observations":["y"],"color":"red"}\n'
+        b'{"type":"entity","name":"B","entityType":"t","observations":[]}\n'
+        b'{"type":"relation","from":"A","to":"B","relationType":"r","weight":2}\n')
+
+
+def test_a_repeated_name_in_the_file_the_first_wins_and_the_repeat_is_kept() -> None:
+    first = b'{"type":"entity","name":"A","entityType":"person","observations":["first"]}'
+    repeat = b'{"type":"entity","name":"A","entityType":"robot","observations":["second"]}'
+    graph = from_file(first + b"\n" + repeat)
+    assert rules.read_graph(graph)["entities"] == [entity("A", "person", "first")]
+    assert rules.create_entities(graph, [entity("A")]).value["skipped"] == ["A"]
+    assert file_of(graph) == first + b"\n" + repeat + b"\n"
+
+
+def test_deleting_a_repeated_entity_removes_its_repeats_too() -> None:
+    graph = from_file(b'{"type":"entity","name":"A","entityType":"person","observations":["first"]}\n'
+                      b'{"type":"entity","name":"A","entityType":"robot","observations":["second"]}\n' + NOTE)
+    graph = rules.delete_entities(graph, ["A"]).graph
+    # Otherwise the repeat would come back as "A" the next time the file is read.
+    assert file_of(graph) == NOTE + b"\n"
+    assert rules.read_graph(from_file(file_of(graph))) == {"entities": [], "relations": []}
+
+
+def test_a_repeated_relation_goes_with_the_relation_it_repeats() -> None:
+    line = b'{"type":"relation","from":"A","to":"B","relationType":"r"}'
+    graph = from_file(b'{"type":"entity","name":"A","entityType":"t","observations":[]}\n'
+                      b'{"type":"entity","name":"B","entityType":"t","observations":[]}\n'
+                      + line + b"\n" + line + b"\n")
+    assert rules.read_graph(graph)["relations"] == [relation("A", "B", "r")]
+    removed = rules.delete_relations(graph, [relation("A", "B", "r")])
+    assert removed.value["deletedCount"] == 1
+    assert b'"relation"' not in file_of(removed.graph)
+    cascaded = rules.delete_entities(graph, ["B"]).graph
+    assert b'"relation"' not in file_of(cascaded)
+
+
+def test_relations_to_missing_entities_in_a_hand_edited_file_are_shown_and_deletable() -> None:
+    graph = from_file(b'{"type":"entity","name":"A","entityType":"t","observations":[]}\n'
+                      b'{"type":"relation","from":"A","to":"Gone","relationType":"r"}')
+    assert rules.read_graph(graph)["relations"] == [relation("A", "Gone", "r")]
+    change = rules.delete_entities(graph, ["Gone"])
+    assert change.changed and change.value["notFound"] == ["Gone"]
+    assert rules.read_graph(change.graph)["relations"] == []
+
+
+def test_rejected_lines_are_not_part_of_the_graph_or_its_file() -> None:
+    graph = from_file(b'{"type":"entity","name":"A","entityType":"t","observations":[]}\n{oops\n')
+    assert [line.line for line in graph.rejected] == [b"{oops"]
+    assert file_of(graph) == b'{"type":"entity","name":"A","entityType":"t","observations":[]}\n'
