@@ -1,0 +1,28 @@
+# syntax=docker/dockerfile:1
+
+# Stage 1: build the project's wheel from exactly the files the wheel is made of.
+FROM python:3.12-slim AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+WORKDIR /src
+# README.md and LICENSE are part of the package metadata (pyproject: readme, license).
+COPY pyproject.toml README.md LICENSE ./
+COPY protocol ./protocol
+COPY memory_server ./memory_server
+COPY conformance ./conformance
+RUN pip wheel --no-deps -w /dist .
+
+# Stage 2: the wheel and its runtime dependencies from PyPI, nothing else.
+FROM python:3.12-slim
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+COPY --from=build /dist /tmp/dist
+RUN pip install /tmp/dist/*.whl && rm -rf /tmp/dist
+# A non-root user owns /app/dist. Docker fills an empty named volume with the image's
+# content and ownership at the mount point, so `-v claude-memory:/app/dist` comes up
+# writable by this user. A volume made by an older root-run image, or a bind mount, must
+# be owned by uid 10001 first (see README).
+RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin memory \
+    && mkdir -p /app/dist && chown -R memory:memory /app
+ENV MEMORY_FILE_PATH=/app/dist/memory.jsonl
+WORKDIR /app
+USER memory
+ENTRYPOINT ["mcp-server-memory"]
