@@ -58,6 +58,7 @@ def _list(item: dict[str, Any], description: str | None = None) -> dict[str, Any
 GRAPH_OUTPUT = _object({"entities": _list(_entity(closed=True)), "relations": _list(_relation(closed=True))},
                        closed=True)
 DELETE_OUTPUT = {"success": {"type": "boolean"}, "message": {"type": "string"}}
+COUNTED_DELETE_OUTPUT = _object({**DELETE_OUTPUT, "deletedCount": {"type": "integer", "minimum": 0}}, closed=True)
 
 WRITE = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
 DELETE = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
@@ -146,8 +147,7 @@ def register_tools(server: Server, store: GraphStore) -> None:
                      "entityName": _string("The name of the entity containing the observations"),
                      "observations": _strings("An array of observations to delete"),
                  }))}),
-                 output_schema=_object({**DELETE_OUTPUT, "deletedCount": {"type": "integer", "minimum": 0}},
-                                       closed=True),
+                 output_schema=COUNTED_DELETE_OUTPUT,
                  annotations=DELETE)
     async def delete_observations(arguments: dict[str, Any]) -> ToolResult:
         return await write(store.delete_observations, arguments["deletions"])
@@ -155,8 +155,7 @@ def register_tools(server: Server, store: GraphStore) -> None:
     @server.tool("delete_relations", title="Delete Relations",
                  description="Delete multiple relations from the knowledge graph",
                  input_schema=_object({"relations": _list(_relation(), "An array of relations to delete")}),
-                 output_schema=_object({**DELETE_OUTPUT, "deletedCount": {"type": "integer", "minimum": 0}},
-                                       closed=True),
+                 output_schema=COUNTED_DELETE_OUTPUT,
                  annotations=DELETE)
     async def delete_relations(arguments: dict[str, Any]) -> ToolResult:
         return await write(store.delete_relations, arguments["relations"])
