@@ -122,7 +122,8 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         type=_pattern,
         metavar="PATH",
-        help='a path whose value may differ, e.g. result.content.*.text or result._meta["x/y"].z',
+        help='a path whose value may differ, e.g. result.content.*.text or result._meta["x/y"].z; '
+        "a final ? also accepts the field missing on one side, e.g. result.instructions?",
     )
     return parser
 

@@ -2,7 +2,8 @@
 
 JSON semantics, not Python's: key order is insignificant, ``1`` equals ``1.0`` (a
 JavaScript peer cannot tell them apart), and ``true`` is not ``1``. A volatile path
-accepts any value as long as it is present on both sides or on neither.
+accepts any value as long as it is present on both sides or on neither; an optional one
+(written with a final ``?``) also accepts it missing on either side.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def diff(expected: Any, actual: Any, volatile: Sequence[Pattern] = ()) -> list[D
 
 def _walk(expected: Any, actual: Any, path: Path, volatile: tuple[Pattern, ...]):
     present_on_both = expected is not ABSENT and actual is not ABSENT
-    if present_on_both and any(matches(pattern, path) for pattern in volatile):
+    if any((present_on_both or pattern.optional) and matches(pattern, path) for pattern in volatile):
         return
     if isinstance(expected, dict) and isinstance(actual, dict):
         for key in [*expected, *(key for key in actual if key not in expected)]:

@@ -8,6 +8,9 @@ A path is a chain of segments from the message root: ``result.serverInfo.version
 - ``["any key"]`` is an object key written as a JSON string, for keys holding dots, slashes
   or other characters; ``[3]`` is an array index only.
 - ``*`` or ``[*]`` in a pattern matches any single key or index (never several levels).
+- A ``?`` at the very end makes the pattern *optional*: as a volatile path it also accepts
+  the key being absent on one side, for a field one server sends and another does not
+  (``result.instructions?``).
 
 Diff output prints paths in this same syntax so a reported path can be pasted into
 ``--volatile`` or a header's ``volatile`` list as it is.
@@ -59,6 +62,7 @@ PatternSegment: TypeAlias = Wildcard | Name | Key | Index
 class Pattern:
     source: str
     segments: tuple[PatternSegment, ...]
+    optional: bool = False
 
 
 class PathSyntaxError(ValueError):
@@ -66,13 +70,15 @@ class PathSyntaxError(ValueError):
 
 
 def parse_pattern(source: str) -> Pattern:
+    optional = source.endswith("?")
+    body = source[:-1] if optional else source
     segments: list[PatternSegment] = []
     position = 0
     expect_separator = False
-    while position < len(source):
-        char = source[position]
+    while position < len(body):
+        char = body[position]
         if char == "[":
-            segment, position = _parse_bracket(source, position + 1)
+            segment, position = _parse_bracket(body, position + 1)
             segments.append(segment)
             expect_separator = True
             continue
@@ -80,12 +86,12 @@ def parse_pattern(source: str) -> Pattern:
             if char != ".":
                 raise PathSyntaxError(f"{source!r}: expected '.' or '[' at offset {position}")
             position += 1
-        segment, position = _parse_bare(source, position)
+        segment, position = _parse_bare(body, position)
         segments.append(segment)
         expect_separator = True
     if not segments:
         raise PathSyntaxError("an empty path names nothing; write at least one key")
-    return Pattern(source, tuple(segments))
+    return Pattern(source, tuple(segments), optional)
 
 
 def _parse_bare(source: str, position: int) -> tuple[PatternSegment, int]:
