@@ -18,7 +18,7 @@ from typing import Any
 import memory_server
 import pytest
 from conftest import (
-    SUBSCRIPTION_ID, WAIT_SECONDS, Deadline, StdioProcess, assert_legacy_result, assert_modern_result, initialize,
+    REPO, SUBSCRIPTION_ID, WAIT_SECONDS, Deadline, StdioProcess, assert_legacy_result, assert_modern_result, initialize,
     is_response_to, modern_request, notification, parse_server_line, request,
 )
 from jsonschema import Draft202012Validator
@@ -264,8 +264,12 @@ def subscription_of(message: dict[str, Any]) -> Any:
 # --- starting servers -------------------------------------------------------------------------------------
 
 def server_environment(memory_file: Path | str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The test's environment with MEMORY_FILE_PATH set as given (None: unset)."""
+    """The test's environment with MEMORY_FILE_PATH set as given (None: unset).
+
+    The server runs the repository's code, as this test process imports it, even where the
+    project is also installed (non-editable) into the environment."""
     environment = {key: value for key, value in os.environ.items() if key != "MEMORY_FILE_PATH"}
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     if memory_file is not None:
         environment["MEMORY_FILE_PATH"] = str(memory_file)
     return {**environment, **(extra or {})}
