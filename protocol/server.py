@@ -33,8 +33,10 @@ class ToolResult:
     @classmethod
     def of(cls, value: Any, *notes: str) -> ToolResult:
         """A structured result whose first text item is the same data as compact JSON."""
-        texts = [_encoder.encode(value).decode(), *notes]
-        return cls([{"type": "text", "text": text} for text in texts], value)
+        encoded = _encoder.encode(value)
+        texts = [encoded.decode(), *notes]
+        # Raw: the response splices these bytes in rather than encoding the value a second time.
+        return cls([{"type": "text", "text": text} for text in texts], msgspec.Raw(encoded))
 
     @classmethod
     def error(cls, message: str) -> ToolResult:
