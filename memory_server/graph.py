@@ -10,9 +10,12 @@ must treat every returned structure as read-only.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
+from itertools import chain
+from operator import attrgetter
 from typing import Any, Final, NamedTuple, TypeAlias
 
 import msgspec
@@ -42,22 +45,28 @@ class GraphError(Exception):
 
 
 class Node(NamedTuple):
-    """An entity: its file record, its result object, its search text, its place in the file."""
+    """An entity: its file record, its result object, its search text, its place in the file,
+    and its line in the file (without the newline).
+
+    The line is encoded once, when the node is made, so that a save only joins lines instead
+    of encoding the whole graph again.
+    """
 
     record: EntityRecord
     view: dict[str, Any]
     text: str
     seq: int
     extra: dict[str, msgspec.Raw] | None
+    line: bytes
 
 
 class Edge(NamedTuple):
-    """A relation: its file record, its result object, its place in the file."""
+    """A relation: its file record, its result object, its place in the file, its line in the file."""
 
     record: RelationRecord
     view: dict[str, Any]
     seq: int
-    extra: dict[str, msgspec.Raw] | None
+    line: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,17 +113,42 @@ def search_text(name: str, entity_type: str, observations: Iterable[str]) -> str
 
 
 def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Node:
+    """GraphError when the record cannot be stored (see :func:`record_line`)."""
     view = {"name": record.name, "entityType": record.entityType, "observations": record.observations}
-    return Node(record, view, search_text(record.name, record.entityType, record.observations), seq, extra)
+    text = search_text(record.name, record.entityType, record.observations)
+    return Node(record, view, text, seq, extra, record_line(record, extra))
 
 
 def make_edge(record: RelationRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Edge:
+    """GraphError when the record cannot be stored (see :func:`record_line`)."""
     view = {"from": record.source, "to": record.target, "relationType": record.relationType}
-    return Edge(record, view, seq, extra)
+    return Edge(record, view, seq, record_line(record, extra))
 
 
-def triple_of(record: RelationRecord) -> Triple:
-    return (record.source, record.target, record.relationType)
+def record_line(record: Record, extra: dict[str, msgspec.Raw] | None = None) -> bytes:
+    """The record's line in the memory file (without the newline), extra fields last.
+
+    A string with an unpaired surrogate has no UTF-8 form: refusing it here, while the record
+    is made, fails the write before anything is saved.
+    """
+    try:
+        return encode_line(record if extra is None else _with_extra(record, extra))
+    except UnicodeEncodeError:
+        raise GraphError(f"{_describe(record)} contains an unpaired surrogate character, which cannot be "
+                         "stored as UTF-8. Nothing was changed.") from None
+
+
+def _with_extra(record: Record, extra: dict[str, msgspec.Raw]) -> dict[str, Any]:
+    if type(record) is EntityRecord:
+        return entity_with_extra(record, extra)
+    return relation_with_extra(record, extra)
+
+
+def _describe(record: Record) -> str:
+    # repr escapes the surrogate, so the message itself can still be sent as UTF-8.
+    if type(record) is EntityRecord:
+        return f"The entity {record.name!r} (its name, type or an observation)"
+    return f"The relation type {record.relationType!r}"
 
 
 def unique(items: Iterable[str]) -> list[str]:
@@ -140,7 +174,8 @@ def graph_from_lines(lines: Iterable[Line]) -> Graph:
     """The graph a memory file describes. Repeated names and relations: the first one wins."""
     entities: dict[str, Node] = {}
     relations: dict[Triple, Edge] = {}
-    links: dict[str, set[Triple]] = {}
+    # A defaultdict makes each set only when needed (setdefault would build a throwaway set per call).
+    links: defaultdict[str, set[Triple]] = defaultdict(set)
     kept: list[Kept] = []
     rejected: list[Rejected] = []
     for line in lines:
@@ -148,52 +183,34 @@ def graph_from_lines(lines: Iterable[Line]) -> Graph:
         if type(line) is Extended:
             line, extra = line.record, line.extra
         if type(line) is RelationRecord:
-            triple = triple_of(line)
+            triple = (line.source, line.target, line.relationType)
             if triple in relations:
-                kept.append(Kept(_line_bytes(line, extra), relation=triple))
+                kept.append(Kept(record_line(line, extra), relation=triple))
                 continue
             relations[triple] = make_edge(line, len(relations), extra)
-            for name in (triple[0], triple[1]):
-                # get-then-insert: setdefault would build a throwaway set per call.
-                if (ends := links.get(name)) is None:
-                    links[name] = ends = set()
-                ends.add(triple)
+            links[line.source].add(triple)
+            links[line.target].add(triple)
         elif type(line) is EntityRecord:
             if line.name in entities:
-                kept.append(Kept(_line_bytes(line, extra), entity=line.name))
+                kept.append(Kept(record_line(line, extra), entity=line.name))
                 continue
             entities[line.name] = make_node(line, len(entities), extra)
         elif type(line) is Opaque:
             kept.append(Kept(line.line))
         else:
             rejected.append(line)
-    return Graph(entities, relations, links, tuple(kept), tuple(rejected), max(len(entities), len(relations)))
+    # A plain dict again: reading a missing name must not add it.
+    return Graph(entities, relations, dict(links), tuple(kept), tuple(rejected),
+                 max(len(entities), len(relations)))
 
 
-def _line_bytes(record: Record, extra: dict[str, msgspec.Raw] | None) -> bytes:
-    return encode_line(_encodable(record, extra))
+_line: Final = attrgetter("line")
 
 
-def _encodable(record: Record, extra: dict[str, msgspec.Raw] | None) -> Record | dict[str, Any]:
-    if extra is None:
-        return record
-    if type(record) is EntityRecord:
-        return entity_with_extra(record, extra)
-    return relation_with_extra(record, extra)
-
-
-def file_items(graph: Graph) -> list[Record | dict[str, Any] | msgspec.Raw]:
-    """What the memory file holds, in order: entities, relations, then the kept lines."""
-    items: list[Record | dict[str, Any] | msgspec.Raw] = [
-        node.record if node.extra is None else entity_with_extra(node.record, node.extra)
-        for node in graph.entities.values()
-    ]
-    items += [
-        edge.record if edge.extra is None else relation_with_extra(edge.record, edge.extra)
-        for edge in graph.relations.values()
-    ]
-    items += [msgspec.Raw(kept.line) for kept in graph.kept]
-    return items
+def file_lines(graph: Graph) -> Iterator[bytes]:
+    """The memory file's lines (without newlines), in order: entities, relations, then the kept lines."""
+    return chain(map(_line, graph.entities.values()), map(_line, graph.relations.values()),
+                 map(_line, graph.kept))
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from filelock._soft import read_lock_file
 
 from . import graph as rules
 from .graph import Change, Graph, GraphError
-from .records import Rejected, decode_file, encode_file
+from .records import Rejected, decode_file, join_lines
 
 __all__ = [
     "LOCK_REFRESH_EVERY",
@@ -481,11 +481,7 @@ class GraphStore:
 
     def _commit(self, graph: Graph, value: dict[str, Any]) -> WriteResult:
         notes = []
-        try:
-            data = encode_file(rules.file_items(graph))
-        except UnicodeEncodeError:
-            raise GraphError("A name, type or observation contains an unpaired surrogate character, which "
-                             "cannot be stored as UTF-8. Nothing was changed.") from None
+        data = join_lines(rules.file_lines(graph))
         try:
             for stray in stray_temporaries(self._file):
                 with suppress(FileNotFoundError):

@@ -9,7 +9,7 @@ import pytest
 
 from memory_server import graph as rules
 from memory_server.graph import EMPTY, Graph, GraphError
-from memory_server.records import decode_file, encode_file
+from memory_server.records import decode_file, join_lines
 
 Entity = dict[str, Any]
 
@@ -32,7 +32,7 @@ def from_file(data: bytes) -> Graph:
 
 
 def file_of(graph: Graph) -> bytes:
-    return encode_file(rules.file_items(graph))
+    return join_lines(rules.file_lines(graph))
 
 
 PEOPLE = build(entity("Alice", "person", "likes tea"), entity("Bob", "person", "plays chess"),
@@ -354,3 +354,34 @@ def test_rejected_lines_are_not_part_of_the_graph_or_its_file() -> None:
     graph = from_file(b'{"type":"entity","name":"A","entityType":"t","observations":[]}\n{oops\n')
     assert [line.line for line in graph.rejected] == [b"{oops"]
     assert file_of(graph) == b'{"type":"entity","name":"A","entityType":"t","observations":[]}\n'
+
+
+def test_records_written_in_another_spelling_are_written_back_in_the_file_format() -> None:
+    # Each record's line is encoded when it is read, not copied from the file.
+    graph = from_file(b'{"type": "entity", "name": "Zo\\u00eb", "entityType": "t", "observations": ["a\\/b"]}\n'
+                      b'{ "relationType" : "r", "to" : "Zo\xc3\xab", "from" : "Zo\xc3\xab", "type" : "relation" }\n'
+                      b'{"type": "entity", "name": "Zo\xc3\xab", "entityType": "repeat", "observations": []}')
+    assert file_of(graph) == (
+        b'{"type":"entity","name":"Zo\xc3\xab","entityType":"t","observations":["a/b"]}\n'
+        b'{"type":"relation","from":"Zo\xc3\xab","to":"Zo\xc3\xab","relationType":"r"}\n'
+        b'{"type":"entity","name":"Zo\xc3\xab","entityType":"repeat","observations":[]}\n')
+
+
+@pytest.mark.parametrize(("write", "named"), [
+    (lambda graph: rules.create_entities(graph, [entity("Carol"), entity("Dan\ud800")]), "The entity 'Dan\\ud800'"),
+    (lambda graph: rules.create_entities(graph, [entity("Carol", "t\udfff")]), "The entity 'Carol'"),
+    (lambda graph: rules.add_observations(graph, [{"entityName": "Bob", "contents": ["ok", "x\udc80"]}]),
+     "The entity 'Bob'"),
+    (lambda graph: rules.create_relations(graph, [relation("Alice", "Bob", "likes"),
+                                                  relation("Bob", "Alice", "\ud83d")]),
+     "The relation type '\\ud83d'"),
+], ids=["entity name", "entity type", "observation", "relation type"])
+def test_an_unpaired_surrogate_fails_the_whole_write_naming_the_record(write: Any, named: str) -> None:
+    before = file_of(PEOPLE)
+    with pytest.raises(GraphError, match="unpaired surrogate") as caught:
+        write(PEOPLE)
+    message = str(caught.value)
+    assert message.startswith(named) and message.endswith("Nothing was changed.")
+    # The message goes back to the client as UTF-8, so the surrogate in it must be escaped.
+    assert message.encode("utf-8").decode("utf-8") == message
+    assert file_of(PEOPLE) == before

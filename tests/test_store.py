@@ -306,6 +306,18 @@ def test_an_unpaired_surrogate_is_refused_and_nothing_changes(store: GraphStore,
     assert sorted(path.name for path in memory.parent.iterdir()) == ["memory.jsonl"]
 
 
+def test_an_unpaired_surrogate_is_refused_before_unreadable_lines_move(memory: Path) -> None:
+    memory.write_bytes(ALICE_LINE + b"\n{oops\n" + BOB_LINE + b"\n")
+    store = GraphStore(memory, lock_timeout=WAIT)
+    with pytest.raises(GraphError, match="relation type '\\\\ud800' contains an unpaired surrogate"):
+        store.create_relations([relation("Alice", "Bob", "\ud800")])
+    assert memory.read_bytes() == ALICE_LINE + b"\n{oops\n" + BOB_LINE + b"\n"
+    assert sorted(path.name for path in memory.parent.iterdir()) == ["memory.jsonl"]
+    assert store.create_relations([relation("Alice", "Bob")]).changed
+    assert memory.read_bytes().splitlines() == [ALICE_LINE, BOB_LINE, KNOWS_LINE]
+    assert memory.with_name("memory.jsonl.rejected").read_bytes() == b"{oops\n"
+
+
 def test_a_rule_violation_changes_nothing(store: GraphStore, memory: Path) -> None:
     store.create_entities([entity("Alice")])
     before = memory.read_bytes()
