@@ -239,7 +239,7 @@ def test_a_recording_script_refuses_an_answer_the_protocol_does_not_allow(script
 
 def test_a_recording_script_keeps_notes_and_the_short_form_of_a_long_line(scripted_client: Any, tmp_path: Path) -> None:
     client = scripted_client
-    long_query = client.Repeat("y", 5000, '{"jsonrpc":"2.0","id":"q","method":"ping","params":{"q":"', '"}}')
+    long_query = RepeatLine("y", 5000, '{"jsonrpc":"2.0","id":"q","method":"ping","params":{"q":"', '"}}')
     script = client.Script("fine.jsonl", "a ping, then a long one", (
         client.say(client.request("ping", "ping"), client.result("ping", exactly={}), note="before any era"),
         client.say(long_query, client.result("q", exactly={})),

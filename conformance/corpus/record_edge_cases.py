@@ -16,7 +16,7 @@ from typing import Any
 
 from corpus_tools import CORPUS, MEMORY_SERVER, check_replays, relative
 from scripted_client import (
-    CLIENT_CAPABILITIES, GRAPH, LEGACY_VERSION, MODERN_VERSION, PROTOCOL_VERSION, Answer, CloseStdin, Repeat, Say,
+    CLIENT_CAPABILITIES, GRAPH, LEGACY_VERSION, MODERN_VERSION, PROTOCOL_VERSION, Answer, CloseStdin, RepeatLine, Say,
     Script, Signal, acknowledged, cancel, closed, error, finish_transcript, initialize, modern, notification, play,
     request, result, say, tool, tool_error, updated,
 )
@@ -61,7 +61,7 @@ def read_graph(make: Make, request_id: str) -> Say:
     return say(make(request_id, "tools/call", tool("read_graph", {})), graph)
 
 
-def bad_lines() -> list[tuple[str, bytes | Repeat, Answer | None]]:
+def bad_lines() -> list[tuple[str, bytes | RepeatLine, Answer | None]]:
     """Every malformed line: what it is, its bytes, and the one answer it must draw (None: none)."""
     return [
         ("invalid JSON: -32700 with id null", b"{not json", error(None, PARSE_ERROR)),
@@ -70,7 +70,7 @@ def bad_lines() -> list[tuple[str, bytes | Repeat, Answer | None]]:
         ("bytes that are not UTF-8: -32700 with id null", b"\xff\xfe\xfd", error(None, PARSE_ERROR)),
         ("a method name holding a byte that is not UTF-8: -32700 with id null",
          b'{"jsonrpc":"2.0","id":"latin1","method":"tools/l\xefst"}', error(None, PARSE_ERROR)),
-        ("100,000 opening brackets: nested too deeply, -32700 with id null", Repeat("[", 100_000),
+        ("100,000 opening brackets: nested too deeply, -32700 with id null", RepeatLine("[", 100_000),
          error(None, PARSE_ERROR)),
         ("a number: -32600 with id null", b"42", error(None, INVALID_REQUEST)),
         ("a string: -32600 with id null", b'"tools/list"', error(None, INVALID_REQUEST)),
@@ -134,7 +134,7 @@ def oversize(make: Make) -> list[Say]:
     padded = make("too-big", "tools/call", tool("search_nodes", {"query": "PAD"}))
     prefix, suffix = compact(padded).decode().split("PAD")
     return [
-        say(Repeat("x", OVERSIZE, prefix, suffix), error(None, INVALID_REQUEST, says=["exceeds the limit"]),
+        say(RepeatLine("x", OVERSIZE, prefix, suffix), error(None, INVALID_REQUEST, says=["exceeds the limit"]),
             note="a 17 MiB request, over the 16 MiB limit: -32600 with id null"),
         read_graph(make, "after-too-big"),
     ]

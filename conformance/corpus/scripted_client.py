@@ -191,21 +191,8 @@ def closed(subscription: Any) -> Answer:
 
 
 @dataclass(frozen=True)
-class Repeat:
-    """A generated line, kept in the transcript as c2s_raw_repeat: prefix, text * count, suffix."""
-
-    text: str
-    count: int
-    prefix: str = ""
-    suffix: str = ""
-
-    def data(self) -> bytes:
-        return (self.prefix + self.text * self.count + self.suffix).encode("utf-8")
-
-
-@dataclass(frozen=True)
 class Say:
-    line: dict[str, Any] | bytes | Repeat
+    line: dict[str, Any] | bytes | RepeatLine
     answers: tuple[Answer, ...] = ()
     note: str = ""
     newline: bool = True
@@ -214,8 +201,8 @@ class Say:
         match self.line:
             case dict():
                 body = json.dumps(self.line, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-            case Repeat():
-                body = self.line.data()
+            case RepeatLine():
+                body = b"".join(payload_chunks(self.line, newline=False))
             case bytes():
                 body = self.line
         if b"\n" in body:
@@ -223,7 +210,7 @@ class Say:
         return body + (b"\n" if self.newline else b"")
 
 
-def say(line: dict[str, Any] | bytes | Repeat, *answers: Answer, note: str = "", newline: bool = True) -> Say:
+def say(line: dict[str, Any] | bytes | RepeatLine, *answers: Answer, note: str = "", newline: bool = True) -> Say:
     return Say(line, answers, note, newline)
 
 
@@ -342,7 +329,6 @@ def _annotated(line: dict[str, Any], step: Say) -> dict[str, Any]:
     recorded = parse_step(0, line)
     assert isinstance(recorded, Send)
     sent = b"".join(payload_chunks(recorded.payload, newline=False))
-    if isinstance(step.line, Repeat) and sent == step.line.data():
-        generated = RepeatLine(step.line.text, step.line.count, step.line.prefix, step.line.suffix)
-        line = json.loads(render_step(Send(generated, recorded.newline)))
+    if isinstance(step.line, RepeatLine) and sent == step.data().rstrip(b"\n"):
+        line = json.loads(render_step(Send(step.line, recorded.newline)))
     return {**line, "note": step.note} if step.note else line
