@@ -60,7 +60,7 @@ class Session:
         return await self._tasks.__aexit__(*exc_info)
 
     @property
-    def era(self) -> Any:
+    def era(self) -> Era | None:
         return self._eras.era
 
     def feed(self, data: bytes) -> None:

@@ -39,7 +39,10 @@ def run(server: Server, stdin_fd: int = 0, stdout_fd: int = 1) -> None:
     """Serve `server` on stdin/stdout until end of input or SIGTERM/SIGINT; then return (exit 0)."""
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
-    anyio.run(serve, server, stdin_fd, stdout_fd)
+    try:
+        anyio.run(serve, server, stdin_fd, stdout_fd)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C before the signal receiver was listening: still a clean stop
 
 
 async def serve(server: Server, stdin_fd: int, stdout_fd: int) -> None:
