@@ -56,3 +56,12 @@ def check_replays(path: Path, server: Sequence[str], times: int = REPLAYS) -> Tr
 
 def relative(path: Path) -> str:
     return str(path.relative_to(REPO))
+
+
+# The cast of the recorded memory sessions, shared so that every session tells one story.
+ADA = {"name": "Ada_Lovelace", "entityType": "person", "observations": ["Wrote the first published program"]}
+BABBAGE = {"name": "Charles_Babbage", "entityType": "person", "observations": ["Designed the Difference Engine"]}
+ENGINE = {"name": "Analytical_Engine", "entityType": "machine", "observations": ["Never completed"]}
+WROTE = {"from": "Ada_Lovelace", "to": "Analytical_Engine", "relationType": "wrote_notes_on"}
+DESIGNED = {"from": "Charles_Babbage", "to": "Analytical_Engine", "relationType": "designed"}
+CORRESPONDED = {"from": "Ada_Lovelace", "to": "Charles_Babbage", "relationType": "corresponded_with"}

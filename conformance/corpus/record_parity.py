@@ -18,7 +18,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from corpus_tools import CORPUS, MEMORY_SERVER, check_replays, relative
+from corpus_tools import (
+    ADA, BABBAGE, CORPUS, CORRESPONDED, DESIGNED, ENGINE, MEMORY_SERVER, WROTE, check_replays, relative,
+)
 from scripted_client import (
     GRAPH, LEGACY_VERSION, Answer, CloseStdin, Say, Script, finish_transcript, initialize, notification, play,
     request, result, say, structured, tool, updated,
@@ -26,12 +28,6 @@ from scripted_client import (
 
 NPX_REFERENCE = ("npx", "-y", "@modelcontextprotocol/server-memory")
 
-ADA = {"name": "Ada_Lovelace", "entityType": "person", "observations": ["Wrote the first published program"]}
-BABBAGE = {"name": "Charles_Babbage", "entityType": "person", "observations": ["Designed the Difference Engine"]}
-ENGINE = {"name": "Analytical_Engine", "entityType": "machine", "observations": ["Never completed"]}
-WROTE = {"from": "Ada_Lovelace", "to": "Analytical_Engine", "relationType": "wrote_notes_on"}
-DESIGNED = {"from": "Charles_Babbage", "to": "Analytical_Engine", "relationType": "designed"}
-KNEW = {"from": "Ada_Lovelace", "to": "Charles_Babbage", "relationType": "corresponded_with"}
 
 # Where the two servers deliberately differ, each one a volatile path with its reason.
 HANDSHAKE_DIFFERENCES = (
@@ -83,8 +79,8 @@ def build_graph(*updates: Any) -> list[Any]:
     return [
         call("create", "create_entities", {"entities": [ADA, BABBAGE, ENGINE]}, *updates,
              gives={"entities": [ADA, BABBAGE, ENGINE]}),
-        call("relate", "create_relations", {"relations": [WROTE, DESIGNED, KNEW]}, *updates,
-             gives={"relations": [WROTE, DESIGNED, KNEW]}),
+        call("relate", "create_relations", {"relations": [WROTE, DESIGNED, CORRESPONDED]}, *updates,
+             gives={"relations": [WROTE, DESIGNED, CORRESPONDED]}),
         call("observe", "add_observations", {"observations": [
             {"entityName": "Ada_Lovelace", "contents": ["Born in 1815", "Wrote the first published program"]},
             {"entityName": "Analytical_Engine", "contents": ["Designed in 1837"]},
@@ -97,7 +93,7 @@ def build_graph(*updates: Any) -> list[Any]:
 
 ADA_GROWN = {**ADA, "observations": [*ADA["observations"], "Born in 1815"]}
 ENGINE_GROWN = {**ENGINE, "observations": [*ENGINE["observations"], "Designed in 1837"]}
-FULL_GRAPH = {"entities": [ADA_GROWN, BABBAGE, ENGINE_GROWN], "relations": [WROTE, DESIGNED, KNEW]}
+FULL_GRAPH = {"entities": [ADA_GROWN, BABBAGE, ENGINE_GROWN], "relations": [WROTE, DESIGNED, CORRESPONDED]}
 
 
 SCRIPTS = (
@@ -136,10 +132,10 @@ SCRIPTS = (
             call("search-type", "search_nodes", {"query": "MACHINE"},
                  gives={"entities": [ENGINE_GROWN], "relations": [WROTE, DESIGNED]}),
             call("search-observation", "search_nodes", {"query": "1815"},
-                 gives={"entities": [ADA_GROWN], "relations": [WROTE, KNEW]}),
+                 gives={"entities": [ADA_GROWN], "relations": [WROTE, CORRESPONDED]}),
             call("search-nothing", "search_nodes", {"query": "Jacquard"}, gives={"entities": [], "relations": []}),
             call("open", "open_nodes", {"names": ["Charles_Babbage", "Nobody"]},
-                 gives={"entities": [BABBAGE], "relations": [DESIGNED, KNEW]}),
+                 gives={"entities": [BABBAGE], "relations": [DESIGNED, CORRESPONDED]}),
             say(request("read", "resources/read", {"uri": GRAPH}), result("read")),
         ),
         CloseStdin(),
@@ -156,7 +152,7 @@ SCRIPTS = (
             *build_graph(),
             call("forget", "delete_observations", {"deletions": [
                 {"entityName": "Ada_Lovelace", "observations": ["Born in 1815"]}]}, structured("forget", success=True)),
-            call("unrelate", "delete_relations", {"relations": [KNEW]}, structured("unrelate", success=True)),
+            call("unrelate", "delete_relations", {"relations": [CORRESPONDED]}, structured("unrelate", success=True)),
             call("after-unrelate", "read_graph", {}, gives={
                 "entities": [ADA, BABBAGE, ENGINE_GROWN], "relations": [WROTE, DESIGNED]}),
             call("remove", "delete_entities", {"entityNames": ["Analytical_Engine"]},

@@ -21,7 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from corpus_tools import CORPUS, MEMORY_SERVER, REPO, check_replays, interpreter_env, record_command, relative
+from corpus_tools import (
+    ADA, BABBAGE, CORPUS, CORRESPONDED, DESIGNED, ENGINE, MEMORY_SERVER, REPO, WROTE, check_replays, interpreter_env,
+    record_command, relative,
+)
 from mcp import types
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
@@ -33,12 +36,6 @@ WAIT_SECONDS = 30.0
 # The SDK marks the legacy subscription calls deprecated; using them is the point of the legacy session.
 warnings.filterwarnings("ignore", message="resources/(un)?subscribe is removed")
 
-ADA = {"name": "Ada_Lovelace", "entityType": "person", "observations": ["Wrote the first published program"]}
-BABBAGE = {"name": "Charles_Babbage", "entityType": "person", "observations": ["Designed the Difference Engine"]}
-ENGINE = {"name": "Analytical_Engine", "entityType": "machine", "observations": ["Never completed"]}
-WROTE = {"from": "Ada_Lovelace", "to": "Analytical_Engine", "relationType": "wrote_notes_on"}
-DESIGNED = {"from": "Charles_Babbage", "to": "Analytical_Engine", "relationType": "designed"}
-WORKED_WITH = {"from": "Ada_Lovelace", "to": "Charles_Babbage", "relationType": "corresponded_with"}
 
 
 class Recording:
@@ -90,7 +87,7 @@ def expect(holds: bool, what: str) -> None:
 async def fill_the_graph(client: Client) -> None:
     """Every write tool once, each changing the graph, so each one announces an update."""
     succeeded(await client.call_tool("create_entities", {"entities": [ADA, BABBAGE, ENGINE]}))
-    succeeded(await client.call_tool("create_relations", {"relations": [WROTE, DESIGNED, WORKED_WITH]}))
+    succeeded(await client.call_tool("create_relations", {"relations": [WROTE, DESIGNED, CORRESPONDED]}))
     succeeded(await client.call_tool("add_observations", {"observations": [
         {"entityName": "Ada_Lovelace", "contents": ["Born in 1815", "Daughter of Lord Byron"]},
     ]}))
@@ -108,7 +105,7 @@ async def prune_the_graph(client: Client) -> None:
     succeeded(await client.call_tool("delete_observations", {"deletions": [
         {"entityName": "Ada_Lovelace", "observations": ["Daughter of Lord Byron"]},
     ]}))
-    succeeded(await client.call_tool("delete_relations", {"relations": [WORKED_WITH]}))
+    succeeded(await client.call_tool("delete_relations", {"relations": [CORRESPONDED]}))
     succeeded(await client.call_tool("delete_entities", {"entityNames": ["Charles_Babbage"]}))
 
 
