@@ -14,11 +14,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from corpus_tools import CORPUS, MEMORY_SERVER, check_replays, relative
+from corpus_tools import MEMORY_SERVER, relative
 from scripted_client import (
     CLIENT_CAPABILITIES, GRAPH, LEGACY_VERSION, MODERN_VERSION, PROTOCOL_VERSION, Answer, CloseStdin, RepeatLine, Say,
-    Script, Signal, acknowledged, cancel, closed, error, finish_transcript, initialize, modern, notification, play,
-    request, result, say, tool, tool_error, updated,
+    Script, Signal, acknowledged, cancel, closed, error, initialize, modern, notification, record, request,
+    result, say, tool, tool_error, updated,
 )
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
@@ -488,11 +488,7 @@ SCRIPTS = (*before_any_era(), *legacy_scripts(), *modern_scripts())
 
 def main() -> int:
     for script in SCRIPTS:
-        out = CORPUS / script.file
-        out.parent.mkdir(parents=True, exist_ok=True)
-        play(script, out, MEMORY_SERVER)
-        finish_transcript(script, out)
-        transcript = check_replays(out, MEMORY_SERVER)
+        out, transcript = record(script, MEMORY_SERVER)
         print(f"recorded {relative(out)}: {len(transcript.steps)} lines, replays against {' '.join(MEMORY_SERVER)}")
     return 0
 

@@ -19,11 +19,11 @@ import sys
 from typing import Any
 
 from corpus_tools import (
-    ADA, BABBAGE, CORPUS, CORRESPONDED, DESIGNED, ENGINE, MEMORY_SERVER, WROTE, check_replays, relative,
+    ADA, BABBAGE, CORRESPONDED, DESIGNED, ENGINE, MEMORY_SERVER, WROTE, check_replays, relative,
 )
 from scripted_client import (
-    GRAPH, LEGACY_VERSION, Answer, CloseStdin, Say, Script, finish_transcript, initialize, notification, play,
-    request, result, say, structured, tool, updated,
+    GRAPH, LEGACY_VERSION, Answer, CloseStdin, Say, Script, initialize, notification, record, request,
+    result, say, structured, tool, updated,
 )
 
 NPX_REFERENCE = ("npx", "-y", "@modelcontextprotocol/server-memory")
@@ -194,11 +194,7 @@ def main(argv: list[str]) -> int:
     if not reference:
         raise SystemExit("give the reference server command after --")
     for script in SCRIPTS:
-        out = CORPUS / script.file
-        out.parent.mkdir(parents=True, exist_ok=True)
-        play(script, out, reference)
-        finish_transcript(script, out)
-        transcript = check_replays(out, reference)
+        out, transcript = record(script, reference)
         check_replays(out, MEMORY_SERVER, times=1)
         print(f"recorded {relative(out)}: {len(transcript.steps)} lines, replays against the reference and ours")
     return 0

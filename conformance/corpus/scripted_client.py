@@ -23,11 +23,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from corpus_tools import REPO, interpreter_env, record_command
+from corpus_tools import CORPUS, REPO, check_replays, interpreter_env, record_command
 
 from conformance.paths import parse_pattern
 from conformance.transcript import (
-    RepeatLine, Send, parse_header, parse_step, payload_chunks, render_header, render_step,
+    RepeatLine, Send, Transcript, parse_header, parse_step, payload_chunks, render_header, render_step,
 )
 
 WAIT_SECONDS: Final = 30.0
@@ -332,3 +332,12 @@ def _annotated(line: dict[str, Any], step: Say) -> dict[str, Any]:
     if isinstance(step.line, RepeatLine) and sent == step.data().rstrip(b"\n"):
         line = json.loads(render_step(Send(step.line, recorded.newline)))
     return {**line, "note": step.note} if step.note else line
+
+
+def record(script: Script, server: Sequence[str]) -> tuple[Path, Transcript]:
+    """Plays ``script`` against ``server`` into its corpus file, then proves the result replays."""
+    out = CORPUS / script.file
+    out.parent.mkdir(parents=True, exist_ok=True)
+    play(script, out, server)
+    finish_transcript(script, out)
+    return out, check_replays(out, server)
