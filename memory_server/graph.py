@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from operator import attrgetter
 from typing import Any, Final, NamedTuple, TypeAlias
@@ -32,12 +32,10 @@ from .records import (
     entity_with_extra,
     relation_with_extra,
 )
+from .search import FIELD_SEPARATOR, TextChange, WordIndex, search_text
 
 Triple: TypeAlias = tuple[str, str, str]
 """A relation's identity: (from, to, relationType)."""
-
-# Joins the searchable fields of an entity. A query holding it falls back to a per-field check.
-_FIELD_SEPARATOR: Final = "\x00"
 
 
 class GraphError(Exception):
@@ -92,6 +90,8 @@ class Graph:
     kept: tuple[Kept, ...] = ()
     rejected: tuple[Rejected, ...] = ()
     next_seq: int = 0
+    words: WordIndex | None = field(default=None, compare=False)
+    """Made after a load by the store (see :func:`with_word_index`), then kept up to date by every write."""
 
 
 EMPTY: Final = Graph({}, {}, {})
@@ -106,10 +106,6 @@ class Change(NamedTuple):
 # --------------------------------------------------------------------------------------------
 # Building blocks
 # --------------------------------------------------------------------------------------------
-
-
-def search_text(name: str, entity_type: str, observations: Iterable[str]) -> str:
-    return _FIELD_SEPARATOR.join((name, entity_type, *observations)).lower()
 
 
 def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Node:
@@ -225,18 +221,35 @@ def read_graph(graph: Graph) -> dict[str, Any]:
     }
 
 
+def with_word_index(graph: Graph) -> Graph:
+    """The graph with its word index, which makes most searches read only the entities that match."""
+    if graph.words is not None:
+        return graph
+    return replace(graph, words=WordIndex.build((name, node.text) for name, node in graph.entities.items()))
+
+
 def search_nodes(graph: Graph, query: str) -> dict[str, Any]:
     """Entities whose name, type or any observation contains the query, ignoring case, and
     every relation with at least one end among them."""
     needle = query.lower()
-    if _FIELD_SEPARATOR in needle:
+    if FIELD_SEPARATOR in needle:
         matched = [node for node in graph.entities.values() if _fields_contain(node, needle)]
+    elif (names := _candidates(graph, needle)) is not None:
+        matched = sorted((node for node in map(graph.entities.__getitem__, names) if needle in node.text), key=_seq)
     else:
         matched = [node for node in graph.entities.values() if needle in node.text]
     return {
         "entities": [node.view for node in matched],
         "relations": _relations_touching(graph, {node.record.name for node in matched}),
     }
+
+
+def _candidates(graph: Graph, needle: str) -> set[str] | None:
+    if graph.words is None:
+        return None
+    # Past a quarter of a large graph, checking candidates one by one costs more than one pass
+    # over all; a small graph is cheap either way.
+    return graph.words.candidates(needle, limit=max(len(graph.entities) // 4, 64))
 
 
 def _fields_contain(node: Node, needle: str) -> bool:
@@ -304,6 +317,20 @@ class _LinkEdits:
         return self._links
 
 
+def _with_entities(graph: Graph, entities: Mapping[str, Node], changed: Iterable[str], **fields: Any) -> Graph:
+    """The graph with new entities, its word index told about the `changed` names."""
+    words = graph.words
+    if words is not None:
+        words = words.updated(_text_changes(graph.entities, entities, changed))
+    return replace(graph, entities=entities, words=words, **fields)
+
+
+def _text_changes(before: Mapping[str, Node], after: Mapping[str, Node], names: Iterable[str]) -> Iterator[TextChange]:
+    for name in names:
+        old, new = before.get(name), after.get(name)
+        yield name, None if old is None else old.text, None if new is None else new.text
+
+
 def _missing_message(missing: Sequence[str]) -> str:
     if len(missing) == 1:
         return f"Entity with name {missing[0]} not found"
@@ -328,7 +355,7 @@ def create_entities(graph: Graph, entities: Sequence[Mapping[str, Any]]) -> Chan
         value["skipped"] = list(skipped)
     if not fresh:
         return Change(graph, value, False)
-    return Change(replace(graph, entities={**graph.entities, **fresh}, next_seq=seq), value, True)
+    return Change(_with_entities(graph, {**graph.entities, **fresh}, fresh, next_seq=seq), value, True)
 
 
 def create_relations(graph: Graph, relations: Sequence[Mapping[str, Any]]) -> Change:
@@ -382,7 +409,7 @@ def add_observations(graph: Graph, observations: Sequence[Mapping[str, Any]]) ->
     value = {"results": results}
     if not grown:
         return Change(graph, value, False)
-    return Change(replace(graph, entities={**graph.entities, **grown}), value, True)
+    return Change(_with_entities(graph, {**graph.entities, **grown}, grown), value, True)
 
 
 def delete_entities(graph: Graph, entity_names: Sequence[str]) -> Change:
@@ -398,8 +425,7 @@ def delete_entities(graph: Graph, entity_names: Sequence[str]) -> Change:
     if not found and not doomed:
         return Change(graph, value, False)
     gone = set(found)
-    entities = _without_keys(graph.entities, gone)
-    new = _without_relations(replace(graph, entities=entities), doomed, gone)
+    new = _without_relations(_with_entities(graph, _without_keys(graph.entities, gone), gone), doomed, gone)
     return Change(new, value, True)
 
 
@@ -457,7 +483,7 @@ def delete_observations(graph: Graph, deletions: Sequence[Mapping[str, Any]]) ->
              "deletedCount": count}
     if not shrunk:
         return Change(graph, value, False)
-    return Change(replace(graph, entities={**graph.entities, **shrunk}), value, True)
+    return Change(_with_entities(graph, {**graph.entities, **shrunk}, shrunk), value, True)
 
 
 def delete_relations(graph: Graph, relations: Sequence[Mapping[str, Any]]) -> Change:

@@ -389,7 +389,7 @@ class GraphStore:
         return rules.read_graph(self._graph())
 
     def search_nodes(self, query: str) -> dict[str, Any]:
-        return rules.search_nodes(self._graph(), query)
+        return rules.search_nodes(self._indexed_graph(), query)
 
     def open_nodes(self, names: list[str]) -> dict[str, Any]:
         return rules.open_nodes(self._graph(), names)
@@ -397,9 +397,10 @@ class GraphStore:
     def poll_external_change(self) -> bool:
         """True when another process changed the file since this store last reported (or saw) it.
 
-        Never raises: an unreadable file is reported to whoever reads or writes next."""
+        Never raises: an unreadable file is reported to whoever reads or writes next. The poller
+        also makes the word index of what it loads, so searches do not wait for it."""
         with suppress(GraphError):
-            self._graph()
+            self._indexed_graph()
         with self._loading:
             changed, self._unreported_change = self._unreported_change, False
         return changed
@@ -436,6 +437,18 @@ class GraphStore:
             if snapshot is not None and snapshot.signature == self._stat():
                 return snapshot.graph
             return self._load(first=snapshot is None)
+
+    def _indexed_graph(self) -> Graph:
+        """The graph with its word index, made once per load; writes keep it up to date."""
+        graph = self._graph()
+        if graph.words is not None:
+            return graph
+        indexed = rules.with_word_index(graph)
+        with self._loading:
+            # Unless a write or a reload got there first: then the next search indexes that graph.
+            if self._snapshot is not None and self._snapshot.graph is graph:
+                self._snapshot = self._snapshot._replace(graph=indexed)
+        return indexed
 
     def _stat(self) -> Signature:
         try:

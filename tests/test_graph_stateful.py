@@ -18,8 +18,10 @@ from memory_server.store import GraphError, GraphStore
 # search across field boundaries.
 names = st.sampled_from(["Alice", "alice", "Bob", "Ünï", "", "x\x00y"])
 types = st.sampled_from(["person", "Person", "thing"])
-texts = st.sampled_from(["likes tea", "LIKES TEA", "tea", "", "é", "x"])
-queries = st.sampled_from(["", "tea", "ALI", "\x00", "x\x00y", "zz", "É", "ing", "on"])
+texts = st.sampled_from(["likes tea", "LIKES TEA", "tea", "", "é", "x", "green\u3000tea", "x\ty"])
+# Queries with whitespace in them span words, which the word index must not miss.
+queries = st.sampled_from(["", "tea", "ALI", "\x00", "x\x00y", "zz", "É", "ing", "on", "es te", "n\u3000t",
+                           " tea", "x\ty", "  "])
 entities = st.lists(st.fixed_dictionaries({"name": names, "entityType": types,
                                            "observations": st.lists(texts, max_size=3)}), max_size=3)
 observation_items = st.lists(st.fixed_dictionaries({"entityName": names, "contents": st.lists(texts, max_size=3)}),
