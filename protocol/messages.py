@@ -102,16 +102,25 @@ def classify_object(message: Any) -> Incoming:
     return Request(raw_id, method, params)
 
 
-def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytes:
-    return _encoder.encode({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
+def encode_result(request_id: RequestId, result: dict[str, Any]) -> bytearray:
+    return _line({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
-def encode_error(request_id: RequestId | None, error: ProtocolError) -> bytes:
-    return _encoder.encode({"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}) + b"\n"
+def encode_error(request_id: RequestId | None, error: ProtocolError) -> bytearray:
+    return _line({"jsonrpc": "2.0", "id": request_id, "error": error.to_json()})
 
 
-def encode_notification(method: str, params: dict[str, Any]) -> bytes:
-    return _encoder.encode({"jsonrpc": "2.0", "method": method, "params": params}) + b"\n"
+def encode_notification(method: str, params: dict[str, Any]) -> bytearray:
+    return _line({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def _line(message: dict[str, Any]) -> bytearray:
+    # The newline goes on the end of the encoder's own buffer: adding it to finished bytes would
+    # copy the whole message, which for a large graph is a hundred megabytes.
+    line = bytearray()
+    _encoder.encode_into(message, line)
+    line += b"\n"
+    return line
 
 
 def _invalid(echo: RequestId | None, why: str) -> Invalid:

@@ -38,7 +38,8 @@ class _Listen:
 
 
 class Session:
-    def __init__(self, server: Server, send: Callable[[bytes], None], *, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+    def __init__(self, server: Server, send: Callable[[bytes | bytearray], None], *,
+                 max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self.server = server
         self.legacy_subscriptions: set[str] = set()
         self._send = send
@@ -138,7 +139,7 @@ class Session:
             if not self._inflight:
                 self._idle.set()
 
-    async def _answer(self, request: Request) -> bytes:
+    async def _answer(self, request: Request) -> bytes | bytearray:
         try:
             method = METHODS.get(request.method)
             if method is None:

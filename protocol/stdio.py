@@ -110,11 +110,11 @@ class _Writer:
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._lines: queue.SimpleQueue[bytes | Callable[[], None]] = queue.SimpleQueue()
+        self._lines: queue.SimpleQueue[bytes | bytearray | Callable[[], None]] = queue.SimpleQueue()
         self._broken = False
         threading.Thread(target=self._write_forever, name="stdout", daemon=True).start()
 
-    def send(self, line: bytes) -> None:
+    def send(self, line: bytes | bytearray) -> None:
         self._lines.put(line)
 
     def drain(self, timeout: float) -> None:
