@@ -228,6 +228,19 @@ def with_word_index(graph: Graph) -> Graph:
     return replace(graph, words=WordIndex.build((name, node.text) for name, node in graph.entities.items()))
 
 
+def carry_word_index(indexed: Graph, later: Graph) -> Graph | None:
+    """`later` with the word index of `indexed`, an earlier version of it, brought up to date;
+    None when so much changed (a reload from the file changes everything) that a new index is cheaper."""
+    assert indexed.words is not None
+    before, after = indexed.entities, later.entities
+    # Writes keep the Node of every entity they leave alone, so identity tells what changed.
+    changed = [name for name, node in after.items() if before.get(name) is not node]
+    changed += [name for name in before if name not in after]
+    if len(changed) > max(len(after) // 4, 64):
+        return None
+    return replace(later, words=indexed.words.updated(_text_changes(before, after, changed)))
+
+
 def search_nodes(graph: Graph, query: str) -> dict[str, Any]:
     """Entities whose name, type or any observation contains the query, ignoring case, and
     every relation with at least one end among them."""

@@ -381,6 +381,7 @@ class GraphStore:
         self._snapshot: _Snapshot | None = None
         self._loading = threading.Lock()
         self._writing = threading.Lock()
+        self._indexing = threading.Lock()
         self._unreported_change = False
 
     # -- reads ---------------------------------------------------------------------------------
@@ -443,12 +444,27 @@ class GraphStore:
         graph = self._graph()
         if graph.words is not None:
             return graph
-        indexed = rules.with_word_index(graph)
-        with self._loading:
-            # Unless a write or a reload got there first: then the next search indexes that graph.
-            if self._snapshot is not None and self._snapshot.graph is graph:
-                self._snapshot = self._snapshot._replace(graph=indexed)
-        return indexed
+        # One index at a time: a second search waits for this one rather than making another.
+        with self._indexing:
+            graph = self._graph()
+            if graph.words is not None:
+                return graph
+            indexed = rules.with_word_index(graph)
+            with self._loading:
+                self._publish_index(graph, indexed)
+            return indexed
+
+    def _publish_index(self, graph: Graph, indexed: Graph) -> None:
+        snapshot = self._snapshot
+        if snapshot is None:
+            return
+        if snapshot.graph is graph:
+            self._snapshot = snapshot._replace(graph=indexed)
+        elif snapshot.graph.words is None:
+            # A write of this process landed meanwhile: the index is brought up to its graph.
+            # (After a reload the graph is all new, and the next search or poll indexes it.)
+            if (carried := rules.carry_word_index(indexed, snapshot.graph)) is not None:
+                self._snapshot = snapshot._replace(graph=carried)
 
     def _stat(self) -> Signature:
         try:

@@ -3,6 +3,7 @@ and an index kept up to date write by write must answer as one built afresh."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import hypothesis.strategies as st
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 
 from memory_server import graph as rules
 from memory_server.graph import EMPTY, Graph
+from memory_server.records import decode_file, join_lines
 from memory_server.search import WordIndex, search_text, words_of
 
 UNLIMITED = 10**9
@@ -122,3 +124,24 @@ def test_search_with_the_index_equals_a_search_of_every_entity(
     assert indexed.words is not None and plain.words is None
     assert rules.search_nodes(indexed, query) == rules.search_nodes(plain, query)
     assert rules.search_nodes(rules.with_word_index(plain), query) == rules.search_nodes(plain, query)
+
+
+def test_an_index_made_for_an_earlier_graph_is_carried_to_the_graph_a_write_made_meanwhile() -> None:
+    items = [{"name": f"e{n}", "entityType": "thing", "observations": [f"likes tea {n}"]} for n in range(10)]
+    indexed = rules.with_word_index(graph_of(items))
+    # The write was computed from the graph before its index existed, as a concurrent write is.
+    unindexed = replace(indexed, words=None)
+    later = rules.add_observations(unindexed, [{"entityName": "e3", "contents": ["plays chess"]}]).graph
+    later = rules.delete_entities(later, ["e4"]).graph
+    later = rules.create_entities(later, [{"name": "new", "entityType": "thing", "observations": ["tea"]}]).graph
+    carried = rules.carry_word_index(indexed, later)
+    assert carried is not None and carried.words is not None
+    for query in ("chess", "tea", "likes tea 4", "new", "e4"):
+        assert rules.search_nodes(carried, query) == rules.search_nodes(later, query)
+
+
+def test_an_index_is_not_carried_over_a_reload_that_changed_everything() -> None:
+    items = [{"name": f"e{n}", "entityType": "thing", "observations": []} for n in range(100)]
+    indexed = rules.with_word_index(graph_of(items))
+    reloaded = rules.graph_from_lines(decode_file(join_lines(rules.file_lines(indexed))))
+    assert rules.carry_word_index(indexed, reloaded) is None
