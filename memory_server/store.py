@@ -14,7 +14,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,7 +28,7 @@ from filelock._soft import read_lock_file
 
 from . import graph as rules
 from .graph import Change, Graph, GraphError
-from .records import Rejected, decode_file, join_lines
+from .records import Rejected, decode_file, file_pieces
 
 __all__ = [
     "LOCK_REFRESH_EVERY",
@@ -260,14 +260,15 @@ class Staged(NamedTuple):
 
 
 @contextmanager
-def staged(file: Path, data: bytes) -> Iterator[Staged]:
-    """``data`` durably in a temporary file next to ``file``, ready to be renamed over it.
+def staged(file: Path, pieces: Iterable[bytes]) -> Iterator[Staged]:
+    """The ``pieces`` durably in a temporary file next to ``file``, ready to be renamed over it.
     The temporary file is gone afterwards whatever happens (renamed, or removed)."""
     path = temporary_name(file)
     fd = _open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         try:
-            _write_all(fd, data)
+            for piece in pieces:
+                _write_all(fd, piece)
             os.fsync(fd)
             signature = signature_of(os.fstat(fd))
         finally:
@@ -510,7 +511,7 @@ class GraphStore:
 
     def _commit(self, graph: Graph, value: dict[str, Any]) -> WriteResult:
         notes = []
-        data = join_lines(rules.file_lines(graph))
+        pieces = file_pieces(rules.file_lines(graph))
         try:
             for stray in stray_temporaries(self._file):
                 with suppress(FileNotFoundError):
@@ -522,7 +523,7 @@ class GraphStore:
                 notes.append(f"{rules.plural(len(graph.rejected), 'unreadable line was', 'unreadable lines were')} "
                              f"moved from the memory file to {side_file}.")
                 graph = replace(graph, rejected=())
-            with staged(self._file, data) as temporary:
+            with staged(self._file, pieces) as temporary:
                 self._lock.raise_if_lost()
                 # Readers noticing the new file wait for the new snapshot instead of loading it again.
                 with self._loading:
