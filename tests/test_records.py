@@ -18,6 +18,8 @@ from memory_server.records import (
     encode_file,
     encode_line,
     entity_with_extra,
+    file_pieces,
+    join_lines,
     relation_with_extra,
 )
 
@@ -128,3 +130,11 @@ def test_opaque_lines_encode_verbatim_among_records() -> None:
 def test_a_string_with_an_unpaired_surrogate_cannot_be_encoded() -> None:
     with pytest.raises(UnicodeEncodeError):
         encode_file([EntityRecord("\ud800", "t", [])])
+
+
+@pytest.mark.parametrize("count", [0, 1, 511, 512, 513, 1500])
+def test_a_file_written_in_pieces_is_every_line_with_its_newline(count: int) -> None:
+    lines = [encode_line(EntityRecord(f"e{n}", "t", [])) for n in range(count)]
+    pieces = list(file_pieces(iter(lines)))
+    assert b"".join(pieces) == join_lines(lines) == b"".join(line + b"\n" for line in lines)
+    assert len(pieces) == -(-count // 512)  # no empty piece at the end, however the lines fall
