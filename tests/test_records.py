@@ -9,6 +9,7 @@ import pytest
 
 from memory_server.records import (
     EntityRecord,
+    LINES_PER_PIECE,
     Extended,
     Opaque,
     Rejected,
@@ -132,9 +133,9 @@ def test_a_string_with_an_unpaired_surrogate_cannot_be_encoded() -> None:
         encode_file([EntityRecord("\ud800", "t", [])])
 
 
-@pytest.mark.parametrize("count", [0, 1, 511, 512, 513, 1500])
+@pytest.mark.parametrize("count", [0, 1, LINES_PER_PIECE - 1, LINES_PER_PIECE, LINES_PER_PIECE + 1, 3 * LINES_PER_PIECE + 7])
 def test_a_file_written_in_pieces_is_every_line_with_its_newline(count: int) -> None:
     lines = [encode_line(EntityRecord(f"e{n}", "t", [])) for n in range(count)]
     pieces = list(file_pieces(iter(lines)))
     assert b"".join(pieces) == join_lines(lines) == b"".join(line + b"\n" for line in lines)
-    assert len(pieces) == -(-count // 512)  # no empty piece at the end, however the lines fall
+    assert len(pieces) == -(-count // LINES_PER_PIECE)  # no empty piece at the end, however the lines fall
