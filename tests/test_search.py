@@ -145,3 +145,12 @@ def test_an_index_is_not_carried_over_a_reload_that_changed_everything() -> None
     indexed = rules.with_word_index(graph_of(items))
     reloaded = rules.graph_from_lines(decode_file(join_lines(rules.file_lines(indexed))))
     assert rules.carry_word_index(indexed, reloaded) is None
+
+
+def test_a_word_held_by_many_loses_exactly_the_holders_that_dropped_it() -> None:
+    names = [f"e{n}" for n in range(40)]
+    index = WordIndex.build((name, f"{name}\x00likes tea") for name in names)
+    index = index.updated([("e7", "e7\x00likes tea", "e7\x00likes coffee"), ("e30", "e30\x00likes tea", None)])
+    assert index.candidates("tea", UNLIMITED) == set(names) - {"e7", "e30"}
+    assert index.candidates("likes", UNLIMITED) == set(names) - {"e30"}
+    assert index.candidates("coffee", UNLIMITED) == {"e7"}
