@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -201,6 +202,24 @@ def test_repeated_names_in_a_hand_edited_file_are_logged_and_kept(memory: Path,
 
 
 # -- other writers -----------------------------------------------------------------------------
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/dev/fd"))
+
+
+def test_the_replaced_files_are_all_let_go(store: GraphStore, memory: Path) -> None:
+    # Each save keeps the file it replaces open for a moment, so that its blocks are freed
+    # after the answer; none of them may stay open.
+    store.create_entities([entity("Alice")])
+    before = open_descriptors()
+    for number in range(30):
+        store.add_observations([{"entityName": "Alice", "contents": [f"note {number}"]}])
+    deadline = time.monotonic() + WAIT
+    while open_descriptors() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert open_descriptors() == before
+    assert len(store.read_graph()["entities"][0]["observations"]) == 30
 
 
 def test_a_write_by_another_store_is_seen_and_reported_once(memory: Path) -> None:
