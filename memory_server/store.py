@@ -399,6 +399,7 @@ class GraphStore:
         self._loading = threading.Lock()
         self._writing = threading.Lock()
         self._indexing = threading.Lock()
+        self._unindexable: Graph | None = None  # the graph whose index failed, not to be tried again
         # Frees the replaced memory file while the answer goes out (see _hold_open).
         self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
         self._unreported_change = False
@@ -466,9 +467,14 @@ class GraphStore:
         # One index at a time: a second search waits for this one rather than making another.
         with self._indexing:
             graph = self._graph()
-            if graph.words is not None:
+            if graph.words is not None or graph is self._unindexable:
                 return graph
-            indexed = rules.with_word_index(graph)
+            try:
+                indexed = rules.with_word_index(graph)
+            except Exception as error:  # MemoryError, or a fault of ours: searches scan instead
+                _log(f"Searches will scan every entity: the word index could not be made ({error!r}).")
+                self._unindexable = graph
+                return graph
             with self._loading:
                 self._publish_index(graph, indexed)
             return indexed

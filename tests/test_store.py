@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from memory_server import graph as rules
 from memory_server.store import GraphError, GraphStore, LockTimeout, MemoryFileLock, WriteResult
 
 WAIT = 30.0
@@ -462,3 +463,25 @@ def test_a_writer_whose_lock_was_taken_over_notices_before_saving(memory: Path) 
         with pytest.raises(GraphError, match="Another process took over the lock.*Nothing was changed"):
             lock.raise_if_lost()
     assert lock.path.read_bytes() == b"another holder's record\n"  # the new holder's marker is left alone
+
+
+def test_when_the_word_index_cannot_be_made_searches_scan_and_the_poller_goes_on(
+        memory: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    # No real input makes the index fail short of running out of memory, so the failure is
+    # injected: the index only speeds searches up, and losing it must cost nothing else.
+    attempts = []
+
+    def fail(graph: Any) -> Any:
+        attempts.append(graph)
+        raise MemoryError("no room for the index")
+
+    monkeypatch.setattr(rules, "with_word_index", fail)
+    store = GraphStore(memory)
+    store.create_entities([entity("Alice", "person", "likes tea"), entity("Bob", "person", "plays chess")])
+    assert store.poll_external_change() is False
+    assert store.search_nodes("TEA")["entities"] == [entity("Alice", "person", "likes tea")]
+    assert store.search_nodes("chess")["entities"] == [entity("Bob", "person", "plays chess")]
+    assert len(attempts) == 1  # not tried again for the same graph
+    assert "word index could not be made" in capfd.readouterr().err
+    store.add_observations([{"entityName": "Bob", "contents": ["drinks tea"]}])
+    assert [e["name"] for e in store.search_nodes("tea")["entities"]] == ["Alice", "Bob"]
