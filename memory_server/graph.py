@@ -236,7 +236,7 @@ def carry_word_index(indexed: Graph, later: Graph) -> Graph | None:
     # Writes keep the Node of every entity they leave alone, so identity tells what changed.
     changed = [name for name, node in after.items() if before.get(name) is not node]
     changed += [name for name in before if name not in after]
-    if len(changed) > max(len(after) // 4, 64):
+    if len(changed) > _worth_one_by_one(len(after)):
         return None
     return replace(later, words=indexed.words.updated(_text_changes(before, after, changed)))
 
@@ -260,9 +260,13 @@ def search_nodes(graph: Graph, query: str) -> dict[str, Any]:
 def _candidates(graph: Graph, needle: str) -> set[str] | None:
     if graph.words is None:
         return None
-    # Past a quarter of a large graph, checking candidates one by one costs more than one pass
-    # over all; a small graph is cheap either way.
-    return graph.words.candidates(needle, limit=max(len(graph.entities) // 4, 64))
+    return graph.words.candidates(needle, limit=_worth_one_by_one(len(graph.entities)))
+
+
+def _worth_one_by_one(entities: int) -> int:
+    """How many entities are worth handling one by one before a pass over all of them is cheaper:
+    a quarter of a large graph; a small graph is cheap either way."""
+    return max(entities // 4, 64)
 
 
 def _fields_contain(node: Node, needle: str) -> bool:

@@ -139,7 +139,7 @@ class Session:
             if not self._inflight:
                 self._idle.set()
 
-    async def _answer(self, request: Request) -> bytes | bytearray:
+    async def _answer(self, request: Request) -> bytearray:
         try:
             method = METHODS.get(request.method)
             if method is None:
