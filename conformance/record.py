@@ -17,7 +17,7 @@ import tempfile
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, TextIO
 
@@ -166,7 +166,7 @@ async def record(out: Path, description: str, command: Sequence[str], env_templa
         description=description,
         recorded={
             "with": "python -m conformance record",
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "command": list(command),
         },
         env=dict(env_templates),
@@ -276,6 +276,6 @@ async def _forward_signals(
     async for signum in signals:
         transcript.step(SendSignal(signal.Signals(signum).name))
         try:
-            process.send_signal(signum)
+            process.send_signal(signal.Signals(signum))
         except ProcessLookupError:
             pass

@@ -135,14 +135,14 @@ def record_line(record: Record, extra: dict[str, msgspec.Raw] | None = None) -> 
 
 
 def _with_extra(record: Record, extra: dict[str, msgspec.Raw]) -> dict[str, Any]:
-    if type(record) is EntityRecord:
+    if isinstance(record, EntityRecord):
         return entity_with_extra(record, extra)
     return relation_with_extra(record, extra)
 
 
 def _describe(record: Record) -> str:
     # repr escapes the surrogate, so the message itself can still be sent as UTF-8.
-    if type(record) is EntityRecord:
+    if isinstance(record, EntityRecord):
         return f"The entity {record.name!r} (its name, type or an observation)"
     return f"The relation type {record.relationType!r}"
 
@@ -174,10 +174,12 @@ def graph_from_lines(lines: Iterable[Line]) -> Graph:
     links: defaultdict[str, set[Triple]] = defaultdict(set)
     kept: list[Kept] = []
     rejected: list[Rejected] = []
-    for line in lines:
+    item: Any  # a Line, unwrapped from Extended below
+    for item in lines:
         extra = None
-        if type(line) is Extended:
-            line, extra = line.record, line.extra
+        if type(item) is Extended:
+            item, extra = item.record, item.extra
+        line = item
         if type(line) is RelationRecord:
             triple = (line.source, line.target, line.relationType)
             if triple in relations:

@@ -26,7 +26,7 @@ class EntityRecord(msgspec.Struct, tag_field="type", tag="entity", forbid_unknow
     """An entity line. Field order is the file's key order (the tag comes first)."""
 
     name: str
-    entityType: str  # noqa: N815 - the file's key
+    entityType: str
     observations: list[str]
 
 
@@ -35,19 +35,19 @@ class RelationRecord(msgspec.Struct, tag_field="type", tag="relation", forbid_un
 
     source: str = msgspec.field(name="from")
     target: str = msgspec.field(name="to")
-    relationType: str  # noqa: N815 - the file's key
+    relationType: str
 
 
 class _AnyEntity(msgspec.Struct, tag_field="type", tag="entity"):
     name: str
-    entityType: str  # noqa: N815
+    entityType: str
     observations: list[str]
 
 
 class _AnyRelation(msgspec.Struct, tag_field="type", tag="relation"):
     source: str = msgspec.field(name="from")
     target: str = msgspec.field(name="to")
-    relationType: str  # noqa: N815
+    relationType: str
 
 
 Record: TypeAlias = EntityRecord | RelationRecord
@@ -118,7 +118,7 @@ def _classify(content: bytes, line: bytes, number: int) -> Line:
         fields = _fields.decode(content)
     except msgspec.MsgspecError:
         return Opaque(content) if is_json(content) else Rejected(line, number, "not valid JSON")
-    known = {"entity": ENTITY_KEYS, "relation": RELATION_KEYS}.get(_tag(fields.get("type")))
+    known = {"entity": ENTITY_KEYS, "relation": RELATION_KEYS}.get(_tag(fields.get("type")) or "")
     if known is None:
         return Opaque(content)
     try:

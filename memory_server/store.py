@@ -534,7 +534,7 @@ class GraphStore:
                              f"{error.strerror}. Nothing was changed.") from error
 
     def _commit(self, graph: Graph, value: dict[str, Any]) -> WriteResult:
-        notes = []
+        notes: list[str] = []
         pieces = file_pieces(rules.file_lines(graph))
         replaced = _hold_open(self._file)
         try:

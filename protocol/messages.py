@@ -7,7 +7,7 @@ notification becomes an `Invalid` carrying the error response the peer is owed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 
@@ -52,7 +52,7 @@ class Invalid:
 Incoming = Request | Notification | Response | Blank | Invalid
 
 
-def usable_id(value: Any) -> bool:
+def usable_id(value: Any) -> TypeGuard[RequestId]:
     # bool is an int subclass in Python but never a JSON-RPC id
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 

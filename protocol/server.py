@@ -6,7 +6,7 @@ The engine owns the protocol; a server built on it only registers these and call
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -120,7 +120,7 @@ class Server:
         self.list_cache = list_cache  # tools and resources are declared once, so their lists are static
         self.tools: dict[str, Tool] = {}
         self.resources: dict[str, Resource] = {}
-        self.background_tasks: list[Callable[[], Awaitable[None]]] = []
+        self.background_tasks: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self.sessions: set[Session] = set()
 
     def tool(self, name: str, *, description: str, input_schema: dict[str, Any], title: str | None = None,
@@ -139,7 +139,7 @@ class Server:
             return reader
         return register
 
-    def background(self, task: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+    def background(self, task: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], Coroutine[Any, Any, None]]:
         """Run `task` for as long as the server serves; it is cancelled at shutdown."""
         self.background_tasks.append(task)
         return task

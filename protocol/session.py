@@ -20,7 +20,15 @@ from .eras import SUBSCRIPTION_ID, Era, EraSelector, stamp
 from .errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError, method_not_found
 from .framing import MAX_LINE_BYTES, LineSplitter
 from .messages import (
-    Invalid, Notification, Request, RequestId, classify, encode_error, encode_notification, encode_result, id_key,
+    Invalid,
+    Notification,
+    Request,
+    RequestId,
+    classify,
+    encode_error,
+    encode_notification,
+    encode_result,
+    id_key,
 )
 from .server import Server
 
@@ -158,7 +166,7 @@ class Session:
 
     def _notice(self, notification: Notification) -> None:
         if notification.method == "notifications/cancelled":
-            request_id = notification.params.get("requestId")
+            request_id: Any = notification.params.get("requestId")
             try:
                 scope = self._inflight.get(id_key(request_id))
             except TypeError:  # an unhashable requestId names nothing in flight

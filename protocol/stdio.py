@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Callable
 from contextlib import suppress
+from typing import Any
 
 try:
     import fcntl
@@ -82,7 +83,7 @@ async def _watch_signals(stop: anyio.Event) -> None:
             return
 
 
-def _read_forever(fd: int, chunks: MemoryObjectSendStream[bytes], token: object) -> None:
+def _read_forever(fd: int, chunks: MemoryObjectSendStream[bytes], token: Any) -> None:
     try:
         while True:
             try:

@@ -541,7 +541,7 @@ def cpu_model() -> str:
 
 def machine_description() -> dict[str, Any]:
     return {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "nproc": os.cpu_count(),
         "cpu": cpu_model(),
         "python": platform.python_version(),

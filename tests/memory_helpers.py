@@ -15,13 +15,25 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import memory_server
 import pytest
 from conftest import (
-    REPO, SUBSCRIPTION_ID, WAIT_SECONDS, Deadline, StdioProcess, assert_legacy_result, assert_modern_result, initialize,
-    is_response_to, modern_request, notification, parse_server_line, request,
+    REPO,
+    SUBSCRIPTION_ID,
+    WAIT_SECONDS,
+    Deadline,
+    StdioProcess,
+    assert_legacy_result,
+    assert_modern_result,
+    initialize,
+    is_response_to,
+    modern_request,
+    notification,
+    parse_server_line,
+    request,
 )
 from jsonschema import Draft202012Validator
+
+import memory_server
 
 GRAPH_URI = "memory://knowledge-graph"
 ERAS = ("legacy", "modern")

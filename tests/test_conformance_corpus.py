@@ -15,17 +15,25 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import REPO
 
 from conformance.diff import ABSENT, Difference, diff
 from conformance.paths import PathSyntaxError, parse_pattern
 from conformance.replay import ReplaySettings, replay
 from conformance.report import format_failure
 from conformance.transcript import (
-    Expect, ExpectExit, RepeatLine, Send, SendSignal, Transcript, load_transcript, parse_transcript, render_header,
+    Expect,
+    ExpectExit,
+    RepeatLine,
+    Send,
+    SendSignal,
+    Transcript,
+    load_transcript,
+    parse_transcript,
+    render_header,
     repeat_size,
 )
 from conformance.wire import JsonLine
-from conftest import REPO
 
 CORPUS = REPO / "conformance" / "corpus"
 TRANSCRIPTS = sorted(CORPUS.rglob("*.jsonl"))

@@ -13,13 +13,23 @@ import subprocess
 import sys
 from pathlib import Path
 
-import memory_server
 import pytest
 from conftest import WAIT_SECONDS, initialize, modern_request, notification, parse_server_line, request
 from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures)
-    PACKAGE_DIR, MemoryClient, MemoryServers, entity, entity_record, era, file_lines, memory_servers, mode_of,
-    record_line, server_environment,
+    PACKAGE_DIR,
+    MemoryClient,
+    MemoryServers,
+    entity,
+    entity_record,
+    era,
+    file_lines,
+    memory_servers,
+    mode_of,
+    record_line,
+    server_environment,
 )
+
+import memory_server
 
 ALICE = entity("Alice", "person", ["Loves Jazz"])
 CONSOLE_SCRIPT = Path(sys.executable).with_name("mcp-server-memory")

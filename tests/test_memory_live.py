@@ -15,11 +15,28 @@ from typing import Any
 
 import pytest
 from conftest import (
-    LEGACY_SPEC, MODERN_SPEC, SUBSCRIPTION_ID, WAIT_SECONDS, Deadline, assert_schema, cancel, is_response_to,
+    LEGACY_SPEC,
+    MODERN_SPEC,
+    SUBSCRIPTION_ID,
+    WAIT_SECONDS,
+    Deadline,
+    assert_schema,
+    cancel,
+    is_response_to,
 )
 from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures)
-    ACKNOWLEDGED, GRAPH_URI, MemoryClient, MemoryServers, entity, entity_record, era, file_lines, memory_servers,
-    record_line, relation, subscription_of,
+    ACKNOWLEDGED,
+    GRAPH_URI,
+    MemoryClient,
+    MemoryServers,
+    entity,
+    entity_record,
+    era,
+    file_lines,
+    memory_servers,
+    record_line,
+    relation,
+    subscription_of,
 )
 
 ALICE = entity("Alice", "person", ["Loves Jazz"])

@@ -14,9 +14,25 @@ from typing import Any
 
 import pytest
 from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures)
-    ADD_TOOLS, DELETE_TOOLS, GRAPH_URI, READ_TOOLS, TOOL_NAMES, MemoryClient, MemoryServers, entity,
-    entity_record, era, file_lines, memory_servers, mode_of, record_line, reference_lines, relation,
-    relation_record, texts, write_reference_file,
+    ADD_TOOLS,
+    DELETE_TOOLS,
+    GRAPH_URI,
+    READ_TOOLS,
+    TOOL_NAMES,
+    MemoryClient,
+    MemoryServers,
+    entity,
+    entity_record,
+    era,
+    file_lines,
+    memory_servers,
+    mode_of,
+    record_line,
+    reference_lines,
+    relation,
+    relation_record,
+    texts,
+    write_reference_file,
 )
 
 ALICE = entity("Alice", "person", ["Loves Jazz", "Lives in Berlin"])

@@ -9,14 +9,29 @@ import tracemalloc
 from typing import Any
 
 import anyio
-import pytest
-
 import example_server
+import pytest
 from conftest import (
-    CLIENT_CAPABILITIES, LEGACY_SPEC, MODERN_SPEC, PROTOCOL_VERSION, SERVER_INFO, SUBSCRIPTION_ID, WAIT_SECONDS,
-    assert_legacy_result, assert_modern_result, assert_schema, cancel, error_code, initialize, modern_meta,
-    modern_request, notification, open_session, request,
+    CLIENT_CAPABILITIES,
+    LEGACY_SPEC,
+    MODERN_SPEC,
+    PROTOCOL_VERSION,
+    SERVER_INFO,
+    SUBSCRIPTION_ID,
+    WAIT_SECONDS,
+    assert_legacy_result,
+    assert_modern_result,
+    assert_schema,
+    cancel,
+    error_code,
+    initialize,
+    modern_meta,
+    modern_request,
+    notification,
+    open_session,
+    request,
 )
+
 from protocol import LEGACY_VERSIONS, MODERN_VERSIONS, CacheHint, Era, ProtocolError, Server
 from protocol.dispatch import PAGE_SIZE, paginate
 from protocol.eras import EraSelector, stamp

@@ -7,11 +7,10 @@ from collections import Counter
 from typing import Any
 
 import anyio
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 import example_server
 from conftest import initialize, modern_meta, notification, open_session, parse_server_line, request
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

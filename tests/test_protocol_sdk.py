@@ -7,13 +7,12 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import EXAMPLE_SERVER, REPO, WAIT_SECONDS
 from mcp import types
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
-
-from conftest import EXAMPLE_SERVER, REPO, WAIT_SECONDS
 
 COUNTER = "example://counter"
 LEGACY = "2025-11-25"

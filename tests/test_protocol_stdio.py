@@ -13,12 +13,29 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import pytest
-
 from conftest import (
-    CLIENT_CAPABILITIES, EXAMPLE_SERVER, LEGACY_SPEC, MODERN_SPEC, MODERN_VERSION, PROTOCOL_VERSION, SERVER_INFO,
-    SUBSCRIPTION_ID, StdioProcess, assert_legacy_result, assert_modern_result, assert_schema, cancel, error_code,
-    initialize, is_response_to, modern_meta, modern_request, notification, request,
+    CLIENT_CAPABILITIES,
+    EXAMPLE_SERVER,
+    LEGACY_SPEC,
+    MODERN_SPEC,
+    MODERN_VERSION,
+    PROTOCOL_VERSION,
+    SERVER_INFO,
+    SUBSCRIPTION_ID,
+    StdioProcess,
+    assert_legacy_result,
+    assert_modern_result,
+    assert_schema,
+    cancel,
+    error_code,
+    initialize,
+    is_response_to,
+    modern_meta,
+    modern_request,
+    notification,
+    request,
 )
+
 from protocol import LEGACY_VERSIONS, MODERN_VERSIONS
 
 COUNTER = "example://counter"

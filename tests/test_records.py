@@ -8,8 +8,8 @@ import msgspec
 import pytest
 
 from memory_server.records import (
-    EntityRecord,
     LINES_PER_PIECE,
+    EntityRecord,
     Extended,
     Opaque,
     Rejected,

@@ -53,7 +53,7 @@ def run_in_thread(target: Callable[[], Any]) -> tuple[threading.Thread, list[Any
     def run() -> None:
         try:
             outcome.append(target())
-        except BaseException as error:  # noqa: BLE001 - handed to the test thread
+        except BaseException as error:
             outcome.append(error)
 
     thread = threading.Thread(target=run, daemon=True)

@@ -16,9 +16,31 @@ from typing import Any
 
 from corpus_tools import MEMORY_SERVER, relative
 from scripted_client import (
-    CLIENT_CAPABILITIES, GRAPH, LEGACY_VERSION, MODERN_VERSION, PROTOCOL_VERSION, Answer, CloseStdin, RepeatLine, Say,
-    Script, Signal, acknowledged, cancel, closed, error, initialize, modern, notification, record, request,
-    result, say, tool, tool_error, updated,
+    CLIENT_CAPABILITIES,
+    GRAPH,
+    LEGACY_VERSION,
+    MODERN_VERSION,
+    PROTOCOL_VERSION,
+    Answer,
+    CloseStdin,
+    RepeatLine,
+    Say,
+    Script,
+    Signal,
+    acknowledged,
+    cancel,
+    closed,
+    error,
+    initialize,
+    modern,
+    notification,
+    record,
+    request,
+    result,
+    say,
+    tool,
+    tool_error,
+    updated,
 )
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602

@@ -19,11 +19,32 @@ import sys
 from typing import Any
 
 from corpus_tools import (
-    ADA, BABBAGE, CORRESPONDED, DESIGNED, ENGINE, MEMORY_SERVER, WROTE, check_replays, relative,
+    ADA,
+    BABBAGE,
+    CORRESPONDED,
+    DESIGNED,
+    ENGINE,
+    MEMORY_SERVER,
+    WROTE,
+    check_replays,
+    relative,
 )
 from scripted_client import (
-    GRAPH, LEGACY_VERSION, Answer, CloseStdin, Say, Script, initialize, notification, record, request,
-    result, say, structured, tool, updated,
+    GRAPH,
+    LEGACY_VERSION,
+    Answer,
+    CloseStdin,
+    Say,
+    Script,
+    initialize,
+    notification,
+    record,
+    request,
+    result,
+    say,
+    structured,
+    tool,
+    updated,
 )
 
 NPX_REFERENCE = ("npx", "-y", "@modelcontextprotocol/server-memory")

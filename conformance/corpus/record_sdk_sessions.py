@@ -22,8 +22,19 @@ from typing import Any
 
 import anyio
 from corpus_tools import (
-    ADA, BABBAGE, CORPUS, CORRESPONDED, DESIGNED, ENGINE, MEMORY_SERVER, REPO, WROTE, check_replays, interpreter_env,
-    record_command, relative,
+    ADA,
+    BABBAGE,
+    CORPUS,
+    CORRESPONDED,
+    DESIGNED,
+    ENGINE,
+    MEMORY_SERVER,
+    REPO,
+    WROTE,
+    check_replays,
+    interpreter_env,
+    record_command,
+    relative,
 )
 from mcp import types
 from mcp.client.client import Client

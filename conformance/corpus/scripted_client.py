@@ -17,8 +17,8 @@ import queue
 import signal
 import subprocess
 import threading
-from contextlib import suppress
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -27,7 +27,14 @@ from corpus_tools import CORPUS, REPO, check_replays, interpreter_env, record_co
 
 from conformance.paths import parse_pattern
 from conformance.transcript import (
-    RepeatLine, Send, Transcript, parse_header, parse_step, payload_chunks, render_header, render_step,
+    RepeatLine,
+    Send,
+    Transcript,
+    parse_header,
+    parse_step,
+    payload_chunks,
+    render_header,
+    render_step,
 )
 
 WAIT_SECONDS: Final = 30.0
