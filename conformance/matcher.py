@@ -11,13 +11,15 @@ Each expected server line belongs to a stream, and only order within a stream ma
 - requests the server sends to the client, in order;
 - anything else (raw lines, JSON that is not a message), in order.
 
-A server line matches the first unmatched expectation of its stream, whenever it comes:
-timing is not conformance. But a message about a request id cannot come before the
-transcript's first client message carrying that id has been sent. (Ids only raw client
-lines carry are not tracked, and ``id: null`` answers an unreadable line.)
-Client actions wait for the server: an expected line is *released* once every client
-action before it in the transcript has been performed, and the next client action waits
-until every released line has arrived.
+An expected line is *released* once every client action before it in the transcript has
+been performed: the recording clients wait for answers, so that is what the transcript says
+happened. A server line matches the first unmatched expectation of its stream, and only a
+released one: a line that would match an expectation still held back is *early* (it ran
+ahead of the client line the transcript has before it) and fails. Within what is released,
+timing is not conformance: concurrent answers may come in any order. A message about a
+request id also cannot come before the transcript's first client message carrying that id
+has been sent. (Ids only raw client lines carry are not tracked, and ``id: null`` answers an
+unreadable line.) The next client action waits until every released line has arrived.
 """
 
 from __future__ import annotations
@@ -152,6 +154,8 @@ class Matcher:
             return self._unexpected(actual, self._why_unexpected(key))
         expected = head.step
         differences = compare(expected, actual, self._volatile)
+        if head.position >= self._horizon:
+            return self._early(head, actual, differences)
         if differences:
             summary = "the server's message differs from the transcript"
             return Failure(expected.line, summary, expected.wire, expected.line, actual, tuple(differences))
@@ -161,6 +165,23 @@ class Matcher:
             return Failure(expected.line, summary, expected.wire, expected.line, actual)
         head.matched = True
         return None
+
+    def _early(self, head: _Expectation, actual: ServerLine, differences: list[Difference]) -> Failure:
+        """A line for an expectation the client has not reached yet: early if it is that line, else unexpected."""
+        ahead_of = self._steps[self._horizon]
+        action = "client line" if isinstance(ahead_of, Send) else "client action"
+        where = f"after line {self._last_line}" if self._last_line else "before the client sent anything"
+        if not differences:
+            summary = (
+                f"early server message {where}: the transcript has it at line {head.step.line}, "
+                f"after {action} {ahead_of.line}, which had not been sent yet"
+            )
+            return Failure(head.step.line, summary, head.step.wire, head.step.line, actual)
+        summary = (
+            f"unexpected server message {where}: the next message of its kind comes at line {head.step.line}, "
+            f"after {action} {ahead_of.line}, which had not been sent yet"
+        )
+        return Failure(self._last_line, summary, head.step.wire, head.step.line, actual, tuple(differences))
 
     def _why_unexpected(self, key: StreamKey) -> str:
         kind, identity = key

@@ -470,7 +470,52 @@ def test_a_response_cannot_come_before_its_request_is_sent() -> None:
 def test_an_id_only_a_raw_client_line_carries_is_not_held_back() -> None:
     generated = {"prefix": '{"id":5,"x":"', "text": "y", "count": 9, "suffix": '"}'}
     matcher = matcher_for({"c2s_raw_repeat": generated}, {"s2c": response(5)})
+    matcher.performed(0)
     assert matcher.accept(arrived(response(5))) is None
+
+
+UPDATED = notification("notifications/resources/updated", uri="memory://knowledge-graph")
+
+
+def test_a_message_the_transcript_has_after_an_unsent_client_line_is_early() -> None:
+    matcher = matcher_for(
+        {"c2s": request(1, "resources/subscribe")}, {"s2c": response(1)},
+        {"c2s": request(2, "tools/call")}, {"s2c": UPDATED}, {"s2c": response(2)},
+    )
+    matcher.performed(0)
+    assert matcher.accept(arrived(response(1))) is None
+    failure = matcher.accept(arrived(UPDATED))
+    assert failure is not None
+    assert failure.summary == (
+        "early server message after line 2: the transcript has it at line 5, after client line 4, which had not been sent yet"
+    )
+    assert (failure.line, failure.expected_line, failure.actual) == (5, 5, arrived(UPDATED))
+    # Once the write is sent, the same message is on time.
+    matcher.performed(2)
+    assert matcher.accept(arrived(UPDATED)) is None
+
+
+def test_a_different_message_ahead_of_its_stream_is_unexpected_and_shown_against_the_held_back_one() -> None:
+    matcher = matcher_for({"c2s": request(1, "a")}, {"s2c": response(1)}, {"close_stdin": True}, {"s2c": UPDATED})
+    matcher.performed(0)
+    other = notification("notifications/resources/updated", uri="other://x")
+    failure = matcher.accept(arrived(other))
+    assert failure is not None and failure.summary.startswith("unexpected server message after line 2: the next message")
+    assert "after client action 4, which had not been sent yet" in failure.summary
+    assert failure.differences == (Difference(("params", "uri"), "memory://knowledge-graph", "other://x"),)
+
+
+def test_concurrency_the_transcript_shows_still_passes_in_any_order() -> None:
+    matcher = matcher_for(
+        {"c2s": request(1, "slow")}, {"c2s": request(2, "fast")},
+        {"s2c": response(2)}, {"s2c": UPDATED}, {"s2c": response(1)}, {"c2s": request(3, "next")}, {"s2c": response(3)},
+    )
+    matcher.performed(0)
+    matcher.performed(1)
+    for message in (response(1), UPDATED, response(2)):
+        assert matcher.accept(arrived(message)) is None
+    matcher.performed(5)
+    assert matcher.accept(arrived(response(3))) is None
 
 
 def test_an_unexpected_message_is_shown_against_the_closest_outstanding_one() -> None:
@@ -977,3 +1022,21 @@ def test_a_server_that_cannot_start_is_a_usage_error(tmp_path: Path) -> None:
 def test_record_refuses_an_unwritable_transcript_path(tmp_path: Path) -> None:
     result = conformance("record", "--out", str(tmp_path / "no" / "dir" / "t.jsonl"), "--", *ECHO_SERVER)
     assert result.returncode == 2 and "No such file or directory" in result.stderr
+
+
+# --- early messages from a real server ---------------------------------------------------------
+
+
+SUBSCRIBE_UPDATES = Path(__file__).parents[1] / "conformance" / "corpus" / "parity" / "legacy-subscribe-updates.jsonl"
+MEMORY_SERVER = [sys.executable, "-m", "memory_server"]
+
+
+@pytest.mark.parametrize("mode", ["--early", "--spurious"])
+def test_an_update_sent_before_the_write_it_announces_fails_as_early(mode: str) -> None:
+    meddler = [sys.executable, str(FIXTURES / "early_updates.py"), mode, "--", *MEMORY_SERVER]
+    result = conformance("replay", str(SUBSCRIBE_UPDATES), "--", *meddler)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (f"{SUBSCRIBE_UPDATES}:8: early server message after line 5: the transcript has it at line 8, "
+            "after client line 7, which had not been sent yet") in result.stdout
+    # The server behind the proxy passes on its own: the verdict is about the early update alone.
+    assert conformance("replay", str(SUBSCRIBE_UPDATES), "--", *MEMORY_SERVER).returncode == 0
