@@ -1,8 +1,10 @@
-"""``python -m conformance record|replay``: the command line over the recorder and the replayer."""
+"""``mcp-conformance record|replay|check`` (also ``python -m conformance``): the command line over the
+recorder, the replayer and the protocol check."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -11,7 +13,10 @@ from typing import Final
 
 import anyio
 
+from conformance.check import CheckSettings, requirement_ids, run_check
+from conformance.check_report import as_json, format_text
 from conformance.paths import PathSyntaxError, Pattern, parse_pattern
+from conformance.probe import ServerStartError as CheckStartError
 from conformance.record import RecordStartError, record
 from conformance.replay import ReplaySettings, ServerStartError, Verdict, replay
 from conformance.report import format_failure
@@ -20,24 +25,40 @@ from conformance.transcript import DEFAULT_VOLATILE, Transcript, TranscriptError
 EXIT_PASSED: Final = 0
 EXIT_MISMATCH: Final = 1
 EXIT_USAGE: Final = 2
+PROG: Final = "mcp-conformance"
+SPEC_ENV: Final = "MCP_SPEC_DIR"
 
 _DESCRIPTION = """\
 Record what an MCP client and a stdio server say to each other, then replay the
-client's side against any stdio server and check that it answers the same way.
+client's side against any stdio server and check that it answers the same way;
+or check any stdio server against the protocol requirements every server shares.
 The server command always comes last, after --."""
 
 _RECORD_HELP = """\
 Run as a transparent proxy in place of the server: a client launches this command,
 which launches SERVER COMMAND, forwards every byte both ways unchanged, writes the
 transcript line by line and exits with the server's status. For example, in a
-client's configuration: python -m conformance record --out session.jsonl -- mcp-server-memory"""
+client's configuration: /path/to/.venv/bin/mcp-conformance record --out /tmp/session.jsonl
+-- /path/to/.venv/bin/mcp-server-memory"""
 
 _REPLAY_HELP = f"""\
 For each transcript, start a fresh server, send the client's lines and check the
 server's. Responses match requests by id in any order; notifications match in order
 per stream; values compare exactly except at volatile paths (always:
-{", ".join(DEFAULT_VOLATILE)}). Exit status: 0 when every transcript matches, 1 when one
-does not, 2 on usage errors."""
+{", ".join(DEFAULT_VOLATILE)}). A transcript whose header sets no env would run the
+server on its default data, which may be yours: give --env to point the server at
+throwaway data, or --default-data to run it on its defaults knowingly. Exit status: 0
+when every transcript matches, 1 when one does not, 2 on usage errors."""
+
+_CHECK_HELP = """\
+Check a stdio server against protocol requirements every MCP server shares,
+whatever its tools: the handshake of each era it claims (initialize; server/discover
+for 2026-07-28), ping, unknown methods, invalid params, malformed lines, cancellation,
+which methods exist in which era, and the shapes of tools/list and resources/list
+against the era's official schema.json. Each requirement runs against a fresh server
+process; the server is never asked to call a tool or read a resource. What the
+server does not claim is reported as not supported. Exit status: 0 when no
+requirement fails, 1 when one does, 2 on usage errors."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,9 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     options = parser.parse_args(own)
     if not server:
-        parser.error(f"give the server command after --: python -m conformance {options.command} ... -- SERVER ARGS")
+        parser.error(f"give the server command after --: {PROG} {options.command} ... -- SERVER ARGS")
     if options.command == "record":
         return _record(options, server)
+    if options.command == "check":
+        return _check(options, server)
     return _replay(options, server)
 
 
@@ -60,15 +83,14 @@ def _split_at_separator(arguments: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m conformance", description=_DESCRIPTION)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{record,replay}")
+    parser = argparse.ArgumentParser(prog=PROG, description=_DESCRIPTION)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{record,replay,check}")
 
     recorder = commands.add_parser(
         "record",
         help="proxy a live session and write its transcript",
         description=_RECORD_HELP,
-        usage="python -m conformance record --out FILE [--description TEXT] [--env KEY=VALUE ...] "
-        "-- SERVER COMMAND...",
+        usage=f"{PROG} record --out FILE [--description TEXT] [--env KEY=VALUE ...] -- SERVER COMMAND...",
     )
     recorder.add_argument(
         "--out", required=True, type=Path, metavar="FILE", help="transcript file to write (replaced if it exists)"
@@ -89,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
         "replay",
         help="play transcripts against a server and compare",
         description=_REPLAY_HELP,
-        usage="python -m conformance replay FILE... [--env KEY=VALUE ...] [--timeout SECONDS] "
+        usage=f"{PROG} replay FILE... [--env KEY=VALUE ...] [--default-data] [--timeout SECONDS] "
         "[--quiet-period SECONDS] [--volatile PATH ...] -- SERVER COMMAND...",
     )
     replayer.add_argument("files", nargs="+", type=Path, metavar="FILE", help="transcript files")
@@ -101,6 +123,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="server environment, over the transcript header's; {tmp} is a fresh temporary directory "
         "per transcript",
+    )
+    replayer.add_argument(
+        "--default-data",
+        action="store_true",
+        help="run the server on its default data when neither the transcript's header nor --env sets its "
+        "environment (without this, such a transcript is refused)",
     )
     replayer.add_argument(
         "--timeout",
@@ -118,12 +146,57 @@ def _parser() -> argparse.ArgumentParser:
     )
     replayer.add_argument(
         "--volatile",
-        action="append",
+        action="extend",
+        nargs="+",
         default=[],
         type=_pattern,
         metavar="PATH",
-        help='a path whose value may differ, e.g. result.content.*.text or result._meta["x/y"].z; '
-        "a final ? also accepts the field missing on one side, e.g. result.instructions?",
+        help='paths whose value may differ, e.g. result.content.*.text or result._meta["x/y"].z; '
+        "a final ? also accepts the field missing on one side, e.g. result.instructions?; "
+        "--volatile a b and --volatile a --volatile b are the same",
+    )
+
+    checker = commands.add_parser(
+        "check",
+        help="check a server against the protocol requirements every server shares",
+        description=_CHECK_HELP,
+        usage=f"{PROG} check [--json] [--verbose] [--spec DIR] [--env KEY=VALUE ...] [--timeout SECONDS] "
+        "[--only REQUIREMENT ...] -- SERVER COMMAND...",
+    )
+    checker.add_argument("--json", action="store_true", help="print the report as JSON, every exchange included")
+    checker.add_argument(
+        "--verbose", "-v", action="store_true", help="show the exchange of every requirement, not only of those that fail"
+    )
+    checker.add_argument(
+        "--spec",
+        type=Path,
+        metavar="DIR",
+        help=f"a directory holding <version>/schema.json, such as the spec repository's schema/ folder "
+        f"(default: ${SPEC_ENV}); without it the shape checks are reported as not checked",
+    )
+    checker.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        type=_env_pair,
+        metavar="KEY=VALUE",
+        help="set for every server process; {tmp} is a fresh temporary directory per process",
+    )
+    checker.add_argument(
+        "--timeout",
+        type=_seconds(allow_zero=False),
+        default=5.0,
+        metavar="SECONDS",
+        help="longest wait for any one answer (default 5)",
+    )
+    checker.add_argument(
+        "--only",
+        action="extend",
+        nargs="+",
+        default=[],
+        choices=requirement_ids(),
+        metavar="REQUIREMENT",
+        help="run only these requirements (ids as in the report)",
     )
     return parser
 
@@ -172,6 +245,10 @@ def _replay(options: argparse.Namespace, server: list[str]) -> int:
     except OSError as error:
         print(f"conformance replay: cannot read {error.filename}: {error.strerror}", file=sys.stderr)
         return EXIT_USAGE
+    on_default_data = [transcript.source for transcript in transcripts if not transcript.header.env]
+    if on_default_data and not options.env and not options.default_data:
+        print(_default_data_refusal(on_default_data), file=sys.stderr)
+        return EXIT_USAGE
     settings = ReplaySettings(
         tuple(server), dict(options.env), tuple(options.volatile), options.timeout, options.quiet_period
     )
@@ -183,6 +260,30 @@ def _replay(options: argparse.Namespace, server: list[str]) -> int:
     failed = sum(verdict.failure is not None for verdict in verdicts)
     _report(f"{len(verdicts) - failed} passed, {failed} failed")
     return EXIT_MISMATCH if failed else EXIT_PASSED
+
+
+def _default_data_refusal(sources: list[str]) -> str:
+    return (
+        f"conformance replay: {', '.join(sources)}: no env in the header, so the server would run on its "
+        "default data, which may be yours (a memory file, a database). Point it at throwaway data with "
+        "--env, e.g. --env 'MEMORY_FILE_PATH={tmp}/memory.jsonl' ({tmp} is a fresh directory per transcript), "
+        "or pass --default-data if the server keeps no data or its defaults are throwaway."
+    )
+
+
+def _check(options: argparse.Namespace, server: list[str]) -> int:
+    spec = options.spec or (Path(os.environ[SPEC_ENV]) if os.environ.get(SPEC_ENV) else None)
+    if spec is not None and not spec.is_dir():
+        print(f"conformance check: --spec {spec}: not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    settings = CheckSettings(tuple(server), dict(options.env), spec, options.timeout, tuple(options.only))
+    try:
+        report = anyio.run(run_check, settings)
+    except CheckStartError as error:
+        print(f"conformance check: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    _report(json.dumps(as_json(report), indent=2, ensure_ascii=False) if options.json else format_text(report, options.verbose))
+    return EXIT_MISMATCH if report.count("fail") else EXIT_PASSED
 
 
 async def _replay_each(transcripts: list[Transcript], settings: ReplaySettings) -> list[Verdict]:

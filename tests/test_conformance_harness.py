@@ -725,7 +725,7 @@ def test_a_recording_replays_against_its_server(recorded: tuple[Path, bytes, int
 
 def test_a_recording_fails_against_a_server_that_answers_wrongly(recorded: tuple[Path, bytes, int]) -> None:
     out, _, _ = recorded
-    result = conformance("replay", str(out), "--", *ECHO_SERVER, "--wrong")
+    result = conformance("replay", "--default-data", str(out), "--", *ECHO_SERVER, "--wrong")
     assert result.returncode == 1
     assert f"FAIL {out}\n  {out}:6: the server's message differs from the transcript" in result.stdout
     assert 'result.tools[0].name: expected "echo", got "echo2"' in result.stdout
@@ -777,7 +777,7 @@ def test_a_tampered_recording_fails_naming_the_line(
     recorded: tuple[Path, bytes, int], tmp_path: Path, line: int, replacement: list[dict], expected: list[str]
 ) -> None:
     target = tamper(recorded[0], tmp_path / "tampered.jsonl", line, replacement)
-    result = conformance("replay", str(target), "--timeout", "1", "--", *ECHO_SERVER)
+    result = conformance("replay", "--default-data", str(target), "--timeout", "1", "--", *ECHO_SERVER)
     assert result.returncode == 1
     for fragment in expected:
         assert fragment in result.stdout, result.stdout
@@ -786,7 +786,7 @@ def test_a_tampered_recording_fails_naming_the_line(
 def test_a_reader_that_goes_away_does_not_change_the_verdict(recorded: tuple[Path, bytes, int], tmp_path: Path) -> None:
     broken = tamper(recorded[0], tmp_path / "broken.jsonl", 18, [{"exit": 2}])
     replaying = subprocess.Popen(
-        [sys.executable, "-m", "conformance", "replay", str(recorded[0]), str(broken), "--", *ECHO_SERVER],
+        [sys.executable, "-m", "conformance", "replay", "--default-data", str(recorded[0]), str(broken), "--", *ECHO_SERVER],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -798,7 +798,7 @@ def test_a_reader_that_goes_away_does_not_change_the_verdict(recorded: tuple[Pat
 
 def test_every_transcript_gets_a_verdict(recorded: tuple[Path, bytes, int], tmp_path: Path) -> None:
     broken = tamper(recorded[0], tmp_path / "broken.jsonl", 18, [{"exit": 2}])
-    result = conformance("replay", str(broken), str(recorded[0]), "--", *ECHO_SERVER)
+    result = conformance("replay", "--default-data", str(broken), str(recorded[0]), "--", *ECHO_SERVER)
     assert result.returncode == 1
     assert f"FAIL {broken}" in result.stdout and f"PASS {recorded[0]}" in result.stdout
     assert result.stdout.endswith("1 passed, 1 failed\n")
@@ -822,8 +822,8 @@ def test_signals_are_recorded_forwarded_and_replayed(tmp_path: Path) -> None:
     assert [next(iter(step)) for step in steps] == ["c2s", "s2c", "signal", "s2c", "exit"]
     assert steps[2] == {"signal": "SIGTERM"} and steps[4] == {"exit": 0}
 
-    assert conformance("replay", str(out), "--", *ECHO_SERVER).returncode == 0
-    wrong = conformance("replay", str(out), "--", *ECHO_SERVER, "--wrong")
+    assert conformance("replay", "--default-data", str(out), "--", *ECHO_SERVER).returncode == 0
+    wrong = conformance("replay", "--default-data", str(out), "--", *ECHO_SERVER, "--wrong")
     assert wrong.returncode == 1
     assert f"{out}:5: the server ended its output (it exited with status 3) before this message came" in wrong.stdout
 
@@ -839,7 +839,7 @@ def test_record_exits_with_the_server_keeping_the_line_the_client_was_writing(tm
         {"c2s_raw": '{"jsonrpc": "2.0", "id": 2, "met', "newline": False},
         {"exit": 4},
     ]
-    assert conformance("replay", str(out), "--", *ECHO_SERVER).returncode == 0
+    assert conformance("replay", "--default-data", str(out), "--", *ECHO_SERVER).returncode == 0
 
 
 def test_a_killed_recording_is_still_a_readable_transcript(tmp_path: Path) -> None:
@@ -894,7 +894,7 @@ def test_hand_written_bad_input_reaches_the_server_as_written(tmp_path: Path) ->
         {"s2c": response(6)},
         {"exit": 0},
     )
-    result = conformance("replay", str(transcript), "--", *ECHO_SERVER)
+    result = conformance("replay", "--default-data", str(transcript), "--", *ECHO_SERVER)
     assert result.returncode == 0, result.stdout
 
 
@@ -906,7 +906,7 @@ def test_a_hung_server_fails_the_transcript_and_is_killed(tmp_path: Path) -> Non
         {"s2c": response(1)},
         header={**HEADER, "env": {"FIXTURE_PIDFILE": str(pidfile)}},
     )
-    result = conformance("replay", str(transcript), "--timeout", "0.5", "--", *ECHO_SERVER, "--stubborn")
+    result = conformance("replay", "--default-data", str(transcript), "--timeout", "0.5", "--", *ECHO_SERVER, "--stubborn")
     assert result.returncode == 1
     assert f"{transcript}:3: no such server message came within 0.5 s" in result.stdout
     assert_gone(int(pidfile.read_text()))
@@ -952,7 +952,7 @@ def test_each_transcript_gets_a_fresh_temporary_directory_removed_afterwards(tmp
         header={**HEADER, "env": {"FIXTURE_PIDFILE": "{tmp}/server.pid"}},
     )
     env = {**os.environ, "TMPDIR": str(scratch)}
-    result = conformance("replay", str(transcript), str(transcript), "--", *ECHO_SERVER, env=env)
+    result = conformance("replay", "--default-data", str(transcript), str(transcript), "--", *ECHO_SERVER, env=env)
     assert result.returncode == 0, result.stdout
     assert list(scratch.iterdir()) == []
 
@@ -965,7 +965,7 @@ def test_record_keeps_its_env_in_the_header_for_replay(tmp_path: Path) -> None:
     assert proxy.close() == 0
     header = read_records(out)[0]
     assert header["env"] == {"FIXTURE_PIDFILE": "{tmp}/pid"}
-    assert conformance("replay", str(out), "--", *ECHO_SERVER).returncode == 0
+    assert conformance("replay", "--default-data", str(out), "--", *ECHO_SERVER).returncode == 0
 
 
 # --- usage errors -----------------------------------------------------------------------------
@@ -1002,16 +1002,16 @@ def test_replay_refuses_a_malformed_or_missing_transcript_before_running_anythin
     good = write_transcript(tmp_path / "good.jsonl")
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(lines({"c2s": {}}) + b'{"exit": "later"}\n')
-    result = conformance("replay", str(good), str(bad), "--", *ECHO_SERVER)
+    result = conformance("replay", "--default-data", str(good), str(bad), "--", *ECHO_SERVER)
     assert (result.returncode, result.stdout) == (2, "")
     assert f"{bad}:3: exit must be a status 0-255 or a signal name" in result.stderr
-    missing = conformance("replay", str(tmp_path / "absent.jsonl"), "--", *ECHO_SERVER)
+    missing = conformance("replay", "--default-data", str(tmp_path / "absent.jsonl"), "--", *ECHO_SERVER)
     assert missing.returncode == 2 and "cannot read" in missing.stderr
 
 
 def test_a_server_that_cannot_start_is_a_usage_error(tmp_path: Path) -> None:
     transcript = write_transcript(tmp_path / "t.jsonl")
-    result = conformance("replay", str(transcript), "--", str(tmp_path / "no-such-server"))
+    result = conformance("replay", "--default-data", str(transcript), "--", str(tmp_path / "no-such-server"))
     assert result.returncode == 2 and "cannot start" in result.stderr
     out = tmp_path / "never.jsonl"
     record = conformance("record", "--out", str(out), "--", str(tmp_path / "no-such-server"))
