@@ -25,7 +25,7 @@ from typing import Any, Final, Literal
 import anyio
 from jsonschema import Draft202012Validator
 
-from conformance.probe import Line, Probe, fresh_server, is_response, value_of
+from conformance.probe import STARTUP, Line, Probe, fresh_server, is_response, value_of
 
 LEGACY: Final = "legacy"
 MODERN: Final = "modern"
@@ -723,7 +723,7 @@ async def run_requirement(requirement: Requirement, era: str, context: Context, 
     async with fresh_server(settings.command, settings.env, settings.timeout) as probe:
         try:
             # One bound for the whole exchange, so a server that trickles out answers cannot stall the check.
-            with anyio.fail_after(settings.timeout * 4):
+            with anyio.fail_after(_exchange_bound(settings)):
                 assert requirement.check is not None
                 await requirement.check(probe, context)
         except Failed as failure:
@@ -731,9 +731,13 @@ async def run_requirement(requirement: Requirement, era: str, context: Context, 
         except Unsupported as unsupported:
             return Verdict(requirement, "not supported", str(unsupported), era, tuple(probe.exchange))
         except TimeoutError:
-            reason = f"the exchange did not finish within {settings.timeout * 4:g} s"
+            reason = f"the exchange did not finish within {_exchange_bound(settings):g} s"
             return Verdict(requirement, "fail", reason, era, tuple(probe.exchange))
         return Verdict(requirement, "pass", "", era, tuple(probe.exchange))
+
+
+def _exchange_bound(settings: CheckSettings) -> float:
+    return STARTUP + settings.timeout * 4
 
 
 async def run_check(settings: CheckSettings) -> Report:

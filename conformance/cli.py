@@ -277,10 +277,14 @@ def _check(options: argparse.Namespace, server: list[str]) -> int:
         print(f"conformance check: --spec {spec}: not a directory", file=sys.stderr)
         return EXIT_USAGE
     settings = CheckSettings(tuple(server), dict(options.env), spec, options.timeout, tuple(options.only))
+    start_errors: list[CheckStartError] = []
     try:
         report = anyio.run(run_check, settings)
-    except CheckStartError as error:
-        print(f"conformance check: {error}", file=sys.stderr)
+    except* CheckStartError as group:
+        # Server processes start side by side: each that could not start says so, and one is enough.
+        start_errors.extend(error for error in group.exceptions if isinstance(error, CheckStartError))
+    if start_errors:
+        print(f"conformance check: {start_errors[0]}", file=sys.stderr)
         return EXIT_USAGE
     _report(json.dumps(as_json(report), indent=2, ensure_ascii=False) if options.json else format_text(report, options.verbose))
     return EXIT_MISMATCH if report.count("fail") else EXIT_PASSED

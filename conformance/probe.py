@@ -24,6 +24,8 @@ from conformance.transcript import server_environment
 from conformance.wire import JsonLine, LineSplitter, WireLine, dumps, parse_wire_line
 
 _STDERR_KEPT: Final = 4096
+# A server's first answer also waits for it to start (an interpreter importing a large SDK on a busy machine).
+STARTUP: Final = 15.0
 
 
 class ServerStartError(Exception):
@@ -63,6 +65,7 @@ class Probe:
         self._sender: MemoryObjectSendStream[Line | None] = sender
         self._arrivals: MemoryObjectReceiveStream[Line | None] = receiver
         self._ended = False
+        self._started = False
         self._stdin_open = True
         self.stderr = bytearray()
         tasks.start_soon(self._read_stdout)
@@ -114,7 +117,7 @@ class Probe:
 
     async def response(self, request_id: Any = ...) -> dict[str, Any] | None:
         """The next response (to ``request_id`` if given) within the timeout; other lines are kept."""
-        with anyio.move_on_after(self.timeout):
+        with anyio.move_on_after(self._wait()):
             while (line := await self._next()) is not None:
                 if is_response(value_of(line), request_id):
                     return value_of(line)
@@ -122,7 +125,7 @@ class Probe:
 
     async def line(self) -> Line | None:
         """The next server line within the timeout; None on timeout or once the output has ended."""
-        with anyio.move_on_after(self.timeout):
+        with anyio.move_on_after(self._wait()):
             return await self._next()
         return None
 
@@ -134,6 +137,9 @@ class Probe:
                 came.append(line)
         return came
 
+    def _wait(self) -> float:
+        return self.timeout if self._started else max(self.timeout, STARTUP)
+
     async def _next(self) -> Line | None:
         """The next server line, kept in the exchange; None once the server's output has ended."""
         if self._ended:
@@ -142,6 +148,7 @@ class Probe:
         if line is None:
             self._ended = True
             return None
+        self._started = True
         self.exchange.append(line)
         return line
 
