@@ -147,7 +147,9 @@ class Claims:
 def _error_text(answer: dict[str, Any]) -> str:
     error = answer.get("error")
     if isinstance(error, dict):
-        return f"{error.get('code')} ({error.get('message')})"
+        # Some servers put a pretty-printed validation report in the message: one line, and not all of it.
+        message = " ".join(str(error.get("message")).split())
+        return f"{error.get('code')} ({message[:160] + '...' if len(message) > 160 else message})"
     return repr(error)
 
 
@@ -374,7 +376,9 @@ async def check_unknown_method(probe: Probe, context: Context) -> None:
 
 async def check_invalid_params(probe: Probe, context: Context) -> None:
     await open_session(probe, context.era)
-    expect_error(await probe.request(call(context.era, "no-name", "tools/call")), (-32602,), "no-name")
+    message = call(context.era, "no-name", "tools/call")
+    message.setdefault("params", {})
+    expect_error(await probe.request(message), (-32602,), "no-name")
 
 
 async def check_notification_unanswered(probe: Probe, context: Context) -> None:

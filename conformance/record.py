@@ -165,7 +165,7 @@ async def record(out: Path, description: str, command: Sequence[str], env_templa
         era="none",
         description=description,
         recorded={
-            "with": "python -m conformance record",
+            "with": "mcp-conformance record",
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "command": list(command),
         },

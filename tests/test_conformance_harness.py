@@ -7,6 +7,8 @@ import dataclasses
 import json
 import os
 import queue
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,6 +44,7 @@ from conformance.transcript import (
 )
 from conformance.wire import JsonLine, LineSplitter, RawLine, dumps, parse_wire_line
 
+REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "conformance_fixtures"
 ECHO_SERVER = [sys.executable, str(FIXTURES / "echo_server.py")]
 RECORD = [sys.executable, "-m", "conformance", "record"]
@@ -1027,7 +1030,7 @@ def test_record_refuses_an_unwritable_transcript_path(tmp_path: Path) -> None:
 # --- early messages from a real server ---------------------------------------------------------
 
 
-SUBSCRIBE_UPDATES = Path(__file__).parents[1] / "conformance" / "corpus" / "parity" / "legacy-subscribe-updates.jsonl"
+SUBSCRIBE_UPDATES = REPO / "conformance" / "corpus" / "parity" / "legacy-subscribe-updates.jsonl"
 MEMORY_SERVER = [sys.executable, "-m", "memory_server"]
 
 
@@ -1040,3 +1043,144 @@ def test_an_update_sent_before_the_write_it_announces_fails_as_early(mode: str) 
             "after client line 7, which had not been sent yet") in result.stdout
     # The server behind the proxy passes on its own: the verdict is about the early update alone.
     assert conformance("replay", str(SUBSCRIBE_UPDATES), "--", *MEMORY_SERVER).returncode == 0
+
+
+# --- replay never runs a server on its default data silently ----------------------------------
+
+
+@pytest.fixture
+def installed_elsewhere(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of this project's server whose default memory file (beside its package) holds a user's memory."""
+    app = tmp_path / "app"
+    for package in ("memory_server", "protocol"):
+        shutil.copytree(REPO / package, app / package, ignore=shutil.ignore_patterns("__pycache__", "memory.json*"))
+    memory = app / "memory_server" / "memory.jsonl"
+    memory.write_text('{"type":"entity","name":"My_Dentist","entityType":"person","observations":["Tuesday 9:00"]}\n')
+    return app, memory
+
+
+def replay_in(app: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """Replay from `app`, so that `python -m memory_server` is the copy there (the current directory comes first)."""
+    return subprocess.run([sys.executable, "-m", "conformance", "replay", *arguments, "--", *MEMORY_SERVER],
+                          cwd=app, capture_output=True, text=True, timeout=120)
+
+
+def without_env(source: Path, target: Path) -> Path:
+    records = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    del records[0]["env"]
+    target.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return target
+
+
+def test_a_transcript_without_env_is_refused_rather_than_run_on_the_users_memory(
+    installed_elsewhere: tuple[Path, Path], tmp_path: Path
+) -> None:
+    app, memory = installed_elsewhere
+    users_memory = memory.read_bytes()
+    transcript = without_env(REPO / "conformance" / "corpus" / "parity" / "legacy-build-and-query.jsonl", tmp_path / "t.jsonl")
+    refused = replay_in(app, str(transcript))
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert f"{transcript}: no env in the header, so the server would run on its default data" in refused.stderr
+    assert "--env 'MEMORY_FILE_PATH={tmp}/memory.jsonl'" in refused.stderr and "--default-data" in refused.stderr
+    assert memory.read_bytes() == users_memory
+
+    # Pointed at throwaway data, it replays green and the user's memory is untouched.
+    throwaway = replay_in(app, str(transcript), "--env", "MEMORY_FILE_PATH={tmp}/memory.jsonl")
+    assert throwaway.returncode == 0, throwaway.stdout
+    assert memory.read_bytes() == users_memory
+
+    # Asked for knowingly, the server runs on its default data: the very file the refusal protected.
+    knowingly = replay_in(app, str(transcript), "--default-data")
+    assert knowingly.returncode == 1, knowingly.stdout  # the user's entity shows up in the answers
+    assert memory.read_bytes() != users_memory and b"My_Dentist" in memory.read_bytes()
+
+
+def test_a_transcript_that_sets_the_servers_environment_needs_no_flag(installed_elsewhere: tuple[Path, Path]) -> None:
+    app, memory = installed_elsewhere
+    users_memory = memory.read_bytes()
+    result = replay_in(app, str(REPO / "conformance" / "corpus" / "parity" / "legacy-build-and-query.jsonl"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert memory.read_bytes() == users_memory
+
+
+# --- options as the usage line writes them ------------------------------------------------------
+
+
+def test_volatile_takes_several_paths_after_one_flag_or_one_per_flag(tmp_path: Path) -> None:
+    transcript = write_transcript(
+        tmp_path / "two-paths.jsonl",
+        {"c2s": request(1, "initialize")},
+        {"s2c": response(1, protocolVersion="2025-11-25", capabilities={"tools": {}},
+                         serverInfo={"name": "another-name", "version": "1.0.0"})},
+        {"c2s": request(2, "tools/call", name="echo", arguments={"text": "hi"})},
+        {"s2c": notification("notifications/message", level="info", data="echoing")},
+        {"s2c": response(2, content=[{"type": "text", "text": "another text"}])},
+    )
+    usage = conformance("replay", "--help").stdout
+    assert "[--volatile PATH ...]" in usage
+    paths = ("result.serverInfo.name", "result.content.*.text")
+    for arguments in (["--volatile", *paths], ["--volatile", paths[0], "--volatile", paths[1]]):
+        result = conformance("replay", str(transcript), "--default-data", *arguments, "--", *ECHO_SERVER)
+        assert (result.returncode, result.stderr) == (0, ""), result.stdout + result.stderr
+    only_one = conformance("replay", str(transcript), "--default-data", "--volatile", paths[0], "--", *ECHO_SERVER)
+    assert only_one.returncode == 1 and 'result.content[0].text: expected "another text", got "hi"' in only_one.stdout
+
+
+# --- the console script, with absolute paths, from anywhere --------------------------------------
+
+
+BIN = Path(sys.executable).parent
+README = REPO / "README.md"
+
+
+def bare_environment() -> dict[str, str]:
+    """A client's environment: no virtual environment active, nothing of it on PATH."""
+    env = {key: value for key, value in os.environ.items() if key not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = os.pathsep.join(part for part in env.get("PATH", "").split(os.pathsep) if Path(part) != BIN) or "/usr/bin"
+    return env
+
+
+def test_the_console_script_records_and_replays_from_anywhere(tmp_path: Path) -> None:
+    script = BIN / "mcp-conformance"
+    out = tmp_path / "session.jsonl"
+    env = bare_environment()
+    server = [str(BIN / "mcp-server-memory")]
+    proxy = subprocess.Popen([str(script), "record", "--out", str(out), "--env", "MEMORY_FILE_PATH={tmp}/memory.jsonl",
+                              "--", *server], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path, env=env)
+    client_info = {"name": "test-client", "version": "0.1"}
+    lines_in = [request(1, "initialize", protocolVersion="2025-11-25", capabilities={}, clientInfo=client_info),
+                notification("notifications/initialized"), request(2, "tools/list")]
+    stdout, _ = proxy.communicate(b"".join(json.dumps(line).encode() + b"\n" for line in lines_in), timeout=WAIT)
+    assert proxy.returncode == 0 and len(stdout.splitlines()) == 2
+    header = read_records(out)[0]
+    assert header["recorded"]["with"] == "mcp-conformance record" and header["era"] == "legacy"
+    replayed = subprocess.run([str(script), "replay", str(out), "--", *server], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+    assert (replayed.returncode, replayed.stdout) == (0, f"PASS {out}\n1 passed, 0 failed\n"), replayed.stderr
+
+
+def readme_recording_configurations() -> list[dict]:
+    """The client configurations of the README's conformance section, as JSON."""
+    section = README.read_text(encoding="utf-8").split("## Conformance transcripts", 1)[1].split("\n## ", 1)[0]
+    blocks = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, flags=re.DOTALL)]
+    return [server for block in blocks for server in (block.get("mcpServers") or block.get("servers") or {}).values()]
+
+
+def test_the_readme_recording_configurations_work_verbatim_once_the_path_is_filled_in(tmp_path: Path) -> None:
+    configurations = readme_recording_configurations()
+    assert len(configurations) == 2
+    for number, configuration in enumerate(configurations):
+        words = [configuration["command"], *configuration["args"]]
+        assert all(not word.startswith("/path/to") or word.startswith("/path/to/mcp-server-memory/.venv/bin/") for word in words)
+        assert configuration["command"].endswith("/.venv/bin/mcp-conformance")
+        out = tmp_path / f"session-{number}.jsonl"
+        filled = [word.replace("/path/to/mcp-server-memory/.venv/bin", str(BIN)) for word in words]
+        filled[filled.index("--out") + 1] = str(out)
+        client = subprocess.Popen(filled, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path,
+                                  env={**bare_environment(), "MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")})
+        ping = json.dumps(request(1, "ping")).encode() + b"\n"
+        stdout, _ = client.communicate(ping, timeout=WAIT)
+        assert client.returncode == 0 and json.loads(stdout) == response(1)
+        # The client closes its end at once, so the answer may be recorded before or after the close.
+        kinds = [next(iter(record)) for record in read_records(out)[1:]]
+        assert sorted(kinds) == ["c2s", "close_stdin", "exit", "s2c"] and kinds[0] == "c2s" and kinds[-1] == "exit"
