@@ -92,13 +92,14 @@ def test_the_example_server_meets_every_requirement() -> None:
 
 
 def test_a_server_on_the_official_sdk_leaves_malformed_lines_unanswered() -> None:
-    status, report = check_json(server=SDK_SERVER)
+    status, report = check_json("--timeout", "3", server=SDK_SERVER)
     assert status == 1
     found = statuses(report)
     assert {name for name, verdict in found.items() if verdict != "pass"} == MALFORMED - {"malformed.empty-line"}
     assert {found[name] for name in MALFORMED - {"malformed.empty-line"}} == {"fail"}
     rows = {row["id"]: row for row in report["requirements"]}
     assert rows["malformed.parse-error"]["reason"] == "no answer in time; expected error -32700"
+    assert rows["malformed.invalid-utf8"]["reason"] == "expected error -32700, got the result {}"
     assert rows["malformed.batch"]["exchange"][-1] == {"c2s": [{"jsonrpc": "2.0", "id": "batched", "method": "ping"}]}
     assert report["eras"]["modern"]["claimed"] and report["eras"]["legacy"]["claimed"]
 

@@ -197,8 +197,10 @@ def main() -> None:
     if broken("stdio.stdout-messages-only"):
         print("check-fixture ready")
     if broken("handshake"):
-        for _ in sys.stdin.buffer:
-            pass
+        for raw in sys.stdin.buffer:
+            message = json.loads(raw)
+            if "id" in message:
+                error(message["id"], -32601, "this server speaks no MCP")
         return
     for raw in sys.stdin.buffer:
         handle_line(raw.rstrip(b"\n"))
