@@ -423,7 +423,7 @@ def era_rule(methods: Sequence[tuple[str, dict[str, Any]]], other: str) -> Check
             request_id = f"{other}-{number}"
             answer = await probe.request(call(context.era, request_id, method, params))
             if answer is None or "error" not in answer:
-                raise Failed(f"{method} belongs to the {other} era only, but was answered with {_answer_text(answer)}")
+                raise Failed(f"{method} belongs to the {other} era only; expected an error, got {_answer_text(answer)}")
 
     return check
 
