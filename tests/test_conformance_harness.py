@@ -498,6 +498,20 @@ def test_a_message_the_transcript_has_after_an_unsent_client_line_is_early() -> 
     assert matcher.accept(arrived(UPDATED)) is None
 
 
+def test_an_update_on_a_listen_stream_before_the_write_that_causes_it_is_early() -> None:
+    tagged = listen_notification(1, "notifications/resources/updated", uri="memory://knowledge-graph")
+    matcher = matcher_for(
+        {"c2s": request(1, "subscriptions/listen")},
+        {"s2c": listen_notification(1, "notifications/subscriptions/acknowledged")},
+        {"c2s": request(2, "tools/call")}, {"s2c": tagged}, {"s2c": response(2)},
+    )
+    matcher.performed(0)
+    assert matcher.accept(arrived(listen_notification(1, "notifications/subscriptions/acknowledged"))) is None
+    failure = matcher.accept(arrived(tagged))
+    assert failure is not None and failure.summary.startswith("early server message after line 2")
+    assert "after client line 4, which had not been sent yet" in failure.summary
+
+
 def test_a_different_message_ahead_of_its_stream_is_unexpected_and_shown_against_the_held_back_one() -> None:
     matcher = matcher_for({"c2s": request(1, "a")}, {"s2c": response(1)}, {"close_stdin": True}, {"s2c": UPDATED})
     matcher.performed(0)
@@ -974,8 +988,8 @@ def test_record_keeps_its_env_in_the_header_for_replay(tmp_path: Path) -> None:
 # --- usage errors -----------------------------------------------------------------------------
 
 
-def test_help_describes_both_commands() -> None:
-    for command in ("record", "replay"):
+def test_help_describes_every_command() -> None:
+    for command in ("record", "replay", "check"):
         result = conformance(command, "--help")
         assert result.returncode == 0 and "SERVER COMMAND" in result.stdout
 
