@@ -689,6 +689,9 @@ async def discover(settings: CheckSettings) -> Claims:
     async def ask(era: str, message: dict[str, Any]) -> None:
         async with fresh_server(settings.command, settings.env, settings.timeout) as probe:
             answers[era] = await probe.request(message)
+            if answers[era] is None and probe.output_ended:
+                status = await probe.exit_status(min(settings.timeout, 2.0))
+                probe.note("the server closed its output" + (f" and exited with status {status}" if status is not None else ""))
             exchanges[era] = tuple(probe.exchange)
 
     async with anyio.create_task_group() as tasks:

@@ -23,10 +23,10 @@ def summary(report: Report) -> str:
 
 
 def format_text(report: Report, verbose: bool = False) -> str:
-    """Every requirement with its verdict; the exchange of each that did not pass (of every one when verbose)."""
+    """Every requirement with its verdict; the exchange of each that failed (of every one when verbose)."""
     lines = [f"mcp-conformance check -- {' '.join(report.command)}", _eras_line(report), ""]
     for verdict in report.verdicts:
-        lines.extend(_verdict_lines(verdict, verbose or verdict.status in ("fail", "not supported")))
+        lines.extend(_verdict_lines(verdict, verbose or verdict.status == "fail"))
     lines.append(summary(report))
     return "\n".join(lines)
 

@@ -137,6 +137,10 @@ class Probe:
                 came.append(line)
         return came
 
+    @property
+    def output_ended(self) -> bool:
+        return self._ended
+
     def _wait(self) -> float:
         return self.timeout if self._started else max(self.timeout, STARTUP)
 

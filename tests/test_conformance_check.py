@@ -202,3 +202,12 @@ def test_check_usage_errors_exit_2(arguments: list[str], fragment: str) -> None:
 def test_a_server_that_cannot_start_is_a_usage_error(tmp_path: Path) -> None:
     result = check(server=(str(tmp_path / "no-such-server"),))
     assert result.returncode == 2 and "cannot start" in result.stderr
+
+
+def test_a_server_that_exits_at_once_fails_the_handshake_and_the_report_says_how_it_ended() -> None:
+    status, report = check_json(server=(sys.executable, "-c", "import sys; sys.exit(3)"))
+    assert status == 1
+    rows = {row["id"]: row for row in report["requirements"]}
+    assert rows["handshake"]["status"] == "fail"
+    assert {"note": "the server closed its output and exited with status 3"} in rows["handshake"]["exchange"]
+    assert {row["status"] for name, row in rows.items() if name != "handshake"} == {"not supported"}
