@@ -95,7 +95,7 @@ class Progress:
         self.total = total
         self.done = 0
         self.enabled = total > PROGRESS_ABOVE or _is_terminal(self.stream)
-        self._step = max(1, total // 10)
+        self._tenths = 1  # the next tenth of the work to report
 
     def say(self, message: str) -> None:
         if self.enabled:
@@ -103,8 +103,10 @@ class Progress:
 
     def tick(self) -> None:
         self.done += 1
-        if self.enabled and (self.done % self._step == 0 or self.done == self.total):
+        if self.enabled and self.done * 10 >= self._tenths * self.total:
             self.say(f"{self.done:,} of {self.total:,} items ({100 * self.done // max(self.total, 1)}%)")
+            while self.done * 10 >= self._tenths * self.total:
+                self._tenths += 1
 
 
 def _is_terminal(stream: IO[str]) -> bool:
