@@ -34,6 +34,8 @@ SERVER_DIR: Final = Path(__file__).resolve().parent
 PROGRESS_ABOVE: Final = 10_000
 """Items (entities plus relations) beyond which a command reports its progress on stderr."""
 NEWLINE: Final = b"\n"
+TYPES_LISTED: Final = 25
+"""Entity or relation types listed by stats, the most common first; the rest are summed up."""
 TROUBLE: Final = 2
 """Exit status when a command could not do its work (as diff and grep use it)."""
 
@@ -163,7 +165,10 @@ def run_stats(args: argparse.Namespace) -> int:
     ]
     for title, rows in (("Entity types", figures.entity_types), ("Relation types", figures.relation_types)):
         out += ["", f"{title} ({len(rows):,})"]
-        out += [f"  {count:>8,}  {name}" for name, count in rows] or ["  none"]
+        out += [f"  {count:>8,}  {name}" for name, count in rows[:TYPES_LISTED]] or ["  none"]
+        if len(rows) > TYPES_LISTED:
+            rest = rows[TYPES_LISTED:]
+            out.append(f"  {sum(count for _, count in rest):>8,}  in {len(rest):,} more types")
     out += ["", f"Most connected (top {args.top})"]
     out += [f"  {count:>8,}  {name} ({kind})" for name, kind, count in figures.most_connected] or ["  none"]
     out += ["", "Kept aside"]
