@@ -319,3 +319,14 @@ def test_the_readme_install_and_start_command_works_on_a_clean_copy(tmp_path: Pa
     assert WARNING not in done.stderr
     answer = json.loads(done.stdout.splitlines()[-1])
     assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "memory-server"
+
+    # the installed package carries the page's template and the vendored library
+    memory_file.parent.mkdir(parents=True)
+    memory_file.write_text(record_line(entity_record(ALICE)), encoding="utf-8")
+    page = tmp_path / "memory.html"
+    exported = subprocess.run([str(clone / ".venv" / "bin" / "mcp-server-memory"), "export", "--format", "html",
+                               "-o", str(page)], cwd=tmp_path, env={**environment, "MEMORY_FILE_PATH": str(memory_file)},
+                              capture_output=True, text=True, timeout=WAIT_SECONDS)
+    assert exported.returncode == 0, exported.stderr
+    html = page.read_text(encoding="utf-8")
+    assert "Copyright (c) 2016-2026, The Cytoscape Consortium" in html and '"Loves Jazz"' in html
