@@ -207,12 +207,13 @@ def test_a_running_server_sees_the_import_as_one_change(memory_servers: MemorySe
 # --- the npm reference server itself ----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def reference_server(request: pytest.FixtureRequest) -> list[str]:
-    """The command of the npm reference server, installed once into pytest's cache."""
+def reference_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command of the npm reference server, installed once into pytest's cache (when it has one)."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.skip("node and npm are needed to run the reference server")
-    prefix = Path(request.config.cache.mkdir("reference-server-memory"))
+    cache = getattr(request.config, "cache", None)
+    prefix = Path(cache.mkdir("reference-server-memory")) if cache is not None else tmp_path_factory.mktemp("reference")
     script = prefix / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
     if not script.exists():
         done = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", REFERENCE_PACKAGE],
