@@ -145,6 +145,20 @@ class Browser:
             self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left",
                                                    "clickCount": 1 if kind != "mouseMoved" else 0})
 
+    def drag(self, start: tuple[float, float], end: tuple[float, float], steps: int = 8) -> None:
+        self.send("Input.dispatchMouseEvent", {"type": "mousePressed", "x": start[0], "y": start[1],
+                                               "button": "left", "clickCount": 1})
+        for step in range(1, steps + 1):
+            x = start[0] + (end[0] - start[0]) * step / steps
+            y = start[1] + (end[1] - start[1]) * step / steps
+            self.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y, "button": "left",
+                                                   "buttons": 1})
+        self.send("Input.dispatchMouseEvent", {"type": "mouseReleased", "x": end[0], "y": end[1],
+                                               "button": "left", "clickCount": 1})
+
+    def wheel(self, x: float, y: float, delta: float) -> None:
+        self.send("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": delta})
+
     def type_text(self, text: str) -> None:
         self.send("Input.insertText", {"text": text})
 

@@ -120,6 +120,52 @@ def test_the_page_renders_searches_and_shows_a_clicked_entity(browser: Browser, 
     assert_clean(browser, page)
 
 
+def test_the_graph_pans_zooms_and_its_entities_drag(browser: Browser, tmp_path: Path) -> None:
+    memory_file, page = tmp_path / "memory.jsonl", tmp_path / "memory.html"
+    example_memory.write(memory_file)
+    export_html(memory_file, page)
+    open_page(browser, page)
+    position = "(() => { const p = memoryGraph.cy.nodes().filter((n) => n.data('label') === 'Kyoto').position(); " \
+               "return [p.x, p.y]; })()"
+    before = browser.evaluate(position)
+    start = node_position(browser, "Kyoto")
+    browser.drag(start, (start[0] + 60, start[1] + 40))
+    after = browser.evaluate(position)
+    assert after != before, "the entity moved with the mouse"
+    assert node_position(browser, "Kyoto") == pytest.approx((start[0] + 60, start[1] + 40), abs=3)
+
+    zoom = browser.evaluate("memoryGraph.cy.zoom()")
+    browser.wheel(500, 400, -300)
+    browser.wait_for(f"memoryGraph.cy.zoom() > {zoom}")
+    pan = browser.evaluate("[memoryGraph.cy.pan().x, memoryGraph.cy.pan().y]")
+    empty_spot = browser.evaluate("""(() => {
+        const box = document.getElementById('graph').getBoundingClientRect();
+        const taken = memoryGraph.cy.elements().map((element) => element.renderedBoundingBox());
+        const free = (x, y) => taken.every((b) => x < b.x1 - 20 || x > b.x2 + 20 || y < b.y1 - 20 || y > b.y2 + 20);
+        for (let x = 20; x < box.width - 100; x += 15) for (let y = 20; y < box.height - 250; y += 15) {
+            if (free(x, y)) return [x + box.left, y + box.top];
+        }
+        return null; })()""")
+    assert empty_spot is not None
+    browser.drag(tuple(empty_spot), (empty_spot[0] + 80, empty_spot[1] + 50))
+    assert browser.evaluate("[memoryGraph.cy.pan().x, memoryGraph.cy.pan().y]") == pytest.approx(
+        [pan[0] + 80, pan[1] + 50], abs=3), "dragging the background pans"
+    assert_clean(browser, page)
+
+
+def test_an_empty_memory_renders(browser: Browser, tmp_path: Path) -> None:
+    memory_file, page = tmp_path / "memory.jsonl", tmp_path / "memory.html"
+    memory_file.write_bytes(b"")
+    export_html(memory_file, page)
+    open_page(browser, page)
+    assert browser.evaluate("memoryGraph.cy.elements().length") == 0
+    assert text_of(browser, "status") == "0 entities, 0 relations."
+    browser.evaluate("document.getElementById('search').focus()")
+    browser.type_text("anything")
+    browser.wait_for("document.getElementById('status').innerText === 'No entity matches.'")
+    assert_clean(browser, page)
+
+
 def test_hostile_names_stay_text(browser: Browser, tmp_path: Path) -> None:
     memory_file, page = tmp_path / "memory.jsonl", tmp_path / "memory.html"
     hostile = entity(HOSTILE, "<b>type</b>", [HOSTILE_OBSERVATION, HOSTILE])
