@@ -105,7 +105,7 @@ class Progress:
 
     def tick(self) -> None:
         self.done += 1
-        if self.enabled and self.done * 10 >= self._tenths * self.total:
+        if self.enabled and self.total > 0 and self.done * 10 >= self._tenths * self.total:
             self.say(f"{self.done:,} of {self.total:,} items ({100 * self.done // max(self.total, 1)}%)")
             while self.done * 10 >= self._tenths * self.total:
                 self._tenths += 1
