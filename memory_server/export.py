@@ -214,7 +214,7 @@ def to_markdown(view: ExportView) -> Iterator[str]:
            f"{_count(len(view.entities), 'entity', 'entities')}, {_count(len(view.relations), 'relation', 'relations')}, "
            f"{_count(observations, 'observation', 'observations')}.\n")
     for entity in view.entities:
-        yield f"\n## {markdown_text(entity['name'])}\n\nType: {markdown_text(entity['entityType'])}\n"
+        yield f"\n## {_one_line(entity['name'])}\n\nType: {_one_line(entity['entityType'])}\n"
         if entity["observations"]:
             yield "\n" + "".join(f"- {markdown_text(item, '  ')}\n" for item in entity["observations"])
         if relations := touching.get(entity["name"]):
@@ -227,6 +227,11 @@ def to_markdown(view: ExportView) -> Iterator[str]:
         yield ("\n## Relations whose entities are missing\n\n"
                + "".join(f"- {_sentence(relation)}\n" for relation in view.relations
                          if relation["from"] in missing or relation["to"] in missing))
+
+
+def _one_line(text: str) -> str:
+    """A heading or label line: its line breaks become spaces, so that it stays one line."""
+    return markdown_text(" ".join(text.splitlines()) if "\n" in text or "\r" in text else text)
 
 
 def _sentence(relation: Mapping[str, Any]) -> str:
