@@ -22,7 +22,7 @@ from typing import IO, Any, Final
 from .export import EXPORTERS, ExportView
 from .graph import Graph, GraphError, graph_from_lines, merge_graph
 from .importer import ImportFormatError, Incoming, describe_merge, parse_import, summary, total_items
-from .inspection import check, count_extended, numbered_lines, stats
+from .inspection import FilePlace, check, count_extended, describe_stats, numbered_lines, stats
 from .paths import (
     fragile_location_warning,
     memory_path_for_reading,
@@ -34,8 +34,6 @@ SERVER_DIR: Final = Path(__file__).resolve().parent
 PROGRESS_ABOVE: Final = 10_000
 """Items (entities plus relations) beyond which a command reports its progress on stderr."""
 NEWLINE: Final = b"\n"
-TYPES_LISTED: Final = 25
-"""Entity or relation types listed by stats, the most common first; the rest are summed up."""
 TROUBLE: Final = 2
 """Exit status when a command could not do its work (as diff and grep use it)."""
 
@@ -145,47 +143,18 @@ def _local_time(timestamp: float) -> str:
 def run_stats(args: argparse.Namespace) -> int:
     path, data, status = read_memory(args)
     lines = numbered_lines(data)
-    graph = graph_from_lines(line for _, line in lines)
-    figures = stats(graph, extended_records=count_extended(lines), top=args.top)
+    figures = stats(graph_from_lines(line for _, line in lines), extended_records=count_extended(lines), top=args.top)
     side_file = path.with_name(path.name + ".rejected")
     try:
-        set_aside = f"{side_file.read_bytes().count(NEWLINE):>8,}"
+        set_aside: int | None = side_file.read_bytes().count(NEWLINE)
     except FileNotFoundError:
-        set_aside = f"{0:>8}"
+        set_aside = 0
     except OSError as error:
-        set_aside = f"{'?':>8}"
+        set_aside = None
         print(f"mcp-server-memory stats: cannot read {side_file}: {error.strerror}", file=sys.stderr)
-    out = [
-        f"Memory file     {path}",
-        f"Size            {human_size(status.st_size)}",
-        f"Last change     {_local_time(status.st_mtime)}",
-        f"Entities        {figures.entities:,}",
-        f"Relations       {figures.relations:,}",
-        f"Observations    {figures.observations:,}",
-    ]
-    for title, rows in (("Entity types", figures.entity_types), ("Relation types", figures.relation_types)):
-        out += ["", f"{title} ({len(rows):,})"]
-        out += [f"  {count:>8,}  {name}" for name, count in rows[:TYPES_LISTED]] or ["  none"]
-        if len(rows) > TYPES_LISTED:
-            rest = rows[TYPES_LISTED:]
-            out.append(f"  {sum(count for _, count in rest):>8,}  in {len(rest):,} more types")
-    out += ["", f"Most connected (top {args.top})"]
-    out += [f"  {count:>8,}  {name} ({kind})" for name, kind, count in figures.most_connected] or ["  none"]
-    out += ["", "Kept aside"]
-    out += [
-        f"  {figures.unknown_records:>8,}  unknown records (JSON, but no entity or relation this server can use; "
-        "kept in the file)",
-        f"  {figures.repeats:>8,}  repeated entities or relations (the first one is used; kept in the file)",
-        f"  {figures.unreadable_lines:>8,}  unreadable lines (the next write moves them to {side_file.name})",
-        f"  {set_aside}  rejected lines kept in {side_file}",
-        f"  {figures.missing_ends:>8,}  relations naming a missing entity",
-        f"  {figures.extended_records:>8,}  records with extra fields (kept with their record)",
-    ]
-    if any((figures.unknown_records, figures.repeats, figures.unreadable_lines, figures.missing_ends)):
-        out.append(f"Run `mcp-server-memory check{_file_option(args)}` for the line numbers.")
-    if warning := fragile_location_warning(path, SERVER_DIR):
-        out += ["", warning]
-    print("\n".join(out))
+    place = FilePlace(path, human_size(status.st_size), _local_time(status.st_mtime), side_file, set_aside,
+                      fragile_location_warning(path, SERVER_DIR))
+    print("\n".join(describe_stats(figures, place, top=args.top, check_command=f"mcp-server-memory check{_file_option(args)}")))
     return 0
 
 
@@ -321,8 +290,15 @@ class Command:
     run: Callable[[argparse.Namespace], int]
 
 
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a count of at least 1")
+    return value
+
+
 def _stats_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--top", type=int, default=10, metavar="N", help="how many of the most connected entities "
+    parser.add_argument("--top", type=_at_least_one, default=10, metavar="N", help="how many of the most connected entities "
                         "to list (default: 10)")
 
 

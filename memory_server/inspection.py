@@ -11,6 +11,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from .graph import Graph, graph_from_lines
@@ -26,6 +27,8 @@ from .records import (
 
 _BOM: Final = b"\xef\xbb\xbf"
 MOST_CONNECTED: Final = 10
+TYPES_LISTED: Final = 25
+"""Entity or relation types that stats lists, the most common first; the rest are summed up."""
 
 
 def numbered_lines(data: bytes) -> list[tuple[int, Line]]:
@@ -179,3 +182,54 @@ def count_extended(lines: Iterable[tuple[int, Line]]) -> int:
 
 def _ranked(counter: Counter[str]) -> list[tuple[str, int]]:
     return sorted(counter.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+@dataclass(frozen=True)
+class FilePlace:
+    """What stats says about the file itself, gathered by the caller."""
+
+    path: Path
+    size: str
+    changed: str
+    side_file: Path
+    set_aside: int | None
+    """Lines in the side file; None when it could not be read."""
+    warning: str | None
+    """The fragile-location warning, when the file lives inside the installation."""
+
+
+def describe_stats(figures: Stats, place: FilePlace, *, top: int, check_command: str) -> list[str]:
+    """The stats command's report, one line per item."""
+    out = [
+        f"Memory file     {place.path}",
+        f"Size            {place.size}",
+        f"Last change     {place.changed}",
+        f"Entities        {figures.entities:,}",
+        f"Relations       {figures.relations:,}",
+        f"Observations    {figures.observations:,}",
+    ]
+    for title, rows in (("Entity types", figures.entity_types), ("Relation types", figures.relation_types)):
+        out += ["", f"{title} ({len(rows):,})"]
+        out += [f"  {count:>8,}  {name}" for name, count in rows[:TYPES_LISTED]] or ["  none"]
+        if len(rows) > TYPES_LISTED:
+            rest = rows[TYPES_LISTED:]
+            out.append(f"  {sum(count for _, count in rest):>8,}  in {len(rest):,} more types")
+    out += ["", f"Most connected (top {top})"]
+    out += [f"  {count:>8,}  {name} ({kind})" for name, kind, count in figures.most_connected] or ["  none"]
+    set_aside = f"{place.set_aside:>8,}" if place.set_aside is not None else f"{'?':>8}"
+    out += [
+        "",
+        "Kept aside",
+        f"  {figures.unknown_records:>8,}  unknown records (JSON, but no entity or relation this server can use; "
+        "kept in the file)",
+        f"  {figures.repeats:>8,}  repeated entities or relations (the first one is used; kept in the file)",
+        f"  {figures.unreadable_lines:>8,}  unreadable lines (the next write moves them to {place.side_file.name})",
+        f"  {set_aside}  rejected lines kept in {place.side_file}",
+        f"  {figures.missing_ends:>8,}  relations naming a missing entity",
+        f"  {figures.extended_records:>8,}  records with extra fields (kept with their record)",
+    ]
+    if any((figures.unknown_records, figures.repeats, figures.unreadable_lines, figures.missing_ends)):
+        out.append(f"Run `{check_command}` for the line numbers.")
+    if place.warning:
+        out += ["", place.warning]
+    return out

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -352,3 +354,31 @@ def test_a_long_export_reports_progress_on_stderr_only(form: str, tmp_path: Path
     assert small.returncode == 2  # (missing) -- and a small export of a real file says nothing:
     write_memory(tmp_path / "small.jsonl", GRAPH)
     assert cli("export", "--format", form, "--file", str(tmp_path / "small.jsonl")).stderr == b""
+
+
+def test_progress_shows_on_a_terminal_even_for_a_small_export(tmp_path: Path) -> None:
+    memory_file = tmp_path / "memory.jsonl"
+    write_memory(memory_file, GRAPH)
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run([str(CONSOLE_SCRIPT), "export", "--format", "dot", "--file", str(memory_file)],
+                              env=server_environment(None), stdout=subprocess.PIPE, stderr=terminal,
+                              timeout=WAIT_SECONDS * 4)
+        os.close(terminal)
+        seen = b""
+        with suppress(OSError):  # the end of a pty whose other side closed reads as an error on Linux
+            while chunk := os.read(controller, 4096):
+                seen += chunk
+    finally:
+        os.close(controller)
+    assert done.returncode == 0
+    assert done.stdout.startswith(b"digraph")
+    lines = seen.decode().splitlines()
+    assert lines[0] == f"export dot: 4 entities and 4 relations from {memory_file}"
+    assert lines[-1] == "export dot: 8 of 8 items (100%)"
+
+
+def test_stats_wants_a_positive_top(tmp_path: Path) -> None:
+    done = cli("stats", "--top", "0", memory=tmp_path / "memory.jsonl")
+    assert done.returncode == 2
+    assert b"argument --top: 0 is not a count of at least 1" in done.stderr
