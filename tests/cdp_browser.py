@@ -52,19 +52,18 @@ class Browser:
     def __init__(self, executable: str, profile: Path) -> None:
         to_browser_read, self._to_browser = os.pipe()
         self._from_browser, from_browser_write = os.pipe()
-
-        def on_fds_3_and_4() -> None:  # runs in the child, before exec
-            reading = fcntl.fcntl(to_browser_read, fcntl.F_DUPFD, 100)
-            writing = fcntl.fcntl(from_browser_write, fcntl.F_DUPFD, 100)
-            os.dup2(reading, 3)
-            os.dup2(writing, 4)
-
+        # The child's ends, moved above the numbers 3 and 4 so that the shell's redirections below
+        # cannot overwrite one with the other; bash (dash knows no fd above 9) puts them on 3 and 4 and becomes the browser.
+        reading = fcntl.fcntl(to_browser_read, fcntl.F_DUPFD, 10)
+        writing = fcntl.fcntl(from_browser_write, fcntl.F_DUPFD, 10)
+        for fd in (to_browser_read, from_browser_write):
+            os.close(fd)
+        command = [executable, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"]
         self.process = subprocess.Popen(
-            [executable, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            pass_fds=(3, 4), preexec_fn=on_fds_3_and_4)
-        os.close(to_browser_read)
-        os.close(from_browser_write)
+            ["bash", "-c", f'exec "$@" 3<&{reading} 4>&{writing}', "bash", *command],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(reading, writing))
+        os.close(reading)
+        os.close(writing)
         self._ids = itertools.count(1)
         self._answers: dict[int, queue.Queue[dict[str, Any]]] = {}
         self._lock = threading.Lock()
