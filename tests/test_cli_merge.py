@@ -3,6 +3,9 @@ and everything the graph keeps beside its records (endpoint index, word index, f
 
 from __future__ import annotations
 
+import hypothesis.strategies as st
+from hypothesis import given, settings
+
 from memory_server import graph as rules
 from memory_server.graph import EMPTY, Graph
 from memory_server.records import EntityRecord, RelationRecord, decode_file, join_lines
@@ -70,3 +73,43 @@ def test_a_merge_into_nothing_is_the_incoming_graph() -> None:
     assert rules.read_graph(merged) == rules.read_graph(rules.graph_from_lines(
         [record for record, _ in entities] + [record for record, _ in relations]))
     assert merged.next_seq == 99
+
+
+# --- the same as calling the tools one by one -----------------------------------------------------------------
+
+names = st.sampled_from(["Alice", "alice", "Bob", "Ünï", ""])
+types = st.sampled_from(["person", "thing"])
+texts = st.sampled_from(["likes tea", "LIKES TEA", "tea", "", "é"])
+incoming_entities = st.lists(st.builds(EntityRecord, names, types, st.lists(texts, max_size=3)), max_size=5)
+incoming_relations = st.lists(st.builds(RelationRecord, names, names, st.sampled_from(["knows", "likes"])), max_size=5)
+
+
+def by_the_tools(graph: Graph, entities: list[EntityRecord], relations: list[RelationRecord]) -> Graph:
+    """What a model calling create_entities, add_observations and create_relations one at a time leaves."""
+    for record in entities:
+        if record.name in graph.entities:
+            graph = rules.add_observations(graph, [{"entityName": record.name, "contents": record.observations}]).graph
+        else:
+            graph = rules.create_entities(graph, [{"name": record.name, "entityType": record.entityType,
+                                                   "observations": record.observations}]).graph
+    for link in relations:
+        if link.source in graph.entities and link.target in graph.entities:
+            graph = rules.create_relations(graph, [{"from": link.source, "to": link.target,
+                                                    "relationType": link.relationType}]).graph
+    return graph
+
+
+@settings(max_examples=300, deadline=None)
+@given(incoming_entities, incoming_relations, incoming_entities, incoming_relations)
+def test_a_merge_is_the_tools_called_one_by_one(before_entities: list[EntityRecord], before_relations: list[RelationRecord],
+                                                 entities: list[EntityRecord], relations: list[RelationRecord]) -> None:
+    start = rules.with_word_index(by_the_tools(EMPTY, before_entities, before_relations))
+    merged = rules.merge_graph(start, [(record, None) for record in entities],
+                               [(link, None) for link in relations]).graph
+    expected = by_the_tools(start, entities, relations)
+    assert rules.read_graph(merged) == rules.read_graph(expected)
+    assert join_lines(rules.file_lines(merged)) == join_lines(rules.file_lines(expected))
+    for query in ("tea", "alice", "é", ""):
+        assert rules.search_nodes(merged, query) == rules.search_nodes(expected, query)
+    again = rules.merge_graph(merged, [(record, None) for record in entities], [(link, None) for link in relations])
+    assert not again.changed, "merging the same again changes nothing"
