@@ -130,7 +130,8 @@ def to_graphml(view: ExportView) -> Iterator[str]:
            'http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">\n')
     for key, domain, name, kind in GRAPHML_KEYS:
         yield f'  <key id="{key}" for="{domain}" attr.name="{name}" attr.type="{kind}"/>\n'
-    yield f'  <graph id="{xml_text(view.title)}" edgedefault="directed">\n'
+    # (a graph's id is an NMTOKEN, without spaces: the title goes into its description)
+    yield f'  <graph id="memory" edgedefault="directed">\n    <desc>{xml_text(view.title)}</desc>\n'
     for number, entity in enumerate(view.entities):
         yield (f'    <node id="n{number}"><data key="label">{xml_text(entity["name"])}</data>'
                f'<data key="entityType">{xml_text(entity["entityType"])}</data>'

@@ -251,7 +251,8 @@ def test_export_graphml_is_well_formed_graphml(tmp_path: Path) -> None:
             for key in root.iter(f"{GRAPHML}key")}
     assert keys["label"] == ("node", "label", "string") and keys["relationType"] == ("edge", "relationType", "string")
     (graph,) = root.iter(f"{GRAPHML}graph")
-    assert graph.get("edgedefault") == "directed"
+    assert graph.get("edgedefault") == "directed" and graph.get("id") == "memory"
+    assert graph.findtext(f"{GRAPHML}desc") == "Memory: memory.jsonl"
 
     def data(element: ElementTree.Element) -> dict[str, str]:
         return {item.get("key"): item.text or "" for item in element.iter(f"{GRAPHML}data")}
