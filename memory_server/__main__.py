@@ -1,4 +1,5 @@
-"""`mcp-server-memory` / `python -m memory_server`: serve the memory over stdio."""
+"""`mcp-server-memory` / `python -m memory_server`: serve the memory over stdio, or run one of the
+commands that look after the memory file (stats, check, export, import: see commands.py)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,23 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .commands import add_commands
+from .commands import run as run_command
 
 DESCRIPTION = """\
 Knowledge-graph memory for MCP clients, served over stdio to both protocol eras
 (2025-11-25 and older with initialize; 2026-07-28 with per-request _meta).
 
 The memory is one JSONL file. Set MEMORY_FILE_PATH to choose it: an absolute path
-is used as is, a relative one is resolved against the package directory
-({server_dir}). Unset, it is {server_dir}/memory.jsonl.
+is used as is, a leading ~ is your home directory, a relative path is resolved
+against the package directory ({server_dir}).
+Unset, it is {server_dir}/memory.jsonl,
+which a reinstall deletes: keep your memory outside the installation.
 Several clients may share one file: writes take turns through <file>.lock.
 """
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     server_dir = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(
         prog="mcp-server-memory",
@@ -29,21 +34,35 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         epilog="Point your MCP client (Claude Desktop, VS Code, ...) at this command; it speaks on stdin/stdout.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    return parser.parse_args(argv)
+    add_commands(parser)
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parse_args(argv)
+    args = parse_args(argv)
+    if args.command is not None:
+        sys.exit(run_command(args))
+    serve(args)
+
+
+def serve(args: argparse.Namespace) -> None:
     # Imported after argument parsing so that --help and --version touch nothing.
     from .app import build_server
-    from .paths import resolve_memory_path
+    from .paths import fragile_location_warning, resolve_memory_path
     from .store import GraphStore
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    path = resolve_memory_path(os.environ, Path(__file__).resolve().parent, log)
+    server_dir = Path(__file__).resolve().parent
+    path = resolve_memory_path(os.environ, server_dir, log)
     log(f"Knowledge Graph MCP Server: memory file {path}")
+    if warning := fragile_location_warning(path, server_dir):
+        log(warning)
     build_server(GraphStore(path)).run_stdio()
 
 

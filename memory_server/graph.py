@@ -514,3 +514,87 @@ def delete_relations(graph: Graph, relations: Sequence[Mapping[str, Any]]) -> Ch
     if not doomed:
         return Change(graph, value, False)
     return Change(_without_relations(graph, doomed), value, True)
+
+
+# --------------------------------------------------------------------------------------------
+# Merging another memory into this one (mcp-server-memory import)
+# --------------------------------------------------------------------------------------------
+
+IncomingEntity: TypeAlias = tuple[EntityRecord, "dict[str, msgspec.Raw] | None"]
+"""An entity to merge, with the extra fields its line carried (kept on what it creates)."""
+IncomingRelation: TypeAlias = tuple[RelationRecord, "dict[str, msgspec.Raw] | None"]
+
+
+def merge_graph(graph: Graph, entities: Sequence[IncomingEntity], relations: Sequence[IncomingRelation]) -> Change:
+    """Another graph merged in by the tools' rules, in order, as one change.
+
+    An entity whose name is new is created (create_entities); an entity that exists gains the
+    observations it lacks (add_observations), and keeps its type even when the incoming one
+    differs; a relation is created when both ends exist after the entities are merged and it
+    is not there yet (create_relations). The value reports all of it, and what was left out.
+    """
+    # name -> (entity type, observations, the same as a set, extra fields): the created ones
+    created: dict[str, tuple[str, list[str], set[str], dict[str, msgspec.Raw] | None]] = {}
+    grown: dict[str, tuple[list[str], set[str]]] = {}
+    added: dict[str, list[str]] = {}
+    conflicts: list[dict[str, str]] = []
+    for record, extra in entities:
+        name = record.name
+        if name in created:
+            kept_type, current, present, _ = created[name]
+        elif name in graph.entities:
+            kept_type = graph.entities[name].record.entityType
+            if name not in grown:
+                observations = list(graph.entities[name].record.observations)
+                grown[name] = (observations, set(observations))
+            current, present = grown[name]
+        else:
+            created[name] = (record.entityType, unique(record.observations), set(record.observations), extra or None)
+            continue
+        if record.entityType != kept_type:
+            conflicts.append({"name": name, "entityType": kept_type, "incomingType": record.entityType})
+        for content in record.observations:
+            if content not in present:
+                present.add(content)
+                current.append(content)
+                if name in grown:
+                    added.setdefault(name, []).append(content)
+    seq = graph.next_seq
+    fresh: dict[str, Node] = {}
+    for name, (entity_type, observations, _, extra) in created.items():
+        fresh[name] = make_node(EntityRecord(name, entity_type, observations), seq, extra)
+        seq += 1
+    extended = {name: _with_observations(graph.entities[name], grown[name][0]) for name in added}
+    everyone = {**graph.entities, **extended, **fresh}
+
+    new_relations: dict[Triple, Edge] = {}
+    present_relations = 0
+    left_out: list[dict[str, Any]] = []
+    for link, extra in relations:
+        triple = (link.source, link.target, link.relationType)
+        if triple in graph.relations or triple in new_relations:
+            present_relations += 1
+        elif missing := unique(name for name in triple[:2] if name not in everyone):
+            left_out.append({"from": triple[0], "to": triple[1], "relationType": triple[2], "missing": missing})
+        else:
+            new_relations[triple] = make_edge(link, seq, extra or None)
+            seq += 1
+
+    value: dict[str, Any] = {
+        "createdEntities": list(fresh),
+        "addedObservations": [{"entityName": name, "addedObservations": contents} for name, contents in added.items()],
+        "createdRelations": [edge.view for edge in new_relations.values()],
+        "unchangedEntities": len({record.name for record, _ in entities} - fresh.keys() - added.keys()),
+        "presentRelations": present_relations,
+        "typeConflicts": conflicts,
+        "relationsWithoutEntities": left_out,
+    }
+    if not (fresh or extended or new_relations):
+        return Change(graph, value, False)
+    merged = _with_entities(graph, everyone, [*extended, *fresh], next_seq=seq)
+    if new_relations:
+        links = _LinkEdits(merged.links)
+        for triple in new_relations:
+            links.add(triple)
+        merged = replace(merged, relations={**graph.relations, **new_relations}, links=links.result())
+    return Change(merged, value, True)

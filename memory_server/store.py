@@ -572,3 +572,8 @@ class GraphStore:
             self._releaser.submit(os.close, fd)
         except RuntimeError:  # the interpreter is shutting down
             os.close(fd)
+
+    def merge(self, entities: list[rules.IncomingEntity], relations: list[rules.IncomingRelation]) -> WriteResult:
+        """Another graph merged in (see graph.merge_graph) in one locked write, so that servers
+        sharing the file see one change."""
+        return self._write(lambda graph: rules.merge_graph(graph, entities, relations))

@@ -7,6 +7,7 @@ directory: the repository's own package directory is never written.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -30,6 +31,7 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
 )
 
 import memory_server
+from memory_server.paths import configured_path, fragile_location_warning, installation_holding, lasting_location
 
 ALICE = entity("Alice", "person", ["Loves Jazz"])
 CONSOLE_SCRIPT = Path(sys.executable).with_name("mcp-server-memory")
@@ -39,8 +41,9 @@ MIGRATION_STARTED = ("DETECTED: Found legacy memory.json file, migrating to memo
 MIGRATION_DONE = "COMPLETED: Successfully migrated memory.json to memory.jsonl"
 
 
-def run_cli(command: list[str], memory_file: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, cwd=cwd, env=server_environment(memory_file), stdin=subprocess.DEVNULL,
+def run_cli(command: list[str], memory_file: Path, cwd: Path,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, cwd=cwd, env=server_environment(memory_file, env), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=WAIT_SECONDS)
 
 
@@ -190,3 +193,140 @@ def test_unset_moves_a_legacy_memory_json_once(memory_servers: MemoryServers, er
     assert again.graph()["entities"] == [entity("Old", "memory", ["from memory.json"])]
     again.process.finish()
     assert "DETECTED" not in again.process.stderr and legacy.exists()
+
+
+# --- a memory file inside the installation -----------------------------------------------------------------------
+
+WARNING = "WARNING: the memory file"
+
+
+def test_a_memory_inside_the_package_is_warned_about_once(memory_servers: MemoryServers, era: str,
+                                                          package_copy: Path) -> None:
+    memory_file = package_copy / "memory_server" / "memory.jsonl"
+    client = MemoryClient(memory_servers.process(None, cwd=package_copy), era).open()
+    client.ok("create_entities", {"entities": [ALICE]})
+    client.ok("create_entities", {"entities": [entity("Bob")]})
+    client.process.finish()
+    stderr = client.process.stderr
+    assert stderr.count(WARNING) == 1, "at start, once, whatever the writes"
+    (warning,) = [line for line in stderr.splitlines() if WARNING in line]
+    assert f"{WARNING} {memory_file} lives inside the installation at {package_copy / 'memory_server'}" in warning
+    assert "deletes your memory" in warning
+    home = os.path.expanduser("~")
+    assert f'"env": {{"MEMORY_FILE_PATH": "{home}/.local/share/mcp-memory/memory.jsonl"}}' in warning
+
+    # `stats` says the same, about the same file
+    done = subprocess.run([sys.executable, "-m", "memory_server", "stats"], cwd=package_copy,
+                          env=server_environment(None), capture_output=True, text=True, timeout=WAIT_SECONDS)
+    assert done.returncode == 0, done.stderr
+    assert f"Memory file     {memory_file}" in done.stdout
+    assert warning in done.stdout.splitlines()
+
+
+def test_a_memory_inside_the_python_environment_is_warned_about(memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # (never written: the server only starts and stops, so the environment stays as it is)
+    inside = Path(sys.prefix) / "var" / "mcp-memory-test-never-written" / "memory.jsonl"
+    process = memory_servers.process(inside)
+    process.finish()
+    assert process.stderr.count(WARNING) == 1
+    assert f"lives inside the installation at {sys.prefix}" in process.stderr
+    assert not inside.parent.exists()
+
+
+def test_a_memory_outside_the_installation_gets_no_warning(memory_servers: MemoryServers, era: str,
+                                                           tmp_path: Path) -> None:
+    stderr = startup_and_write(memory_servers, era, str(tmp_path / "memory.jsonl"))
+    assert WARNING not in stderr and "WARNING" not in stderr
+
+
+def test_a_leading_tilde_is_the_home_directory(memory_servers: MemoryServers, era: str, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    client = MemoryClient(memory_servers.process("~/mcp/memory.jsonl", env={"HOME": str(home)}), era).open()
+    client.ok("create_entities", {"entities": [ALICE]})
+    client.process.finish()
+    memory_file = home / "mcp" / "memory.jsonl"
+    assert file_lines(memory_file) == [record_line(entity_record(ALICE))]
+    assert f"memory file {memory_file}" in client.process.stderr
+    assert not (PACKAGE_DIR / "~").exists(), "no folder named ~ inside the package"
+    # the commands resolve it the same way
+    done = run_cli([*COMMANDS["console script"], "stats"], Path("~/mcp/memory.jsonl"), tmp_path,
+                   env={"HOME": str(home)})
+    assert done.returncode == 0, done.stderr
+    assert f"Memory file     {memory_file}" in done.stdout
+
+
+@pytest.mark.parametrize(("configured", "expected"), [
+    ("~", "{home}"), ("~/a/memory.jsonl", "{home}/a/memory.jsonl"),
+    ("~user/memory.jsonl", "{server}/~user/memory.jsonl"), ("a/~/memory.jsonl", "{server}/a/~/memory.jsonl"),
+])
+def test_only_a_leading_tilde_and_separator_is_expanded(configured: str, expected: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    server = tmp_path / "server"
+    assert configured_path(configured, server) == Path(expected.format(home=tmp_path / "home", server=server))
+
+
+def test_where_a_file_is_fragile(tmp_path: Path) -> None:
+    package, prefix = tmp_path / "env" / "lib" / "site-packages" / "memory_server", tmp_path / "env"
+    assert installation_holding(package / "memory.jsonl", package, str(prefix)) == package
+    assert installation_holding(prefix / "memory.jsonl", package, str(prefix)) == prefix
+    assert installation_holding(tmp_path / "data" / "memory.jsonl", package, str(prefix)) is None
+    assert installation_holding(tmp_path / "data" / "memory.jsonl", package, "/") is None, "a root prefix says nothing"
+    assert fragile_location_warning(tmp_path / "envy" / "memory.jsonl", package, str(prefix)) is None
+
+
+def test_the_lasting_place_follows_the_platform() -> None:
+    assert lasting_location("linux", {}, "/home/you") == "/home/you/.local/share/mcp-memory/memory.jsonl"
+    assert lasting_location("linux", {"XDG_DATA_HOME": "/data"}, "/home/you") == "/data/mcp-memory/memory.jsonl"
+    assert lasting_location("darwin", {}, "/Users/you") == \
+        "/Users/you/Library/Application Support/mcp-memory/memory.jsonl"
+    assert lasting_location("win32", {"APPDATA": "C:\\Users\\you\\AppData\\Roaming"}, "C:\\Users\\you") == \
+        "C:\\Users\\you\\AppData\\Roaming\\mcp-memory\\memory.jsonl"
+
+
+# --- the README's install-and-start command, verbatim, on a clean copy of the repository ------------------------
+
+def readme_install_command() -> str:
+    readme = (PACKAGE_DIR.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Install and start\n"):]
+    start = section.index("```sh\n") + len("```sh\n")
+    return section[start:section.index("\n```", start)]
+
+
+def test_the_readme_install_and_start_command_works_on_a_clean_copy(tmp_path: Path) -> None:
+    command = readme_install_command()
+    assert "MEMORY_FILE_PATH=~/.local/share/mcp-memory/memory.jsonl" in command
+    clone = tmp_path / "clone"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=PACKAGE_DIR.parent, capture_output=True, check=True,
+                             timeout=WAIT_SECONDS).stdout.decode().split("\0")
+    for name in filter(None, tracked):
+        source = PACKAGE_DIR.parent / name
+        if source.is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, clone / name)
+    home = tmp_path / "home"
+    home.mkdir()
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("MEMORY_FILE_PATH", "PYTHONPATH", "VIRTUAL_ENV")}
+    environment["HOME"] = str(home)
+    request_line = json.dumps(initialize(1)) + "\n"
+    done = subprocess.run(["bash", "-c", command], cwd=clone, env=environment, input=request_line,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    memory_file = home / ".local" / "share" / "mcp-memory" / "memory.jsonl"
+    assert f"memory file {memory_file}" in done.stderr
+    assert WARNING not in done.stderr
+    answer = json.loads(done.stdout.splitlines()[-1])
+    assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "memory-server"
+
+    # the installed package carries the page's template and the vendored library
+    memory_file.parent.mkdir(parents=True)
+    memory_file.write_text(record_line(entity_record(ALICE)), encoding="utf-8")
+    page = tmp_path / "memory.html"
+    exported = subprocess.run([str(clone / ".venv" / "bin" / "mcp-server-memory"), "export", "--format", "html",
+                               "-o", str(page)], cwd=tmp_path, env={**environment, "MEMORY_FILE_PATH": str(memory_file)},
+                              capture_output=True, text=True, timeout=WAIT_SECONDS)
+    assert exported.returncode == 0, exported.stderr
+    html = page.read_text(encoding="utf-8")
+    assert "Copyright (c) 2016-2026, The Cytoscape Consortium" in html and '"Loves Jazz"' in html

@@ -1,0 +1,371 @@
+"""The subcommands of `mcp-server-memory`: stats, check, export, import.
+
+Each command is a table row: its arguments and a runner. Runners do the I/O (read the memory
+file, write the output, print for people on stdout, progress on stderr) around the pure modules
+(inspection, export, importer, graph). Every failure a person can cause (a missing or unreadable
+file, a file that is no memory, a locked memory) is a :class:`CommandError`: one line on stderr
+and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from collections.abc import Callable, Iterable
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Final
+
+from .export import EXPORTERS, ExportView
+from .graph import Graph, GraphError, graph_from_lines, merge_graph
+from .importer import ImportFormatError, Incoming, describe_merge, parse_import, summary, total_items
+from .inspection import FilePlace, check, count_extended, describe_stats, numbered_lines, stats
+from .paths import (
+    fragile_location_warning,
+    memory_path_for_reading,
+    resolve_memory_path,
+)
+from .records import decode_file
+
+SERVER_DIR: Final = Path(__file__).resolve().parent
+PROGRESS_ABOVE: Final = 10_000
+"""Items (entities plus relations) beyond which a command reports its progress on stderr."""
+NEWLINE: Final = b"\n"
+TROUBLE: Final = 2
+"""Exit status when a command could not do its work (as diff and grep use it)."""
+
+
+class CommandError(Exception):
+    """What went wrong, for a person; nothing was changed."""
+
+
+# --------------------------------------------------------------------------------------------
+# Shared edges: which file, reading it, progress
+# --------------------------------------------------------------------------------------------
+
+
+def memory_file(args: argparse.Namespace, *, for_writing: bool = False) -> Path:
+    """--file (against the working directory, ~ expanded), else MEMORY_FILE_PATH as the server resolves it."""
+    if args.file is not None:
+        return Path(os.path.abspath(os.path.expanduser(args.file)))
+    if for_writing:
+        return resolve_memory_path(os.environ, SERVER_DIR, lambda line: print(line, file=sys.stderr, flush=True))
+    return memory_path_for_reading(os.environ, SERVER_DIR)
+
+
+def _where(args: argparse.Namespace) -> str:
+    if args.file is not None:
+        return "given with --file"
+    if os.environ.get("MEMORY_FILE_PATH"):
+        return f"from MEMORY_FILE_PATH={os.environ['MEMORY_FILE_PATH']}"
+    return "the default, as MEMORY_FILE_PATH is not set"
+
+
+def read_bytes(path: Path, what: str) -> tuple[bytes, os.stat_result]:
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(), os.fstat(stream.fileno())
+    except FileNotFoundError:
+        raise CommandError(f"there is no {what} at {path}") from None
+    except IsADirectoryError:
+        raise CommandError(f"{path} is a directory, not a {what}") from None
+    except OSError as error:
+        raise CommandError(f"cannot read the {what} {path}: {error.strerror}") from None
+
+
+def read_memory(args: argparse.Namespace) -> tuple[Path, bytes, os.stat_result]:
+    path = memory_file(args)
+    try:
+        data, status = read_bytes(path, "memory file")
+    except CommandError as error:
+        hint = " A server creates it on its first write." if not path.exists() else ""
+        raise CommandError(f"{error} ({_where(args)}).{hint} Pass --file PATH to look at another file.") from None
+    return path, data, status
+
+
+class Progress:
+    """Progress lines on stderr, for large jobs or when a person watches the terminal."""
+
+    def __init__(self, label: str, total: int, stream: IO[str] | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.label = label
+        self.total = total
+        self.done = 0
+        self.enabled = total > PROGRESS_ABOVE or _is_terminal(self.stream)
+        self._tenths = 1  # the next tenth of the work to report
+
+    def say(self, message: str) -> None:
+        if self.enabled:
+            print(f"{self.label}: {message}", file=self.stream, flush=True)
+
+    def tick(self) -> None:
+        self.done += 1
+        if self.enabled and self.total > 0 and self.done * 10 >= self._tenths * self.total:
+            self.say(f"{self.done:,} of {self.total:,} items ({100 * self.done // max(self.total, 1)}%)")
+            while self.done * 10 >= self._tenths * self.total:
+                self._tenths += 1
+
+
+def _is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _count(count: int, singular: str, many: str) -> str:
+    return f"{count:,} {singular if count == 1 else many}"
+
+
+def human_size(size: int) -> str:
+    if size < 1024:
+        return _count(size, "byte", "bytes")
+    value = float(size)
+    for unit in ("KB", "MB", "GB", "TB"):
+        value /= 1024
+        if value < 1024 or unit == "TB":
+            return f"{value:.1f} {unit} ({size:,} bytes)"
+    return f"{size:,} bytes"
+
+
+def _local_time(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+# --------------------------------------------------------------------------------------------
+# stats
+# --------------------------------------------------------------------------------------------
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    path, data, status = read_memory(args)
+    lines = numbered_lines(data)
+    figures = stats(graph_from_lines(line for _, line in lines), extended_records=count_extended(lines), top=args.top)
+    side_file = path.with_name(path.name + ".rejected")
+    try:
+        set_aside: int | None = side_file.read_bytes().count(NEWLINE)
+    except FileNotFoundError:
+        set_aside = 0
+    except OSError as error:
+        set_aside = None
+        print(f"mcp-server-memory stats: cannot read {side_file}: {error.strerror}", file=sys.stderr)
+    place = FilePlace(path, human_size(status.st_size), _local_time(status.st_mtime), side_file, set_aside,
+                      fragile_location_warning(path, SERVER_DIR))
+    print("\n".join(describe_stats(figures, place, top=args.top, check_command=f"mcp-server-memory check{_file_option(args)}")))
+    return 0
+
+
+def _file_option(args: argparse.Namespace) -> str:
+    return "" if args.file is None else f" --file {args.file}"
+
+
+# --------------------------------------------------------------------------------------------
+# check
+# --------------------------------------------------------------------------------------------
+
+
+def run_check(args: argparse.Namespace) -> int:
+    path, data, _ = read_memory(args)
+    lines = numbered_lines(data)
+    findings = check(lines)
+    graph = graph_from_lines(line for _, line in lines)
+    contents = (f"{_count(len(lines), 'line', 'lines')}: {_count(len(graph.entities), 'entity', 'entities')}, "
+                f"{_count(len(graph.relations), 'relation', 'relations')}")
+    if not findings:
+        print(f"{path}: {contents}; every line is usable. Nothing to do.")
+        return 0
+    print(f"{path}: {contents}; {_count(len(findings), 'line needs', 'lines need')} attention:")
+    for finding in findings:
+        print(f"  line {finding.line}: {finding.kind}: {finding.message}")
+    return 1
+
+
+# --------------------------------------------------------------------------------------------
+# export
+# --------------------------------------------------------------------------------------------
+
+
+def run_export(args: argparse.Namespace) -> int:
+    path, data, _ = read_memory(args)
+    graph = graph_from_lines(decode_file(data))
+    total = len(graph.entities) + len(graph.relations)
+    progress = Progress(f"export {args.format}", total)
+    progress.say(f"{_count(len(graph.entities), 'entity', 'entities')} and "
+                 f"{_count(len(graph.relations), 'relation', 'relations')} from {path}")
+    view = ExportView.of(graph, title=f"Memory: {path.name}", tick=progress.tick)
+    pieces = EXPORTERS[args.format](view)
+    if args.output is None:
+        _write_stream(pieces, sys.stdout.buffer)
+        return 0
+    target = Path(os.path.abspath(os.path.expanduser(args.output)))
+    with suppress(OSError):
+        if os.path.samefile(target, path):
+            raise CommandError(f"{target} is the memory file itself; export to another file")
+    _write_file(pieces, target)
+    print(f"Wrote {target} ({args.format}): {_count(len(graph.entities), 'entity', 'entities')}, "
+          f"{_count(len(graph.relations), 'relation', 'relations')}.")
+    return 0
+
+
+def _write_stream(pieces: Iterable[str], stream: IO[bytes]) -> None:
+    for piece in pieces:
+        stream.write(piece.encode())
+    stream.flush()
+
+
+def _write_file(pieces: Iterable[str], target: Path) -> None:
+    """Whole or not at all: a temporary file next to the target, renamed over it when complete."""
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "wb") as stream:
+            _write_stream(pieces, stream)
+        os.replace(temporary, target)
+    except OSError as error:
+        with suppress(OSError):
+            temporary.unlink()
+        raise CommandError(f"cannot write {target}: {error.strerror}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# import
+# --------------------------------------------------------------------------------------------
+
+
+def run_import(args: argparse.Namespace) -> int:
+    source = Path(os.path.expanduser(args.source))
+    data, _ = read_bytes(source, "file to import")
+    try:
+        incoming = parse_import(data)
+    except ImportFormatError as error:
+        raise CommandError(f"{source} is not a memory to import: {error}") from None
+    progress = Progress("import", total_items(incoming))
+    progress.say(f"read {summary(incoming)} from {source}")
+    target = memory_file(args, for_writing=not args.dry_run)
+    try:
+        if args.dry_run:
+            value, notes = _merge_preview(target, incoming), []
+        else:
+            progress.say(f"merging into {target} under its lock")
+            from .store import GraphStore  # the lock machinery is needed by this command only
+
+            outcome = GraphStore(target).merge(incoming.entities, incoming.relations)
+            value, notes = outcome.value, outcome.notes
+    except GraphError as error:
+        raise CommandError(f"{error}") from None
+    heading = "Dry run, nothing was changed. Importing" if args.dry_run else "Imported"
+    print(f"{heading} {source} ({summary(incoming)}) into {target}:")
+    for line in describe_merge(value, incoming, dry_run=args.dry_run):
+        print(f"  {line}")
+    for note in notes:
+        print(f"  {note}")
+    progress.say("done")
+    return 0
+
+
+def _merge_preview(target: Path, incoming: Incoming) -> dict[str, Any]:
+    try:
+        data, _ = read_bytes(target, "memory file")
+    except CommandError:
+        if target.exists():
+            raise
+        data = b""  # a memory not written yet: everything would be new
+    graph: Graph = graph_from_lines(decode_file(data))
+    return merge_graph(graph, incoming.entities, incoming.relations).value
+
+
+# --------------------------------------------------------------------------------------------
+# The table
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str
+    description: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a count of at least 1")
+    return value
+
+
+def _stats_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--top", type=_at_least_one, default=10, metavar="N", help="how many of the most connected entities "
+                        "to list (default: 10)")
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", required=True, choices=list(EXPORTERS), help="the output format")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE (replaced whole once complete) "
+                        "instead of stdout")
+
+
+def _import_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="FILE", help="a memory.jsonl or memory.json of this server or of the "
+                        "reference server, or an export in jsonl or json")
+    parser.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
+
+
+COMMANDS: Final = (
+    Command("stats", "what the memory holds, in figures",
+            "Where the memory file is, its size and last change, its entities, relations and observations, "
+            "entity and relation types with counts, the most connected entities, and what is kept aside.",
+            _stats_arguments, run_stats),
+    Command("check", "report every line the server cannot use; exit 1 if any",
+            "Reads the memory file as the server does and reports, with line numbers, every line it cannot "
+            "use (not JSON, not a record), repeated entities and relations, repeated observations, and "
+            "relations whose entities are missing. Exit status 0 when all is well, 1 when something needs "
+            "attention, 2 when the file cannot be read. Never changes the file.",
+            _no_arguments, run_check),
+    Command("export", "the graph as jsonl, json, graphml, dot, markdown or html",
+            "jsonl: the memory file as the reference server writes it; json: the reference's read_graph "
+            "answer; graphml and dot: for Gephi, yEd, Cytoscape, Graphviz; markdown: one section per entity, "
+            "to read; html: one self-contained page with an interactive picture of the graph.",
+            _export_arguments, run_export),
+    Command("import", "merge a memory file or an export into the memory",
+            "Merges FILE into the memory by the tools' rules: new entities are created, existing ones gain "
+            "the observations they lack (their type stays), relations are created where both entities exist; "
+            "everything left out is reported. One write under the memory file's lock, so running servers "
+            "see one change.",
+            _import_arguments, run_import),
+)
+
+
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                     title="commands (without one, the server runs on stdio)")
+    for command in COMMANDS:
+        sub = commands.add_parser(command.name, help=command.summary, description=command.description,
+                                  prog=f"{parser.prog} {command.name}")
+        sub.add_argument("--file", metavar="PATH", help="the memory file (default: MEMORY_FILE_PATH, resolved as "
+                         "the server resolves it; a relative PATH is against the working directory)")
+        command.arguments(sub)
+        sub.set_defaults(run=command.run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs the chosen command; its exit status."""
+    try:
+        return int(args.run(args))
+    except CommandError as error:
+        print(f"mcp-server-memory {args.command}: error: {error}", file=sys.stderr, flush=True)
+        return TROUBLE
+    except BrokenPipeError:
+        # The reader (`| head`) has gone: what is left to write has nowhere to go.
+        with suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return TROUBLE
+    except KeyboardInterrupt:
+        return 130

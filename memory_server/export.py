@@ -1,0 +1,265 @@
+"""The graph in other formats, for `mcp-server-memory export`: one pure function per format.
+
+Each exporter takes an :class:`ExportView` and yields the output in text pieces; it calls
+``view.tick()`` once per entity and per relation written, so that the caller can show progress.
+Relations whose entity is missing (a hand-edited file) are kept: formats that need a node for
+each end get a placeholder node marked as missing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Final
+
+from .graph import Graph
+from .records import EntityRecord, RelationRecord, encode_line
+
+Exporter = Callable[["ExportView"], Iterator[str]]
+
+
+def _nothing() -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class ExportView:
+    """The graph as read_graph shows it, and what the exporters derive from it."""
+
+    entities: Sequence[Mapping[str, Any]]
+    relations: Sequence[Mapping[str, Any]]
+    title: str = "Memory"
+    tick: Callable[[], None] = field(default=_nothing, compare=False)
+
+    @classmethod
+    def of(cls, graph: Graph, title: str = "Memory", tick: Callable[[], None] = _nothing) -> ExportView:
+        return cls([node.view for node in graph.entities.values()],
+                   [edge.view for edge in graph.relations.values()], title, tick)
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """Each entity's position, then each missing entity's, after the real ones."""
+        index = {entity["name"]: number for number, entity in enumerate(self.entities)}
+        for relation in self.relations:
+            for name in (relation["from"], relation["to"]):
+                index.setdefault(name, len(index))
+        return index
+
+    @cached_property
+    def missing(self) -> list[str]:
+        """Names that relations use and no entity has, in order of appearance."""
+        return list(self.index)[len(self.entities):]
+
+    @cached_property
+    def degree(self) -> list[int]:
+        """Relations touching each node (by index); a relation from a node to itself counts once."""
+        degree = [0] * len(self.index)
+        for relation in self.relations:
+            source, target = self.index[relation["from"]], self.index[relation["to"]]
+            degree[source] += 1
+            if target != source:
+                degree[target] += 1
+        return degree
+
+    @cached_property
+    def types(self) -> list[str]:
+        """Entity types, the most common first."""
+        counts = Counter(entity["entityType"] for entity in self.entities)
+        return [name for name, _ in sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))]
+
+
+# --------------------------------------------------------------------------------------------
+# jsonl and json: the reference server's own formats
+# --------------------------------------------------------------------------------------------
+
+
+def to_jsonl(view: ExportView) -> Iterator[str]:
+    """The memory file exactly as the reference server saves this graph: its records, joined by
+    newlines, with none after the last line (extra fields and unknown records are not the graph)."""
+    separator = ""
+    for entity in view.entities:
+        yield separator + encode_line(EntityRecord(entity["name"], entity["entityType"], entity["observations"])).decode()
+        separator = "\n"
+        view.tick()
+    for relation in view.relations:
+        yield separator + encode_line(RelationRecord(relation["from"], relation["to"], relation["relationType"])).decode()
+        separator = "\n"
+        view.tick()
+
+
+def to_json(view: ExportView) -> Iterator[str]:
+    """The reference's read_graph text: the graph as JSON, indented by two spaces."""
+    graph = {"entities": list(view.entities), "relations": list(view.relations)}
+    for _ in range(len(view.entities) + len(view.relations)):
+        view.tick()
+    yield json.dumps(graph, indent=2, ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------------------------
+# GraphML (Gephi, yEd, Cytoscape, NetworkX) and DOT (Graphviz, Gephi)
+# --------------------------------------------------------------------------------------------
+
+# XML 1.0 has no way to write these characters, not even as references.
+_NOT_XML: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_XML_ESCAPES: Final = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\r": "&#13;"})
+
+GRAPHML_KEYS: Final = (
+    ("label", "node", "label", "string"),
+    ("entityType", "node", "entityType", "string"),
+    ("observations", "node", "observations", "string"),
+    ("missing", "node", "missing", "boolean"),
+    ("relationType", "edge", "relationType", "string"),
+    ("edgeLabel", "edge", "label", "string"),
+)
+
+
+def xml_text(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text).translate(_XML_ESCAPES)
+
+
+def to_graphml(view: ExportView) -> Iterator[str]:
+    """GraphML: one node per entity (label, type, observations one per line), one directed edge per relation."""
+    yield ('<?xml version="1.0" encoding="UTF-8"?>\n'
+           '<graphml xmlns="http://graphml.graphdrawing.org/xmlns" '
+           'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+           'xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns '
+           'http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">\n')
+    for key, domain, name, kind in GRAPHML_KEYS:
+        yield f'  <key id="{key}" for="{domain}" attr.name="{name}" attr.type="{kind}"/>\n'
+    # (a graph's id is an NMTOKEN, without spaces: the title goes into its description)
+    yield f'  <graph id="memory" edgedefault="directed">\n    <desc>{xml_text(view.title)}</desc>\n'
+    for number, entity in enumerate(view.entities):
+        yield (f'    <node id="n{number}"><data key="label">{xml_text(entity["name"])}</data>'
+               f'<data key="entityType">{xml_text(entity["entityType"])}</data>'
+               f'<data key="observations">{xml_text(chr(10).join(entity["observations"]))}</data></node>\n')
+        view.tick()
+    for offset, name in enumerate(view.missing):
+        yield (f'    <node id="n{len(view.entities) + offset}"><data key="label">{xml_text(name)}</data>'
+               '<data key="missing">true</data></node>\n')
+    for number, relation in enumerate(view.relations):
+        kind = xml_text(relation["relationType"])
+        yield (f'    <edge id="e{number}" source="n{view.index[relation["from"]]}" '
+               f'target="n{view.index[relation["to"]]}"><data key="relationType">{kind}</data>'
+               f'<data key="edgeLabel">{kind}</data></edge>\n')
+        view.tick()
+    yield "  </graph>\n</graphml>\n"
+
+
+PALETTE: Final = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+                  "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#86bcb6", "#d37295")
+OTHER_COLOUR: Final = "#c7c7c7"
+"""Entity types beyond the palette (the least common ones) share this colour."""
+
+
+def type_colours(view: ExportView) -> dict[str, str]:
+    return {name: PALETTE[number] if number < len(PALETTE) else OTHER_COLOUR for number, name in enumerate(view.types)}
+
+
+def dot_string(text: str) -> str:
+    """A DOT quoted string whose label shows `text` as it is: in a label a backslash starts an
+    escape (\\n, \\N...), so it is doubled; a line break becomes the label's \\n."""
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r\n", "\n").replace("\r", "\n")
+    return '"' + text.replace("\n", "\\n") + '"'
+
+
+def to_dot(view: ExportView) -> Iterator[str]:
+    """Graphviz DOT: nodes labelled with name and type, filled by type; edges labelled with the relation type."""
+    colours = type_colours(view)
+    yield (f"digraph {dot_string(view.title)} {{\n"
+           '  graph [overlap=false, splines=true];\n'
+           '  node [shape=box, style="rounded,filled", fontname="Helvetica"];\n'
+           '  edge [fontname="Helvetica", fontsize=10];\n')
+    for number, entity in enumerate(view.entities):
+        label = dot_string(f"{entity['name']}\n({entity['entityType']})")
+        tooltip = dot_string("\n".join(entity["observations"]))
+        yield f'  n{number} [label={label}, fillcolor="{colours[entity["entityType"]]}", tooltip={tooltip}];\n'
+        view.tick()
+    for offset, name in enumerate(view.missing):
+        yield f'  n{len(view.entities) + offset} [label={dot_string(name)}, style="dashed", tooltip="missing entity"];\n'
+    for relation in view.relations:
+        yield (f'  n{view.index[relation["from"]]} -> n{view.index[relation["to"]]} '
+               f'[label={dot_string(relation["relationType"])}];\n')
+        view.tick()
+    yield "}\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown, for people
+# --------------------------------------------------------------------------------------------
+
+# An underscore inside a word (works_at) is no emphasis and stays as it is, for plain-text readers.
+_MARKDOWN_SPECIAL: Final = re.compile(r"([\\`*\[\]<>|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))")
+_LINE_START: Final = re.compile(r"^(\s*)([#+\-=>]|\d+[.)])", re.MULTILINE)
+
+
+def markdown_text(text: str, indent: str = "") -> str:
+    """Text that Markdown shows as written; its further lines indented to stay in the same block."""
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _LINE_START.sub(lambda match: match.group(1) + "\\" + match.group(2), text)
+    return text.replace("\n", "\n" + indent)
+
+
+def to_markdown(view: ExportView) -> Iterator[str]:
+    """One section per entity: its type, its observations, and its relations in both directions."""
+    touching: defaultdict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for relation in view.relations:
+        touching[relation["from"]].append(relation)
+        if relation["to"] != relation["from"]:
+            touching[relation["to"]].append(relation)
+    observations = sum(len(entity["observations"]) for entity in view.entities)
+    yield (f"# {markdown_text(view.title)}\n\n"
+           f"{_count(len(view.entities), 'entity', 'entities')}, {_count(len(view.relations), 'relation', 'relations')}, "
+           f"{_count(observations, 'observation', 'observations')}.\n")
+    for entity in view.entities:
+        yield f"\n## {_one_line(entity['name'])}\n\nType: {_one_line(entity['entityType'])}\n"
+        if entity["observations"]:
+            yield "\n" + "".join(f"- {markdown_text(item, '  ')}\n" for item in entity["observations"])
+        if relations := touching.get(entity["name"]):
+            yield "\nRelations:\n\n" + "".join(f"- {_sentence(relation)}\n" for relation in relations)
+        view.tick()
+    for _ in view.relations:
+        view.tick()
+    if view.missing:
+        missing = set(view.missing)
+        yield ("\n## Relations whose entities are missing\n\n"
+               + "".join(f"- {_sentence(relation)}\n" for relation in view.relations
+                         if relation["from"] in missing or relation["to"] in missing))
+
+
+def _one_line(text: str) -> str:
+    """A heading or label line: its line breaks become spaces, so that it stays one line."""
+    return markdown_text(" ".join(text.splitlines()) if "\n" in text or "\r" in text else text)
+
+
+def _sentence(relation: Mapping[str, Any]) -> str:
+    return (f"{markdown_text(relation['from'], '  ')} *{markdown_text(relation['relationType'], '  ')}* "
+            f"{markdown_text(relation['to'], '  ')}")
+
+
+def _count(count: int, singular: str, many: str) -> str:
+    return f"{count:,} {singular if count == 1 else many}"
+
+
+# --------------------------------------------------------------------------------------------
+# The table
+# --------------------------------------------------------------------------------------------
+
+
+def _html(view: ExportView) -> Iterator[str]:
+    # Imported on use: the page's template and the vendored library are read only for html.
+    from .html_view import to_html
+    return to_html(view)
+
+
+EXPORTERS: Final[dict[str, Exporter]] = {
+    "jsonl": to_jsonl,
+    "json": to_json,
+    "graphml": to_graphml,
+    "dot": to_dot,
+    "markdown": to_markdown,
+    "html": _html,
+}
