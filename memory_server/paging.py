@@ -256,7 +256,7 @@ class Pager:
             self._answers[answer_id] = answer
             while len(self._answers) > self.keep:
                 self._answers.popitem(last=False)
-        return self._page(answer_id, answer, 0, 0)
+        return self._page(answer_id, answer, 0, 0, first=True)
 
     # -- later pages ---------------------------------------------------------------------------
 
@@ -279,7 +279,7 @@ class Pager:
             raise CursorError(f"This cursor continues a {tool} call with other arguments: pass the same arguments "
                               f"as for the first page together with the cursor, or call {tool} again without a "
                               "cursor to start over.")
-        return self._page(answer_id, answer, unit, part)
+        return self._page(answer_id, answer, unit, part, first=False)
 
     def _cursor(self, answer_id: int, unit: int, part: int) -> str:
         payload = _PAYLOAD.pack(answer_id, unit, part)
@@ -304,8 +304,7 @@ class Pager:
 
     # -- cutting one page ----------------------------------------------------------------------
 
-    def _page(self, answer_id: int, answer: Answer, unit: int, part: int) -> Page:
-        first = (unit, part) == (0, 0)
+    def _page(self, answer_id: int, answer: Answer, unit: int, part: int, *, first: bool) -> Page:
         summary = answer.summary if first else None
         room = self.budget - _ENVELOPE - _NOTE_ROOM - (len(summary) + len(b'"summary":,') if summary else 0)
         while True:

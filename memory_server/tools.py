@@ -72,7 +72,9 @@ SUMMARY = _object({
     "entityTypes": _list(_object({"entityType": _string(), "count": {"type": "integer", "minimum": 1}}, closed=True),
                          "The most common entity types, most common first"),
     "moreEntityTypes": {"type": "integer", "minimum": 0, "description": "How many entity types are not listed"},
-    "mostConnected": _list(_object({"name": _string(), "relations": {"type": "integer", "minimum": 1}}, closed=True),
+    "mostConnected": _list(_object({"name": _string(), "relations": {
+        "type": "integer", "minimum": 1,
+        "description": "How many relations start or end there (one to itself counts twice)"}}, closed=True),
                            "The entities with the most relations, most first"),
 }, closed=True)
 GRAPH_PAGE_OUTPUT = _object({
@@ -128,7 +130,8 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
             return pager.first_page(tool, request, value["entities"], value["relations"],
                                     summarise_graph=tool == "read_graph")
         try:
-            result = await anyio.to_thread.run_sync(page)
+            # A later page is pure work bounded by the budget (no file, no lock): no thread needed.
+            result = page() if "cursor" in arguments else await anyio.to_thread.run_sync(page)
         except (GraphError, CursorError) as error:
             raise ToolError(str(error)) from error
         # The same shape as ToolResult.of: the JSON once as structured content, once as text.
