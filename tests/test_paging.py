@@ -65,9 +65,9 @@ def joined(pages: list[Page]) -> tuple[list[dict[str, Any]], list[dict[str, Any]
 
 # --- generated graphs -------------------------------------------------------------------------------------
 
-text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+text = st.text(st.characters(codec="utf-8"), max_size=40)
 # Shorter than any page (a longer observation is cut: tested on its own below).
-long_text = st.one_of(text, st.text(st.characters(blacklist_categories=("Cs",)), min_size=100, max_size=300))
+long_text = st.one_of(text, st.text(st.characters(codec="utf-8"), min_size=100, max_size=300))
 
 
 @st.composite
