@@ -17,6 +17,10 @@ The memory is one JSONL file. Set MEMORY_FILE_PATH to choose it: an absolute pat
 is used as is, a relative one is resolved against the package directory
 ({server_dir}). Unset, it is {server_dir}/memory.jsonl.
 Several clients may share one file: writes take turns through <file>.lock.
+
+MEMORY_ANSWER_BUDGET caps what one answer of read_graph, search_nodes or open_nodes
+gives the model, in characters (default 80000, at least 5000); a larger answer comes
+in pages, each with a nextCursor to pass back as cursor.
 """
 
 

@@ -8,6 +8,8 @@ answer exactly once, and a cursor across writes continues the answer as it was.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
     memory_servers,
     record_line,
     relation_record,
+    server_environment,
     texts,
     write_reference_file,
 )
@@ -190,3 +193,10 @@ def test_a_bad_budget_stops_the_server_at_start_with_the_reason(memory_servers: 
     assert "MEMORY_ANSWER_BUDGET must be a whole number of characters, at least 5000" in process.stderr
     assert repr(value) in process.stderr
     assert process.lines == [], "nothing on the protocol channel"
+
+
+def test_help_names_the_budget_setting(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "memory_server", "--help"], capture_output=True, text=True,
+                          env=server_environment(tmp_path / "memory.jsonl"), cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "MEMORY_ANSWER_BUDGET" in done.stdout and "default 80000" in done.stdout and "cursor" in done.stdout
