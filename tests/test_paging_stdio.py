@@ -171,6 +171,10 @@ def test_bad_cursors_are_tool_errors_that_say_what_to_do(memory_servers: MemoryS
     assert "do not survive a restart" in other.tool_error("read_graph", {"cursor": cursor})
     # and the server keeps serving
     assert client.ok("read_graph", {"cursor": cursor})["entities"]
+    # the process keeps the last 16 cut answers: a 17th first page makes the oldest cursor expire
+    for _ in range(16):
+        client.ok("read_graph")
+    assert "expired" in client.tool_error("read_graph", {"cursor": cursor})
 
 
 def test_a_huge_observation_is_cut_within_the_budget_and_said(memory_servers: MemoryServers, era: str,
