@@ -22,6 +22,10 @@ against the package directory ({server_dir}).
 Unset, it is {server_dir}/memory.jsonl,
 which a reinstall deletes: keep your memory outside the installation.
 Several clients may share one file: writes take turns through <file>.lock.
+
+MEMORY_ANSWER_BUDGET caps what one answer of read_graph, search_nodes or open_nodes
+gives the model, in characters (default 80000, at least 5000); a larger answer comes
+in pages, each with a nextCursor to pass back as cursor.
 """
 
 

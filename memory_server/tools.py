@@ -3,14 +3,17 @@ extended where our README adds result fields) and the thin handlers that call th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 import anyio
 import anyio.from_thread
+import msgspec
 
 from protocol import Server, ToolError, ToolResult
 
+from .paging import CursorError, Page, Pager, budget_from, request_key
 from .store import GraphError, GraphStore, WriteResult
 
 GRAPH_URI = "memory://knowledge-graph"
@@ -57,6 +60,26 @@ def _list(item: dict[str, Any], description: str | None = None) -> dict[str, Any
 
 GRAPH_OUTPUT = _object({"entities": _list(_entity(closed=True)), "relations": _list(_relation(closed=True))},
                        closed=True)
+NEXT_CURSOR = _string("Present when the answer was cut to fit the model's context: pass it back as `cursor` "
+                      "(with the same other arguments) for the next page")
+CURSOR_INPUT = _string("The nextCursor of the previous page, to get the next page of a cut answer; "
+                       "omit it for the first page")
+PAGE_OUTPUT = _object({**GRAPH_OUTPUT["properties"], "nextCursor": NEXT_CURSOR}, closed=True,
+                      optional=("nextCursor",))
+SUMMARY = _object({
+    "entities": {"type": "integer", "minimum": 0},
+    "relations": {"type": "integer", "minimum": 0},
+    "entityTypes": _list(_object({"entityType": _string(), "count": {"type": "integer", "minimum": 1}}, closed=True),
+                         "The most common entity types, most common first"),
+    "moreEntityTypes": {"type": "integer", "minimum": 0, "description": "How many entity types are not listed"},
+    "mostConnected": _list(_object({"name": _string(), "relations": {
+        "type": "integer", "minimum": 1,
+        "description": "How many relations start or end there (one to itself counts twice)"}}, closed=True),
+                           "The entities with the most relations, most first"),
+}, closed=True)
+GRAPH_PAGE_OUTPUT = _object({
+    "summary": {**SUMMARY, "description": "On the first page of a cut read_graph: what the whole graph holds"},
+    **PAGE_OUTPUT["properties"]}, closed=True, optional=("summary", "nextCursor"))
 DELETE_OUTPUT = {"success": {"type": "boolean"}, "message": {"type": "string"}}
 COUNTED_DELETE_OUTPUT = _object({**DELETE_OUTPUT, "deletedCount": {"type": "integer", "minimum": 0}}, closed=True)
 
@@ -65,7 +88,17 @@ DELETE = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True
 READ = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 
 
-def register_tools(server: Server, store: GraphStore) -> None:
+def register_tools(server: Server, store: GraphStore, *, budget: int | None = None) -> None:
+    """The nine tools on `server`. The three reads answer within `budget` characters, by default
+    MEMORY_ANSWER_BUDGET (or its default): at start-up a bad value ends the process with the reason."""
+    if budget is None:
+        try:
+            budget = budget_from(os.environ)
+        except ValueError as error:
+            # Before any protocol traffic: the client sees the server exit, its log shows why.
+            raise SystemExit(f"mcp-server-memory: {error}") from None
+    pager = Pager(budget)
+
     def announce(write: Callable[[Any], WriteResult]) -> Callable[[Any], WriteResult]:
         # Runs in the worker thread, so a change is announced even when the caller was cancelled
         # meanwhile (the write itself is atomic and completes either way).
@@ -87,11 +120,33 @@ def register_tools(server: Server, store: GraphStore) -> None:
             raise ToolError(str(error)) from error
         return ToolResult.of(outcome.value, *extra_notes(outcome), *outcome.notes)
 
-    async def read(operation: Callable[..., dict[str, Any]], *arguments: Any) -> ToolResult:
+    async def read(tool: str, arguments: dict[str, Any], answer: Callable[[], dict[str, Any]]) -> ToolResult:
+        """The answer, or the page of it a cursor asks for, within the answer budget."""
+        def page() -> Page:
+            request = request_key(tool, arguments)
+            if (cursor := arguments.get("cursor")) is not None:
+                return pager.next_page(cursor, tool, request)
+            value = answer()
+            return pager.first_page(tool, request, value["entities"], value["relations"],
+                                    summarise_graph=tool == "read_graph")
         try:
-            return await anyio.to_thread.run_sync(lambda: ToolResult.of(operation(*arguments)))
-        except GraphError as error:
+            # A later page is pure work bounded by the budget (no file, no lock): no thread needed.
+            result = page() if "cursor" in arguments else await anyio.to_thread.run_sync(page)
+        except (GraphError, CursorError) as error:
             raise ToolError(str(error)) from error
+        # The same shape as ToolResult.of: the JSON once as structured content, once as text.
+        texts = [result.json.decode(), *result.notes]
+        return ToolResult([{"type": "text", "text": text} for text in texts], msgspec.Raw(result.json))
+
+    def search(query: str, limit: int | None) -> dict[str, Any]:
+        found = store.search_nodes(query)
+        if limit is None or len(found["entities"]) <= limit:
+            return found
+        # Best first: the first `limit` entities, and the relations that touch them.
+        entities = found["entities"][:limit]
+        names = {entity["name"] for entity in entities}
+        return {"entities": entities,
+                "relations": [r for r in found["relations"] if r["from"] in names or r["to"] in names]}
 
     def skipped_note(outcome: WriteResult) -> list[str]:
         skipped = outcome.value.get("skipped")
@@ -160,22 +215,30 @@ def register_tools(server: Server, store: GraphStore) -> None:
     async def delete_relations(arguments: dict[str, Any]) -> ToolResult:
         return await write(store.delete_relations, arguments["relations"])
 
-    @server.tool("read_graph", title="Read Graph", description="Read the entire knowledge graph",
-                 input_schema=_object({}), output_schema=GRAPH_OUTPUT, annotations=READ)
+    @server.tool("read_graph", title="Read Graph",
+                 description="Read the entire knowledge graph. A large graph comes in pages: the first one "
+                             "starts with a summary (entity types, most connected entities); pass nextCursor "
+                             "back as cursor for the next page",
+                 input_schema=_object({"cursor": CURSOR_INPUT}, optional=("cursor",)),
+                 output_schema=GRAPH_PAGE_OUTPUT, annotations=READ)
     async def read_graph(arguments: dict[str, Any]) -> ToolResult:
-        return await read(store.read_graph)
+        return await read("read_graph", arguments, store.read_graph)
 
     @server.tool("search_nodes", title="Search Nodes",
                  description="Search for nodes in the knowledge graph based on a query",
-                 input_schema=_object({"query": _string(
-                     "The search query to match against entity names, types, and observation content")}),
-                 output_schema=GRAPH_OUTPUT, annotations=READ)
+                 input_schema=_object({
+                     "query": _string("The search query to match against entity names, types, and observation content"),
+                     "limit": {"type": "integer", "minimum": 1, "description": "Return at most this many entities"},
+                     "cursor": CURSOR_INPUT,
+                 }, optional=("limit", "cursor")),
+                 output_schema=PAGE_OUTPUT, annotations=READ)
     async def search_nodes(arguments: dict[str, Any]) -> ToolResult:
-        return await read(store.search_nodes, arguments["query"])
+        return await read("search_nodes", arguments, lambda: search(arguments["query"], arguments.get("limit")))
 
     @server.tool("open_nodes", title="Open Nodes",
                  description="Open specific nodes in the knowledge graph by their names",
-                 input_schema=_object({"names": _strings("An array of entity names to retrieve")}),
-                 output_schema=GRAPH_OUTPUT, annotations=READ)
+                 input_schema=_object({"names": _strings("An array of entity names to retrieve"),
+                                       "cursor": CURSOR_INPUT}, optional=("cursor",)),
+                 output_schema=PAGE_OUTPUT, annotations=READ)
     async def open_nodes(arguments: dict[str, Any]) -> ToolResult:
-        return await read(store.open_nodes, arguments["names"])
+        return await read("open_nodes", arguments, lambda: store.open_nodes(arguments["names"]))

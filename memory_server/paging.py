@@ -1,0 +1,432 @@
+"""Answers that fit a model's context: a read's full answer, cut into pages within a budget.
+
+Pure: the entity and relation objects of a full answer go in; pages come out, each the JSON of
+its structured content plus the notes that tell the model what was left out and how to get it.
+A cut answer is kept (a few of them, most recent first) under an id that its cursors carry,
+signed with a key of this process, so following cursors walks one consistent answer: the
+memory as it was when the first page was made.
+
+The budget counts UTF-8 bytes of all text a page gives the model (its JSON and its notes).
+A character is at least one byte, so no page holds more characters than the budget either,
+and the JSON-RPC line (the JSON twice: as structured content, and escaped as text) stays
+within about three times the budget.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import itertools
+import operator
+import secrets
+import struct
+import threading
+from bisect import bisect_right
+from collections import Counter, OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate
+from operator import itemgetter
+from typing import Any, Final
+
+import msgspec
+
+BUDGET_VARIABLE: Final = "MEMORY_ANSWER_BUDGET"
+DEFAULT_BUDGET: Final = 80_000
+"""About 20,000 tokens: well under the 25,000 tokens at which common clients cut a tool answer."""
+MINIMUM_BUDGET: Final = 5_000
+"""Room for the notes and the summary of a page, and for some entities besides."""
+KEPT_ANSWERS: Final = 16
+"""Cut answers kept for their cursors; the oldest is forgotten (its cursors expire) after this many."""
+
+SUMMARY_TYPES: Final = 20
+SUMMARY_CONNECTED: Final = 10
+
+# The smallest JSON an entity or a relation can have: a cheap proof that an answer cannot fit.
+_SMALLEST_ENTITY: Final = len(b'{"name":"","entityType":"","observations":[]},')
+_SMALLEST_RELATION: Final = len(b'{"from":"","to":"","relationType":""},')
+_NOTE_ROOM: Final = 2_500
+"""Bytes kept free for a page's note; a page whose note runs longer gives up units instead."""
+_SHOWN_NAME: Final = 60
+_EVENTS_PER_PAGE: Final = 3
+"""Split entities and unshowable units a page tells about, at most; more wait for the next page."""
+
+_encoder: Final = msgspec.json.Encoder()
+_PAYLOAD: Final = struct.Struct(">QQI")  # answer id; the page's first unit and, in a split entity, part
+_TAG_BYTES: Final = 16
+CURSOR_LENGTH: Final = len(base64.urlsafe_b64encode(bytes(_PAYLOAD.size + _TAG_BYTES)).rstrip(b"="))
+_ENVELOPE: Final = len(b'{"entities":[],"relations":[],"nextCursor":""}') + CURSOR_LENGTH
+
+
+class CursorError(ValueError):
+    """A cursor that cannot be followed; the message tells the model what to do instead."""
+
+
+def budget_from(environ: Mapping[str, str]) -> int:
+    """The answer budget set by MEMORY_ANSWER_BUDGET (unset or empty: the default).
+
+    ValueError, saying what is allowed, for anything but a whole number of at least MINIMUM_BUDGET."""
+    raw = environ.get(BUDGET_VARIABLE, "").strip()
+    if not raw:
+        return DEFAULT_BUDGET
+    if not raw.isascii() or not raw.isdigit() or int(raw) < MINIMUM_BUDGET:
+        raise ValueError(f"{BUDGET_VARIABLE} must be a whole number of characters, at least {MINIMUM_BUDGET} "
+                         f"(default {DEFAULT_BUDGET}, unset or empty for the default); got {raw!r}")
+    return int(raw)
+
+
+# --------------------------------------------------------------------------------------------
+# Pages and the answers they are cut from
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    json: bytes
+    """The structured content as compact JSON; also the first text item."""
+    notes: tuple[str, ...] = ()
+    """Further text items for the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A full answer kept for its cursors: entities then relations, in one list."""
+
+    tool: str
+    request: bytes
+    units: list[Any]
+    entities: int
+    """units[:entities] are the entities."""
+    summary: bytes | None = None
+
+
+@dataclass(slots=True)
+class _Fill:
+    """What one page takes, from a position (unit, part of a split entity) to the next."""
+
+    unit: int
+    part: int
+    entities: list[bytes] = field(default_factory=list)
+    relations: list[bytes] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    """Notes about split entities, cut observations and what could not be shown."""
+    used: int = 0
+
+
+def summarise(entities: Sequence[Mapping[str, Any]], relations: Sequence[Mapping[str, Any]],
+              limit: int) -> dict[str, Any]:
+    """Counts by entity type and the most connected names: what a model needs to choose what to open,
+    cut to `limit` bytes of JSON."""
+    types = Counter(map(itemgetter("entityType"), entities)).most_common()
+    degrees = Counter(map(itemgetter("from"), relations))
+    degrees.update(map(itemgetter("to"), relations))
+    listed = [{"entityType": kind, "count": count} for kind, count in types[:SUMMARY_TYPES]]
+    connected = [{"name": name, "relations": count} for name, count in degrees.most_common(SUMMARY_CONNECTED)]
+    while True:
+        summary = {"entities": len(entities), "relations": len(relations), "entityTypes": listed,
+                   "moreEntityTypes": len(types) - len(listed), "mostConnected": connected}
+        if len(_encoder.encode(summary)) <= limit or not (listed or connected):
+            return summary
+        if len(connected) >= len(listed):
+            connected = connected[:-1]
+        else:
+            listed = listed[:-1]
+
+
+def _cut_marker(shown: int, total: int) -> str:
+    return f" [cut: {shown:,} of {total:,} characters shown, the rest does not fit one answer]"
+
+
+def _cut_observation(observation: str, room: int) -> tuple[str, int]:
+    """The longest prefix of the observation that, with its marker, takes at most `room` bytes of JSON."""
+    low, high = 0, len(observation)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(_encoder.encode(observation[:middle] + _cut_marker(middle, len(observation)))) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return observation[:low] + _cut_marker(low, len(observation)), low
+
+
+def entity_parts(entity: Mapping[str, Any], room: int) -> list[tuple[dict[str, Any], tuple[int, int, int] | None]]:
+    """An entity too large for one page as parts of at most `room` bytes of JSON each, its observations
+    in order. An observation larger than a part is cut, alone in its part, which then comes with
+    (observation number, characters shown, characters in all). No parts: not even the name and type fit."""
+    name, kind = entity["name"], entity["entityType"]
+    bare = len(_encoder.encode({"name": name, "entityType": kind, "observations": []}))
+    if bare > room:
+        return []
+    parts: list[tuple[list[str], tuple[int, int, int] | None]] = []
+    run: list[str] = []
+    used = bare
+    for number, observation in enumerate(entity["observations"], start=1):
+        size = len(_encoder.encode(observation))
+        if run and used + 1 + size <= room:
+            run.append(observation)
+            used += 1 + size
+            continue
+        if run:
+            parts.append((run, None))
+            run, used = [], bare
+        if used + size <= room:
+            run, used = [observation], used + size
+            continue
+        shortened, shown = _cut_observation(observation, room - bare)
+        parts.append(([shortened], (number, shown, len(observation))))
+    if run or not parts:
+        parts.append((run, None))
+    return [({"name": name, "entityType": kind, "observations": observations}, cut) for observations, cut in parts]
+
+
+def _shown(name: str) -> str:
+    text = repr(name)
+    return text if len(text) <= _SHOWN_NAME else text[:_SHOWN_NAME] + "...'"
+
+
+def take_fitting(units: list[Any], start: int, stop: int, room: int) -> tuple[list[bytes], int, int]:
+    """Whole units from units[start:stop] while their JSON, with a comma after each, takes at most
+    `room` bytes: their JSON (newline-separated pieces), where they end, and the bytes they take.
+
+    Encodes a chunk at a time in C, each chunk sized from the ones before, so a page costs about
+    what it holds whatever the length of the answer."""
+    pieces: list[bytes] = []
+    used, index, guess = 0, start, 32
+    while index < stop:
+        chunk = units[index:min(stop, index + guess)]
+        blob = _encoder.encode_lines(chunk)
+        # JSON escapes every newline inside strings, so each newline ends one unit.
+        lines = blob.split(b"\n")
+        lines.pop()
+        ends = list(map(operator.add, accumulate(map(len, lines)), itertools.count(1)))
+        fitting = bisect_right(ends, room - used)
+        if fitting:
+            pieces.append(blob[:ends[fitting - 1] - 1])
+            used += ends[fitting - 1]
+            index += fitting
+        if fitting < len(chunk):
+            break
+        guess = max(8, int((room - used) * len(chunk) / ends[-1]) + 2)
+    return pieces, index, used
+
+
+def request_key(tool: str, arguments: Mapping[str, Any]) -> bytes:
+    """What a cursor must be used with again: the tool and its arguments but the cursor."""
+    return _encoder.encode([tool, {key: arguments[key] for key in sorted(arguments) if key != "cursor"}])
+
+
+# --------------------------------------------------------------------------------------------
+# The pager: a process's cut answers and the cursors into them
+# --------------------------------------------------------------------------------------------
+
+
+class Pager:
+    """Cuts answers larger than `budget` into pages, and follows cursors into the last few of them.
+
+    Safe to share between threads."""
+
+    def __init__(self, budget: int = DEFAULT_BUDGET, *, keep: int = KEPT_ANSWERS, key: bytes | None = None) -> None:
+        if budget < MINIMUM_BUDGET:
+            raise ValueError(f"the answer budget must be at least {MINIMUM_BUDGET}")
+        self.budget = budget
+        self.keep = keep
+        self._key = key if key is not None else secrets.token_bytes(32)
+        self._answers: OrderedDict[int, Answer] = OrderedDict()
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        # The largest unit (with its comma) a page without a summary holds; larger entities are split.
+        self._unit_room = budget - _ENVELOPE - _NOTE_ROOM
+
+    # -- the first page ------------------------------------------------------------------------
+
+    def first_page(self, tool: str, request: bytes, entities: list[Any], relations: list[Any], *,
+                   summarise_graph: bool = False) -> Page:
+        """The whole answer when it fits the budget (exactly as an uncut answer is encoded),
+        else the first page of it."""
+        smallest = _SMALLEST_ENTITY * len(entities) + _SMALLEST_RELATION * len(relations)
+        if smallest <= self.budget:
+            encoded = _encoder.encode({"entities": entities, "relations": relations})
+            if len(encoded) <= self.budget:
+                return Page(encoded)
+        summary = _encoder.encode(summarise(entities, relations, self.budget // 4)) if summarise_graph else None
+        answer = Answer(tool, request, entities + relations, len(entities), summary)
+        with self._lock:
+            answer_id = next(self._ids)
+            self._answers[answer_id] = answer
+            while len(self._answers) > self.keep:
+                self._answers.popitem(last=False)
+        return self._page(answer_id, answer, 0, 0, first=True)
+
+    # -- later pages ---------------------------------------------------------------------------
+
+    def next_page(self, cursor: str, tool: str, request: bytes) -> Page:
+        """The page a cursor points at. CursorError when it is malformed, forged, expired, or made
+        for another tool or other arguments."""
+        start_again = f"Call {tool} again without a cursor to start from the first page."
+        answer_id, unit, part = self._open(cursor, start_again)
+        with self._lock:
+            answer = self._answers.get(answer_id)
+            if answer is not None:
+                self._answers.move_to_end(answer_id)
+        if answer is None:
+            raise CursorError(f"This cursor has expired: the server keeps the pages of its last {self.keep} cut "
+                              f"answers and forgets them all when it restarts. {start_again}")
+        if answer.tool != tool:
+            raise CursorError(f"This cursor continues an answer of {answer.tool}, not of {tool}: pass it to "
+                              f"{answer.tool} with the same arguments as before, or call {tool} without a cursor.")
+        if answer.request != request:
+            raise CursorError(f"This cursor continues a {tool} call with other arguments: pass the same arguments "
+                              f"as for the first page together with the cursor, or call {tool} again without a "
+                              "cursor to start over.")
+        return self._page(answer_id, answer, unit, part, first=False)
+
+    def _cursor(self, answer_id: int, unit: int, part: int) -> str:
+        payload = _PAYLOAD.pack(answer_id, unit, part)
+        tag = hmac.new(self._key, payload, hashlib.sha256).digest()[:_TAG_BYTES]
+        return base64.urlsafe_b64encode(payload + tag).rstrip(b"=").decode("ascii")
+
+    def _open(self, cursor: str, start_again: str) -> tuple[int, int, int]:
+        invalid = CursorError("This cursor is not valid: pass nextCursor back exactly as the last page gave it, to "
+                              f"the same server process (cursors do not survive a restart). {start_again}")
+        if len(cursor) != CURSOR_LENGTH or not cursor.isascii():
+            raise invalid
+        try:
+            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        except ValueError:
+            raise invalid from None
+        payload, tag = raw[:_PAYLOAD.size], raw[_PAYLOAD.size:]
+        expected = hmac.new(self._key, payload, hashlib.sha256).digest()[:_TAG_BYTES]
+        if len(raw) != _PAYLOAD.size + _TAG_BYTES or not hmac.compare_digest(tag, expected):
+            raise invalid
+        answer_id, unit, part = _PAYLOAD.unpack(payload)
+        return answer_id, unit, part
+
+    # -- cutting one page ----------------------------------------------------------------------
+
+    def _page(self, answer_id: int, answer: Answer, unit: int, part: int, *, first: bool) -> Page:
+        summary = answer.summary if first else None
+        room = self.budget - _ENVELOPE - _NOTE_ROOM - (len(summary) + len(b'"summary":,') if summary else 0)
+        while True:
+            fill = self._fill(answer, unit, part, room)
+            page = self._render(answer_id, answer, unit, fill, summary, first)
+            over = len(page.json) + sum(len(note.encode()) for note in page.notes) - self.budget
+            # A note longer than the room kept for it (many long names) takes room from the units.
+            if over <= 0 or fill.used == 0:
+                return page
+            room -= over
+
+    def _fill(self, answer: Answer, unit: int, part: int, room: int) -> _Fill:
+        units, split = answer.units, answer.entities
+        fill = _Fill(unit, part)
+        while fill.unit < len(units) and len(fill.events) < _EVENTS_PER_PAGE:
+            target = fill.entities if fill.unit < split else fill.relations
+            if fill.part == 0:
+                stop = split if fill.unit < split else len(units)
+                pieces, fill.unit, used = take_fitting(units, fill.unit, stop, room - fill.used)
+                target += pieces
+                fill.used += used
+                if fill.unit == stop:
+                    continue
+                if len(_encoder.encode(units[fill.unit])) + 1 <= self._unit_room:
+                    break  # the next unit fits the next page
+            if not self._fill_parts(answer, fill, room, target):
+                break
+        return fill
+
+    def _fill_parts(self, answer: Answer, fill: _Fill, room: int, target: list[bytes]) -> bool:
+        """Parts of a unit too large for any page, from fill.part on, while they fit; False when the page is full."""
+        unit = answer.units[fill.unit]
+        parts = entity_parts(unit, self._unit_room - 1) if fill.unit < answer.entities else []
+        if not parts:
+            kind = (f"the entity {_shown(unit['name'])}" if fill.unit < answer.entities else
+                    f"the relation {_shown(unit['from'])} {_shown(unit['relationType'])} {_shown(unit['to'])}")
+            fill.events.append(f"Not shown at all: {kind}, because even alone it exceeds the answer budget. It "
+                               "stays in the memory file.")
+            fill.unit, fill.part = fill.unit + 1, 0
+            return True
+        while fill.part < len(parts):
+            piece, cut = parts[fill.part]
+            encoded = _encoder.encode(piece)
+            if fill.used + len(encoded) + 1 > room:
+                return False
+            target.append(encoded)
+            fill.used += len(encoded) + 1
+            fill.part += 1
+            event = (f"The entity {_shown(unit['name'])} is too large for one page: here is its part {fill.part} "
+                     f"of {len(parts)} (its observations in order; name and type repeat on every part).")
+            if cut is not None:
+                number, shown, total = cut
+                event += (f" Its observation {number} has {total:,} characters, more than a page holds: only the "
+                          f"first {shown:,} are shown, marked [cut: ...]. The memory file keeps it whole.")
+            fill.events.append(event)
+            if len(fill.events) >= _EVENTS_PER_PAGE:
+                break
+        if fill.part == len(parts):
+            fill.unit, fill.part = fill.unit + 1, 0
+        return True
+
+    def _render(self, answer_id: int, answer: Answer, unit: int, fill: _Fill, summary: bytes | None,
+                first: bool) -> Page:
+        pieces = [b"{"]
+        if summary is not None:
+            pieces += [b'"summary":', summary, b","]
+        pieces += [b'"entities":[', b",".join(fill.entities).replace(b"\n", b","), b'],"relations":[',
+                   b",".join(fill.relations).replace(b"\n", b","), b"]"]
+        if fill.unit < len(answer.units):
+            pieces += [b',"nextCursor":"', self._cursor(answer_id, fill.unit, fill.part).encode("ascii"), b'"']
+        pieces.append(b"}")
+        return Page(b"".join(pieces), (self._note(answer, unit, fill, first),))
+
+    def _note(self, answer: Answer, start: int, fill: _Fill, first: bool) -> str:
+        split = answer.entities
+        relations = len(answer.units) - split
+        done_entities = min(fill.unit + (1 if fill.part else 0), split)
+        shown_entities = _span("entity", "entities", start + 1, done_entities)
+        first_relation, done_relations = max(start - split, 0), max(fill.unit - split, 0)
+        shown_relations = _span("relation", "relations", first_relation + 1, done_relations)
+        tool = answer.tool
+        lines = [f"This {tool} answer is too large for one reply ({split:,} entities and {relations:,} relations; "
+                 f"the answer budget is {self.budget:,} characters), so it comes in pages. This page holds "
+                 f"{shown_entities} and {shown_relations}."]
+        if first and answer.summary is not None:
+            lines.append("The summary at the top counts the entities by type and names the most connected ones: "
+                         "open_nodes or search_nodes them to read just what you need.")
+        if fill.unit < len(answer.units):
+            same = {"read_graph": "", "search_nodes": " with the same query and limit",
+                    "open_nodes": " with the same names"}.get(tool, " with the same arguments")
+            narrow = {"read_graph": "search_nodes with a query or open_nodes with names",
+                      "search_nodes": "a narrower query or a limit",
+                      "open_nodes": "fewer names"}.get(tool, "narrower arguments")
+            lines.append(f"Left for the next pages: {split - min(fill.unit, split):,} entities and "
+                         f"{relations - done_relations:,} relations. To get them, call {tool} again{same} with "
+                         f"cursor set to this answer's nextCursor; or narrow it down with {narrow}.")
+        else:
+            lines.append("This is the last page.")
+        if not first:
+            lines.append("Pages show the memory as it was when the first page was made; changes since then are "
+                         "not in them.")
+        return " ".join(lines + fill.events)
+
+
+def _span(one: str, many: str, first: int, last: int) -> str:
+    if last < first:
+        return f"no {many}"
+    return f"{one} {first:,}" if first == last else f"{many} {first:,} to {last:,}"
+
+
+__all__ = [
+    "BUDGET_VARIABLE",
+    "CURSOR_LENGTH",
+    "DEFAULT_BUDGET",
+    "MINIMUM_BUDGET",
+    "Answer",
+    "CursorError",
+    "Page",
+    "Pager",
+    "budget_from",
+    "entity_parts",
+    "request_key",
+    "summarise",
+    "take_fitting",
+]
