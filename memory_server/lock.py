@@ -373,7 +373,8 @@ class _Refresher:
                 self.lost = True
                 return
             with suppress(OSError):
-                os.utime(self._fd)
+                # Through the descriptor where the platform can: the name may have been taken over.
+                os.utime(self._fd if os.utime in os.supports_fd else self._marker.path)
 
     def stop(self) -> None:
         self._stop.set()

@@ -1,8 +1,9 @@
 """The knowledge graph kept in one JSONL file that several processes may share.
 
 Reads use the graph held in memory and re-read the file only when its stat signature changed.
-Writes hold ``<memory file>.lock`` while they re-read (if needed), change and save, so writes
-from different processes take turns. Saves replace the file atomically.
+Writes hold ``<memory file>.lock`` (see lock.py) while they make sure they start from the file's
+current bytes, change and save, so writes from different processes take turns. Saves replace the
+file atomically (see files.py).
 """
 
 from __future__ import annotations
