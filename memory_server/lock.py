@@ -188,6 +188,18 @@ def process_start(pid: int) -> int | None:
         return None
 
 
+_identities: dict[int, tuple[int, str, int | None]] = {}
+
+
+def _identity() -> tuple[int, str, int | None]:
+    """This process's pid, host and start time, read once per process (a fork gets its own):
+    reading /proc/self/stat of a busy process can take a millisecond."""
+    pid = os.getpid()
+    if (known := _identities.get(pid)) is None:
+        known = _identities[pid] = (pid, this_host(), process_start(pid))
+    return known
+
+
 def process_gone(pid: int, start: int | None) -> bool:
     """True when process ``pid`` of this host has exited (or its number now belongs to a process
     that started at another time than ``start``)."""
@@ -195,7 +207,7 @@ def process_gone(pid: int, start: int | None) -> bool:
         return False
     if pid == os.getpid():
         # This very process, or one that had its number before (a container restarted as pid 1).
-        return start is not None and start % 2**64 != process_start(pid)
+        return start is not None and start % 2**64 != _identity()[2]
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -228,8 +240,8 @@ class _Marker:
         self._seen: tuple[tuple[int, int, int, int], float] | None = None
 
     def record(self, token: str) -> bytes:
-        pid = os.getpid()
-        return encode_record(Record(pid, this_host(), token, self.stale_after, process_start(pid)))
+        pid, host, start = _identity()
+        return encode_record(Record(pid, host, token, self.stale_after, start))
 
     def create(self, token: str) -> int | None:
         """Creates the lock file with its record in one step: its descriptor, or None when it exists."""
@@ -258,8 +270,7 @@ class _Marker:
         fd = os.open(candidate, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                      | getattr(os, "O_CLOEXEC", 0), _PRIVATE)
         try:
-            if hasattr(os, "fchmod"):
-                os.fchmod(fd, _PRIVATE)
+            # New, so its mode is 0600 narrowed by the umask: nobody else's to read or write.
             _write_all(fd, self.record(token))
         except BaseException:
             os.close(fd)
@@ -329,7 +340,7 @@ class _Marker:
         finally:
             os.close(fd)
         record = parse_record(content)
-        if record is not None and record.host == this_host() and process_gone(record.pid, record.start):
+        if record is not None and record.host == _identity()[1] and process_gone(record.pid, record.start):
             return st
         if record is not None and record.duration is not None and record.duration != self.stale_after:
             return None  # its holder counts time differently: only its death frees it

@@ -164,7 +164,7 @@ def test_a_writer_paused_holding_the_lock_fails_its_write_and_the_one_that_took_
     lock = memory.with_name("memory.jsonl.lock")
     # Large enough that a save takes several milliseconds, so the pause lands inside the write.
     memory.write_bytes(encode_file([EntityRecord(f"pad-{n:05d}", "padding", [f"observation {n} " * 8])
-                                    for n in range(20000)]))
+                                    for n in range(12000)]))
     paused = memory_servers.client("legacy", memory, env=FAST_LOCK)
     taker = memory_servers.client("legacy", memory, env=FAST_LOCK)
     for client in (paused, taker):
