@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Deadline
+from conftest import REPO, Deadline, cancel
 from memory_helpers import (
     MemoryClient,
     MemoryServers,
@@ -267,6 +267,29 @@ def test_a_write_waiting_for_the_lock_is_abandoned_when_the_server_stops(
         lock.unlink()
     assert not memory.exists()  # the abandoned write never landed
     assert "Traceback" not in client.process.stderr
+
+
+def test_a_cancelled_write_that_waits_for_the_lock_never_lands(memory_servers: MemoryServers, tmp_path: Path,
+                                                                children: list[subprocess.Popen[str]]) -> None:
+    memory = tmp_path / "memory.jsonl"
+    holder = python(HOLDER, str(memory))
+    children.append(holder)
+    expect_line(holder, "held")
+    client = memory_servers.client("legacy", memory)
+    request = client.send_request("tools/call", {"name": "create_entities",
+                                                 "arguments": {"entities": [entity("Cancelled")]}})
+    assert client.ok("open_nodes", {"names": ["Cancelled"]})["entities"] == []  # the write is waiting
+    client.process.send(cancel(request))
+    assert holder.stdin is not None
+    holder.stdin.write("done\n")
+    holder.stdin.flush()
+    assert holder.wait(30) == 0
+    # The next write gets the lock once the cancelled one has let go of its turn.
+    assert not create(client, "Next").get("isError")
+    assert names_in(memory) == ["Next"]
+    client.process.finish()
+    assert names_in(memory) == ["Next"]
+    assert not any(message.get("id") == request for message in client.everything())
 
 
 # -- 4. the lock file is never seen empty ----------------------------------------------------------------
