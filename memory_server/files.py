@@ -100,26 +100,28 @@ def read_file(file: Path) -> tuple[bytes, Signature]:
         os.close(fd)
 
 
-def holds(file: Path, content: bytes | bytearray) -> bool:
-    """True when the file's bytes are exactly ``content`` (a missing file holds nothing).
+def holds(file: Path, content: Sequence[bytes]) -> bool:
+    """True when the file's bytes are exactly the pieces of ``content`` one after the other (a
+    missing file holds nothing).
 
     Read through one small buffer, so no copy of the file is made. (A mapping of the file would
     save a copy, but a file truncated meanwhile by another program would kill the process.)"""
     fd = open_memory_file(file)
     if fd is None:
-        return not content
+        return not any(content)
     try:
-        if os.fstat(fd).st_size != len(content):
+        if os.fstat(fd).st_size != sum(map(len, content)):
             return False
-        buffer = bytearray(min(_COMPARE_CHUNK, len(content)) or 1)
+        buffer = bytearray(_COMPARE_CHUNK)
         view = memoryview(buffer)
-        offset = 0
-        while offset < len(content):
-            count = os.readv(fd, [view[:len(content) - offset]])
-            # startswith compares with memcmp; a memoryview comparison goes item by item.
-            if count == 0 or not content.startswith(view[:count], offset):
-                return False
-            offset += count
+        for piece in content:
+            offset = 0
+            while offset < len(piece):
+                count = os.readv(fd, [view[:min(_COMPARE_CHUNK, len(piece) - offset)]])
+                # startswith compares with memcmp; a memoryview comparison goes item by item.
+                if count == 0 or not piece.startswith(view[:count], offset):
+                    return False
+                offset += count
         return os.readv(fd, [view[:1]]) == 0
     finally:
         os.close(fd)
@@ -224,12 +226,13 @@ _saving: Final[set[str]] = set()
 class Staged(NamedTuple):
     path: Path
     signature: Signature
+    content: list[bytes]
+    """What was written, piece by piece, for the next write to compare the file with."""
 
 
 @contextmanager
-def staged(file: Path, pieces: Iterable[bytes], copy: bytearray) -> Iterator[Staged]:
-    """The ``pieces`` durably in a temporary file next to ``file``, ready to be renamed over it,
-    and in ``copy`` (overwritten in place: the same buffer from save to save costs no fresh memory).
+def staged(file: Path, pieces: Iterable[bytes]) -> Iterator[Staged]:
+    """The ``pieces`` durably in a temporary file next to ``file``, ready to be renamed over it.
     The temporary file is gone afterwards whatever happens (renamed, or removed)."""
     path = temporary_name(file)
     _saving.add(path.name)
@@ -238,19 +241,17 @@ def staged(file: Path, pieces: Iterable[bytes], copy: bytearray) -> Iterator[Sta
     except BaseException:
         _saving.discard(path.name)
         raise
+    content = []
     try:
         try:
-            size = 0
             for piece in pieces:
                 write_all(fd, piece)
-                copy[size:size + len(piece)] = piece
-                size += len(piece)
-            del copy[size:]
+                content.append(piece)
             os.fsync(fd)
             signature = signature_of(os.fstat(fd))
         finally:
             os.close(fd)
-        yield Staged(path, signature)
+        yield Staged(path, signature, content)
     finally:
         _saving.discard(path.name)
         with suppress(FileNotFoundError):

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
@@ -133,7 +133,7 @@ def describe_load(file: Path, graph: Graph) -> list[str]:
 class _Snapshot(NamedTuple):
     graph: Graph
     signature: Signature
-    content: bytes | bytearray | None = None
+    content: Sequence[bytes] | None = None
     """The bytes the graph was read from or saved as, so that a writer can tell for certain that
     the file still holds them (a stat signature can repeat); None when unknown."""
 
@@ -161,8 +161,6 @@ class GraphStore:
         # Frees the replaced memory file while the answer goes out (see hold_open).
         self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
         self._unreported_change = False
-        # The bytes of the last save, for the next write's comparison (only writers touch it, in turn).
-        self._saved = bytearray()
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -266,7 +264,7 @@ class GraphStore:
             graph = rules.graph_from_lines(decode_file(data))
         for message in describe_load(self._file, graph):
             _log(message)
-        self._snapshot = _Snapshot(graph, signature, data)
+        self._snapshot = _Snapshot(graph, signature, (data,))
         self._unreported_change = self._unreported_change or not first
         return graph
 
@@ -316,8 +314,9 @@ class GraphStore:
 
     def _commit(self, graph: Graph, value: dict[str, Any]) -> WriteResult:
         notes: list[str] = []
-        # The bytes kept for the comparison under the lock have served, and the save overwrites
-        # them: a save that fails leaves them unknown, so the next write reads the file again.
+        # The bytes kept for the comparison under the lock have served: freed now, their memory is
+        # reused for the new file's pieces (fresh memory costs a page fault per 4 KiB). A save
+        # that fails leaves them unknown, so the next write reads the file again.
         with self._loading:
             if self._snapshot is not None:
                 self._snapshot = self._snapshot._replace(content=None)
@@ -342,12 +341,12 @@ class GraphStore:
                 notes.append(f"{rules.plural(len(graph.rejected), 'unreadable line was', 'unreadable lines were')} "
                              f"moved from the memory file to {side_file}.")
                 graph = replace(graph, rejected=())
-            with staged(self._file, pieces, self._saved) as temporary:
+            with staged(self._file, pieces) as temporary:
                 self._lock.raise_if_lost()
                 # Readers noticing the new file wait for the new snapshot instead of loading it again.
                 with self._loading:
                     os.replace(temporary.path, self._file)
-                    self._snapshot = _Snapshot(graph, temporary.signature, self._saved)
+                    self._snapshot = _Snapshot(graph, temporary.signature, temporary.content)
         except OSError as error:
             raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
                              "Nothing was changed.") from error
