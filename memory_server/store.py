@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -138,6 +138,10 @@ class _Snapshot(NamedTuple):
     the file still holds them (a stat signature can repeat); None when unknown."""
 
 
+class _StaleStart(Exception):
+    """The file no longer holds the bytes a write started from: it starts again from the file."""
+
+
 class GraphStore:
     """The graph of one memory file, safe to call from many threads and many processes."""
 
@@ -160,6 +164,8 @@ class GraphStore:
         self._unindexable: Graph | None = None  # the graph whose index failed, not to be tried again
         # Frees the replaced memory file while the answer goes out (see hold_open).
         self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
+        # Compares the file with the bytes last read or written while a write works out its change.
+        self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-check")
         self._unreported_change = False
 
     # -- reads ---------------------------------------------------------------------------------
@@ -277,13 +283,47 @@ class GraphStore:
         try:
             self._create_directory()
             with self._lock.held(deadline, abandon):
-                before = self._graph_under_lock()
-                change = operation(before)
-                if not change.changed:
-                    return WriteResult(change.value, False, [])
-                return self._commit(change.graph, change.value)
+                snapshot = self._snapshot
+                if snapshot is None or snapshot.content is None:
+                    return self._apply(operation, self._reload(), None)
+                # The stat signature is not enough here: a rewrite of the same size can keep it
+                # (coarse timestamps and a reused inode, a tool that restores the modification
+                # time), and saving over it would undo that rewrite. So the file's bytes are
+                # compared with the ones the graph came from, alongside the work on the change;
+                # nothing on disk changes before the comparison has said they are the same.
+                check = self._checker.submit(holds, self._file, snapshot.content)
+                try:
+                    return self._apply(operation, snapshot.graph, check)
+                except _StaleStart:
+                    return self._apply(operation, self._reload(), None)
         finally:
             self._writing.release()
+
+    def _apply(self, operation: Callable[[Graph], Change], before: Graph, check: Future[bool] | None) -> WriteResult:
+        try:
+            change = operation(before)
+        except GraphError:
+            self._confirm(check)  # a rule broken on an outdated graph is no answer
+            raise
+        if not change.changed:
+            self._confirm(check)
+            return WriteResult(change.value, False, [])
+        return self._commit(change.graph, change.value, check)
+
+    def _confirm(self, check: Future[bool] | None) -> None:
+        """_StaleStart unless the file still holds the bytes the write started from."""
+        if check is None:
+            return
+        try:
+            current = check.result()
+        except OSError as error:
+            raise GraphError(f"Cannot read the memory file {self._file}: {error.strerror}") from error
+        if not current:
+            raise _StaleStart
+
+    def _reload(self) -> Graph:
+        with self._loading:
+            return self._load(first=self._snapshot is None)
 
     def _take_turn(self, deadline: float, abandon: threading.Event | None) -> None:
         while not self._writing.acquire(timeout=min(POLL_INTERVAL, max(0.0, deadline - time.monotonic()))):
@@ -292,19 +332,6 @@ class GraphStore:
             if time.monotonic() >= deadline:
                 raise self._lock.timeout_error()
 
-    def _graph_under_lock(self) -> Graph:
-        """The graph of exactly the bytes the file holds now. The stat signature is not enough
-        here: a rewrite of the same size can keep it (coarse timestamps and a reused inode, or a
-        tool that restores the modification time), and saving over it would undo that rewrite."""
-        snapshot = self._snapshot
-        try:
-            if snapshot is not None and snapshot.content is not None and holds(self._file, snapshot.content):
-                return snapshot.graph
-        except OSError as error:
-            raise GraphError(f"Cannot read the memory file {self._file}: {error.strerror}") from error
-        with self._loading:
-            return self._load(first=snapshot is None)
-
     def _create_directory(self) -> None:
         try:
             create_private_directories(self._file.parent)
@@ -312,7 +339,7 @@ class GraphStore:
             raise GraphError(f"Cannot create the directory {self._file.parent} for the memory file: "
                              f"{error.strerror}. Nothing was changed.") from error
 
-    def _commit(self, graph: Graph, value: dict[str, Any]) -> WriteResult:
+    def _commit(self, graph: Graph, value: dict[str, Any], check: Future[bool] | None = None) -> WriteResult:
         notes: list[str] = []
         # The bytes kept for the comparison under the lock have served: freed now, their memory is
         # reused for the new file's pieces (fresh memory costs a page fault per 4 KiB). A save
@@ -323,18 +350,19 @@ class GraphStore:
         pieces = file_pieces(rules.file_lines(graph))
         replaced = hold_open(self._file)
         try:
-            self._save(graph, pieces, notes)
+            self._save(graph, pieces, notes, check)
         finally:
             if replaced is not None:
                 self._release(replaced)
         return WriteResult(value, True, notes)
 
-    def _save(self, graph: Graph, pieces: Iterable[bytes], notes: list[str]) -> None:
+    def _save(self, graph: Graph, pieces: Iterable[bytes], notes: list[str], check: Future[bool] | None) -> None:
         # A holder that was paused past the stale time stops here, before it touches anything.
         self._lock.raise_if_lost()
         try:
             remove_debris(self._file)
             if graph.rejected:
+                self._confirm(check)
                 side_file = rejected_path_for(self._file)
                 # Appended before the memory file loses them: a crash in between duplicates, never loses.
                 append_rejected(side_file, graph.rejected)
@@ -342,6 +370,7 @@ class GraphStore:
                              f"moved from the memory file to {side_file}.")
                 graph = replace(graph, rejected=())
             with staged(self._file, pieces) as temporary:
+                self._confirm(check)
                 self._lock.raise_if_lost()
                 # Readers noticing the new file wait for the new snapshot instead of loading it again.
                 with self._loading:

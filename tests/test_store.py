@@ -416,6 +416,12 @@ def test_a_write_compares_the_files_bytes_not_its_stat_signature(memory: Path) -
     os.utime(memory, ns=(before.st_atime_ns, before.st_mtime_ns))
     store.create_entities([entity("Bob")])
     assert [e["name"] for e in store.read_graph()["entities"]] == ["Alina", "Bob"]
+    # A write that only makes sense on the rewritten file (on the graph held before, Carla is unknown).
+    before = os.stat(memory)
+    memory.write_bytes(memory.read_bytes().replace(b"Bob", b"Bib").replace(b"Alina", b"Carla"))
+    os.utime(memory, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert store.add_observations([{"entityName": "Carla", "contents": ["sings"]}]).changed
+    assert store.read_graph()["entities"] == [entity("Carla", "person", "sings"), entity("Bib")]
 
 
 # -- threads -----------------------------------------------------------------------------------
