@@ -1,35 +1,51 @@
 """The knowledge graph kept in one JSONL file that several processes may share.
 
 Reads use the graph held in memory and re-read the file only when its stat signature changed.
-Writes hold ``<memory file>.lock`` while they re-read (if needed), change and save, so writes
-from different processes take turns. Saves replace the file atomically.
+Writes hold ``<memory file>.lock`` (see lock.py) while they make sure they start from the file's
+current bytes, change and save, so writes from different processes take turns. Saves replace the
+file atomically (see files.py).
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import re
-import secrets
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, NamedTuple, TypeAlias
-
-from filelock import LeaseSettingsMismatch, SoftFileLease, Timeout
-
-# filelock 4.x internals the lease subclasses below build on (pin the major version).
-from filelock._filesystem import pin_inode
-from filelock._soft import read_lock_file
+from typing import Any, Final, NamedTuple
 
 from . import graph as rules
+from .files import (
+    Signature,
+    append_rejected,
+    create_private_directories,
+    fsync_directory,
+    hold_open,
+    holds,
+    read_file,
+    rejected_path_for,
+    remove_debris,
+    staged,
+    stat_signature,
+)
 from .graph import Change, Graph, GraphError
-from .records import Rejected, decode_file, file_pieces
+from .lock import (
+    LOCK_REFRESH_EVERY,
+    LOCK_STALE_AFTER,
+    LOCK_TIMEOUT,
+    POLL_INTERVAL,
+    LockTimeout,
+    LockTimings,
+    MemoryFileLock,
+    WriteAbandoned,
+)
+from .records import decode_file, file_pieces
 
 __all__ = [
     "LOCK_REFRESH_EVERY",
@@ -38,28 +54,11 @@ __all__ = [
     "GraphError",
     "GraphStore",
     "LockTimeout",
+    "LockTimings",
     "MemoryFileLock",
+    "WriteAbandoned",
     "WriteResult",
 ]
-
-LOCK_TIMEOUT: Final = 60.0
-"""Seconds a write waits for the lock before giving up."""
-LOCK_STALE_AFTER: Final = 30.0
-"""Seconds without a refresh after which a lock counts as abandoned. Every sharer must agree."""
-LOCK_REFRESH_EVERY: Final = 15.0
-"""Seconds between refreshes of a held lock."""
-
-_POLL_INTERVAL: Final = 0.05
-_PRIVATE: Final = 0o600
-_PRIVATE_DIRECTORY: Final = 0o700
-
-Signature: TypeAlias = tuple[int, int, int, int] | None
-"""(st_mtime_ns, st_size, st_ino, st_dev) of the memory file; None while it does not exist."""
-
-
-class LockTimeout(GraphError):
-    """The memory file stayed locked by another process for the whole wait; nothing was changed."""
-
 
 @dataclass(frozen=True)
 class WriteResult:
@@ -69,253 +68,6 @@ class WriteResult:
     """False when the call changed nothing."""
     notes: list[str]
     """Extra remarks for the model, e.g. about lines moved out of the memory file."""
-
-
-# --------------------------------------------------------------------------------------------
-# The cross-process lock
-# --------------------------------------------------------------------------------------------
-
-
-def lock_path_for(memory_file: Path) -> Path:
-    return memory_file.with_name(memory_file.name + ".lock")
-
-
-class _Lease(SoftFileLease):
-    """filelock's lease, where an empty marker also expires.
-
-    filelock never breaks an empty marker: releases before 3.22 kept theirs empty while
-    holding. Every process sharing a memory file writes its record right after creating the
-    marker, so an empty one was left by a process killed in between; its process being unknown,
-    it expires like an unrefreshed lease. A holder configured with another stale time cannot be
-    expired by age (the two would disagree on when it is stale), but one whose process is gone
-    is still removed: filelock checks that first.
-    """
-
-    def _try_break_stale_lock(self) -> None:
-        with suppress(LeaseSettingsMismatch):
-            super()._try_break_stale_lock()
-        if not self.is_locked:
-            self._expire_empty_marker()
-
-    def _expire_empty_marker(self) -> None:
-        with suppress(OSError, ValueError), pin_inode(self._lock_path) as pinned:
-            content, marker = read_lock_file(self._lock_path)
-            # The pin keeps the inode from being reused by a new marker while we decide.
-            if pinned in (None, marker.st_ino) and content == "" and (
-                    self._marker_unchanged_for(marker) >= self.lease_duration):
-                self._take_over(marker, None)
-
-
-class _GuardedLease(_Lease):
-    """The lease on the memory file, whose stale-lock takeovers happen one at a time under ``guard``.
-
-    filelock already makes concurrent takeovers safe (it swaps names atomically and checks
-    what it displaced), so the guard only keeps waiters from all breaking at once. A waiter
-    that finds the guard taken skips this round and looks again at its next poll. The guard is
-    itself a lease, so a breaker that dies or freezes mid-break cannot block breaking for good.
-    """
-
-    def __init__(self, lock_file: str, *, guard: str, **options: Any) -> None:
-        super().__init__(lock_file, **options)
-        # One instance for all attempts: expiring an abandoned guard takes watching it over time.
-        self._guard = _Lease(guard, lease_duration=self.lease_duration,
-                             heartbeat_interval=self._heartbeat_interval, mode=_PRIVATE)
-
-    def _take_over(self, marker: os.stat_result, breaker_pid: int | None) -> None:
-        try:
-            self._guard.acquire(blocking=False)
-        except Timeout:
-            return
-        try:
-            super()._take_over(marker, breaker_pid)
-        finally:
-            self._guard.release()
-
-
-class MemoryFileLock:
-    """``<memory file>.lock``: held by one writer at a time, across processes."""
-
-    def __init__(self, memory_file: Path, *, timeout: float = LOCK_TIMEOUT, stale_after: float = LOCK_STALE_AFTER,
-                 refresh_every: float = LOCK_REFRESH_EVERY) -> None:
-        self.memory_file = memory_file
-        self.timeout = timeout
-        self.path = lock_path_for(memory_file)
-        self.break_path = self.path.with_name(self.path.name + ".break")
-        self.stale_after = stale_after
-        self._lease = _GuardedLease(str(self.path), guard=str(self.break_path), lease_duration=stale_after,
-                                    heartbeat_interval=refresh_every, mode=_PRIVATE, poll_interval=_POLL_INTERVAL)
-        self._marker: tuple[int, int] | None = None
-
-    @contextmanager
-    def held(self, deadline: float | None = None) -> Iterator[None]:
-        """Holds the lock for the body. LockTimeout when it cannot be had by ``deadline``
-        (time.monotonic), by default ``timeout`` seconds from now."""
-        if deadline is None:
-            deadline = time.monotonic() + self.timeout
-        try:
-            self._lease.acquire(timeout=max(0.0, deadline - time.monotonic()))
-        except Timeout:
-            raise self.timeout_error() from None
-        except OSError as error:
-            raise GraphError(f"Cannot create the lock file {self.path} ({error.strerror}); the directory "
-                             "holding the memory file must be writable. Nothing was changed.") from error
-        try:
-            self._marker = _identity(os.lstat(self.path))
-            yield
-        finally:
-            self._marker = None
-            # The write is done (or failed cleanly); a failing unlink of the marker must not hide that.
-            with suppress(OSError):
-                self._lease.release()
-
-    def raise_if_lost(self) -> None:
-        """GraphError when another process broke this lock (this one stalled past the stale time)."""
-        try:
-            current = _identity(os.lstat(self.path))
-        except FileNotFoundError:
-            current = None
-        if self._lease.compromise is not None or current != self._marker:
-            raise GraphError(
-                f"Another process took over the lock on {self.memory_file} while this write was stalled "
-                f"for more than {self.stale_after:g} seconds. Nothing was changed; try again.")
-
-    def timeout_error(self) -> LockTimeout:
-        holder = ""
-        with suppress(OSError, ValueError):
-            if (owner := self._lease.owner) is not None:
-                holder = f", held by process {owner.pid} on {owner.hostname}"
-        return LockTimeout(f"The memory file {self.memory_file} is locked by another process (lock file "
-                           f"{self.path}{holder}); gave up after {self.timeout:g} seconds. Nothing was changed; "
-                           "try again later.")
-
-
-def _identity(st: os.stat_result) -> tuple[int, int]:
-    return (st.st_dev, st.st_ino)
-
-
-# --------------------------------------------------------------------------------------------
-# File I/O
-# --------------------------------------------------------------------------------------------
-
-
-def signature_of(st: os.stat_result) -> Signature:
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
-
-
-def stat_signature(file: Path) -> Signature:
-    try:
-        return signature_of(os.stat(file))
-    except FileNotFoundError:
-        return None
-
-
-def read_file(file: Path) -> tuple[bytes, Signature]:
-    """The file's bytes and the signature of exactly what was read; (b"", None) when missing."""
-    try:
-        fd = os.open(file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return b"", None
-    try:
-        signature = signature_of(os.fstat(fd))
-        chunks = []
-        while chunk := os.read(fd, 1 << 24):
-            chunks.append(chunk)
-        return b"".join(chunks), signature
-    finally:
-        os.close(fd)
-
-
-def _open_private(path: Path, flags: int) -> int:
-    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0), _PRIVATE)
-    try:
-        # The umask cannot widen a mode, but an existing file may have been widened by hand.
-        # (Windows before Python 3.13 has no fchmod, and no POSIX modes to narrow.)
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, _PRIVATE)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def temporary_name(file: Path) -> Path:
-    return file.with_name(f"{file.name}.{secrets.token_hex(16)}.tmp")
-
-
-def stray_temporaries(file: Path) -> list[Path]:
-    """Temporary files a killed writer left next to the memory file."""
-    pattern = re.compile(re.escape(file.name) + r"\.[0-9a-f]{32}\.tmp")
-    with os.scandir(file.parent) as entries:
-        return [file.parent / entry.name for entry in entries if pattern.fullmatch(entry.name)]
-
-
-class Staged(NamedTuple):
-    path: Path
-    signature: Signature
-
-
-@contextmanager
-def staged(file: Path, pieces: Iterable[bytes]) -> Iterator[Staged]:
-    """The ``pieces`` durably in a temporary file next to ``file``, ready to be renamed over it.
-    The temporary file is gone afterwards whatever happens (renamed, or removed)."""
-    path = temporary_name(file)
-    fd = _open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-    try:
-        try:
-            for piece in pieces:
-                _write_all(fd, piece)
-            os.fsync(fd)
-            signature = signature_of(os.fstat(fd))
-        finally:
-            os.close(fd)
-        yield Staged(path, signature)
-    finally:
-        with suppress(FileNotFoundError):
-            os.unlink(path)
-
-
-def _hold_open(file: Path) -> int | None:
-    """A descriptor of the file about to be replaced, or None.
-
-    The rename that replaces a file also frees its blocks, about 1 ms per 6 MB, unless the old
-    file is still open: then closing the descriptor frees them, and that can wait until the
-    answer has gone. (Windows cannot rename over an open file.)
-    """
-    if os.name != "posix":
-        return None
-    try:
-        return os.open(file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-
-
-def fsync_directory(directory: Path) -> None:
-    """Makes a rename in ``directory`` durable; best effort where a filesystem cannot."""
-    with suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def rejected_path_for(memory_file: Path) -> Path:
-    return memory_file.with_name(memory_file.name + ".rejected")
-
-
-def append_rejected(side_file: Path, lines: Sequence[Rejected]) -> None:
-    fd = _open_private(side_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    try:
-        _write_all(fd, b"".join(line.line + b"\n" for line in lines))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class _CollectorPause:
@@ -381,27 +133,39 @@ def describe_load(file: Path, graph: Graph) -> list[str]:
 class _Snapshot(NamedTuple):
     graph: Graph
     signature: Signature
+    content: Sequence[bytes] | None = None
+    """The bytes the graph was read from or saved as, so that a writer can tell for certain that
+    the file still holds them (a stat signature can repeat); None when unknown."""
+
+
+class _StaleStart(Exception):
+    """The file no longer holds the bytes a write started from: it starts again from the file."""
 
 
 class GraphStore:
     """The graph of one memory file, safe to call from many threads and many processes."""
 
-    def __init__(self, path: Path, *, lock_timeout: float = LOCK_TIMEOUT,
-                 stale_after: float = LOCK_STALE_AFTER, refresh_every: float = LOCK_REFRESH_EVERY) -> None:
+    def __init__(self, path: Path, *, lock_timeout: float | None = None, stale_after: float | None = None,
+                 refresh_every: float | None = None) -> None:
         self.path = Path(path)
         # Through a symlink the real file is what gets replaced and locked, so a symlinked memory
         # file stays a symlink and every spelling of the path shares one lock.
         self._file = Path(os.path.realpath(self.path))
-        self._lock_timeout = lock_timeout
-        self._lock = MemoryFileLock(self._file, timeout=lock_timeout, stale_after=stale_after,
-                                    refresh_every=refresh_every)
+        # Timings not given come from MEMORY_LOCK_TIMINGS (tests), else the protocol's defaults.
+        timings = LockTimings.from_environment(os.environ)
+        self._lock_timeout = timings.timeout if lock_timeout is None else lock_timeout
+        self._lock = MemoryFileLock(self._file, timeout=self._lock_timeout,
+                                    stale_after=timings.stale_after if stale_after is None else stale_after,
+                                    refresh_every=timings.refresh_every if refresh_every is None else refresh_every)
         self._snapshot: _Snapshot | None = None
         self._loading = threading.Lock()
         self._writing = threading.Lock()
         self._indexing = threading.Lock()
         self._unindexable: Graph | None = None  # the graph whose index failed, not to be tried again
-        # Frees the replaced memory file while the answer goes out (see _hold_open).
+        # Frees the replaced memory file while the answer goes out (see hold_open).
         self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
+        # Compares the file with the bytes last read or written while a write works out its change.
+        self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-check")
         self._unreported_change = False
 
     # -- reads ---------------------------------------------------------------------------------
@@ -428,23 +192,23 @@ class GraphStore:
 
     # -- writes --------------------------------------------------------------------------------
 
-    def create_entities(self, entities: list[dict[str, Any]]) -> WriteResult:
-        return self._write(lambda graph: rules.create_entities(graph, entities))
+    def create_entities(self, entities: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
+        return self._write(lambda graph: rules.create_entities(graph, entities), abandon)
 
-    def create_relations(self, relations: list[dict[str, Any]]) -> WriteResult:
-        return self._write(lambda graph: rules.create_relations(graph, relations))
+    def create_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
+        return self._write(lambda graph: rules.create_relations(graph, relations), abandon)
 
-    def add_observations(self, observations: list[dict[str, Any]]) -> WriteResult:
-        return self._write(lambda graph: rules.add_observations(graph, observations))
+    def add_observations(self, observations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
+        return self._write(lambda graph: rules.add_observations(graph, observations), abandon)
 
-    def delete_entities(self, entity_names: list[str]) -> WriteResult:
-        return self._write(lambda graph: rules.delete_entities(graph, entity_names))
+    def delete_entities(self, entity_names: list[str], *, abandon: threading.Event | None = None) -> WriteResult:
+        return self._write(lambda graph: rules.delete_entities(graph, entity_names), abandon)
 
-    def delete_observations(self, deletions: list[dict[str, Any]]) -> WriteResult:
-        return self._write(lambda graph: rules.delete_observations(graph, deletions))
+    def delete_observations(self, deletions: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
+        return self._write(lambda graph: rules.delete_observations(graph, deletions), abandon)
 
-    def delete_relations(self, relations: list[dict[str, Any]]) -> WriteResult:
-        return self._write(lambda graph: rules.delete_relations(graph, relations))
+    def delete_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
+        return self._write(lambda graph: rules.delete_relations(graph, relations), abandon)
 
     # -- machinery -----------------------------------------------------------------------------
 
@@ -506,50 +270,99 @@ class GraphStore:
             graph = rules.graph_from_lines(decode_file(data))
         for message in describe_load(self._file, graph):
             _log(message)
-        self._snapshot = _Snapshot(graph, signature)
+        self._snapshot = _Snapshot(graph, signature, (data,))
         self._unreported_change = self._unreported_change or not first
         return graph
 
-    def _write(self, operation: Callable[[Graph], Change]) -> WriteResult:
+    def _write(self, operation: Callable[[Graph], Change], abandon: threading.Event | None = None) -> WriteResult:
+        """``operation`` on the file's current graph, saved; ``abandon`` set while the write still
+        waits for its turn gives it up (WriteAbandoned), later it completes either way."""
         deadline = time.monotonic() + self._lock_timeout
         # Threads of this process take turns here, so only one of them waits on the file lock.
-        if not self._writing.acquire(timeout=self._lock_timeout):
-            raise self._lock.timeout_error()
+        self._take_turn(deadline, abandon)
         try:
             self._create_directory()
-            with self._lock.held(deadline):
-                before = self._graph()
-                change = operation(before)
-                if not change.changed:
-                    return WriteResult(change.value, False, [])
-                return self._commit(change.graph, change.value)
+            with self._lock.held(deadline, abandon):
+                snapshot = self._snapshot
+                if snapshot is None or snapshot.content is None:
+                    return self._apply(operation, self._reload(), None)
+                # The stat signature is not enough here: a rewrite of the same size can keep it
+                # (coarse timestamps and a reused inode, a tool that restores the modification
+                # time), and saving over it would undo that rewrite. So the file's bytes are
+                # compared with the ones the graph came from, alongside the work on the change;
+                # nothing on disk changes before the comparison has said they are the same.
+                check = self._checker.submit(holds, self._file, snapshot.content)
+                try:
+                    return self._apply(operation, snapshot.graph, check)
+                except _StaleStart:
+                    return self._apply(operation, self._reload(), None)
         finally:
             self._writing.release()
 
+    def _apply(self, operation: Callable[[Graph], Change], before: Graph, check: Future[bool] | None) -> WriteResult:
+        try:
+            change = operation(before)
+        except GraphError:
+            self._confirm(check)  # a rule broken on an outdated graph is no answer
+            raise
+        if not change.changed:
+            self._confirm(check)
+            return WriteResult(change.value, False, [])
+        return self._commit(change.graph, change.value, check)
+
+    def _confirm(self, check: Future[bool] | None) -> None:
+        """_StaleStart unless the file still holds the bytes the write started from."""
+        if check is None:
+            return
+        try:
+            current = check.result()
+        except OSError as error:
+            raise GraphError(f"Cannot read the memory file {self._file}: {error.strerror}") from error
+        if not current:
+            raise _StaleStart
+
+    def _reload(self) -> Graph:
+        with self._loading:
+            return self._load(first=self._snapshot is None)
+
+    def _take_turn(self, deadline: float, abandon: threading.Event | None) -> None:
+        while not self._writing.acquire(timeout=min(POLL_INTERVAL, max(0.0, deadline - time.monotonic()))):
+            if abandon is not None and abandon.is_set():
+                raise self._lock.abandoned_error()
+            if time.monotonic() >= deadline:
+                raise self._lock.timeout_error()
+
     def _create_directory(self) -> None:
         try:
-            self._file.parent.mkdir(mode=_PRIVATE_DIRECTORY, parents=True, exist_ok=True)
+            create_private_directories(self._file.parent)
         except OSError as error:
             raise GraphError(f"Cannot create the directory {self._file.parent} for the memory file: "
                              f"{error.strerror}. Nothing was changed.") from error
 
-    def _commit(self, graph: Graph, value: dict[str, Any]) -> WriteResult:
+    def _commit(self, graph: Graph, value: dict[str, Any], check: Future[bool] | None = None) -> WriteResult:
         notes: list[str] = []
+        # The bytes kept for the comparison under the lock have served: freed now, their memory is
+        # reused for the new file's pieces (fresh memory costs a page fault per 4 KiB). A save
+        # that fails leaves them unknown, so the next write reads the file again.
+        with self._loading:
+            if self._snapshot is not None:
+                self._snapshot = self._snapshot._replace(content=None)
         pieces = file_pieces(rules.file_lines(graph))
-        replaced = _hold_open(self._file)
+        replaced = hold_open(self._file)
         try:
-            self._save(graph, pieces, notes)
+            self._save(graph, pieces, notes, check)
         finally:
             if replaced is not None:
                 self._release(replaced)
         return WriteResult(value, True, notes)
 
-    def _save(self, graph: Graph, pieces: Iterable[bytes], notes: list[str]) -> None:
+    def _save(self, graph: Graph, pieces: Iterable[bytes], notes: list[str], check: Future[bool] | None) -> None:
+        # A holder that was paused past the stale time stops here, before it touches anything.
+        self._lock.raise_if_lost()
         try:
-            for stray in stray_temporaries(self._file):
-                with suppress(FileNotFoundError):
-                    stray.unlink()
+            remove_debris(self._file)
             if graph.rejected:
+                self._confirm(check)
                 side_file = rejected_path_for(self._file)
                 # Appended before the memory file loses them: a crash in between duplicates, never loses.
                 append_rejected(side_file, graph.rejected)
@@ -557,11 +370,12 @@ class GraphStore:
                              f"moved from the memory file to {side_file}.")
                 graph = replace(graph, rejected=())
             with staged(self._file, pieces) as temporary:
+                self._confirm(check)
                 self._lock.raise_if_lost()
                 # Readers noticing the new file wait for the new snapshot instead of loading it again.
                 with self._loading:
                     os.replace(temporary.path, self._file)
-                    self._snapshot = _Snapshot(graph, temporary.signature)
+                    self._snapshot = _Snapshot(graph, temporary.signature, temporary.content)
         except OSError as error:
             raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
                              "Nothing was changed.") from error

@@ -4,6 +4,7 @@ extended where our README adds result fields) and the thin handlers that call th
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -99,11 +100,11 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
             raise SystemExit(f"mcp-server-memory: {error}") from None
     pager = Pager(budget)
 
-    def announce(write: Callable[[Any], WriteResult]) -> Callable[[Any], WriteResult]:
+    def announce(write: Callable[..., WriteResult]) -> Callable[[Any, threading.Event], WriteResult]:
         # Runs in the worker thread, so a change is announced even when the caller was cancelled
-        # meanwhile (the write itself is atomic and completes either way).
-        def run(argument: Any) -> WriteResult:
-            outcome = write(argument)
+        # meanwhile (a write that got the lock is atomic and completes either way).
+        def run(argument: Any, abandon: threading.Event) -> WriteResult:
+            outcome = write(argument, abandon=abandon)
             if outcome.changed:
                 try:
                     anyio.from_thread.run_sync(server.resource_updated, GRAPH_URI)
@@ -112,10 +113,16 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
             return outcome
         return run
 
-    async def write(operation: Callable[[Any], WriteResult], argument: Any,
+    async def write(operation: Callable[..., WriteResult], argument: Any,
                     extra_notes: Callable[[WriteResult], list[str]] = lambda _: []) -> ToolResult:
+        # Set when the caller is cancelled (or the server shuts down): a write still waiting for the
+        # lock then gives up at once instead of landing after its client has gone.
+        abandon = threading.Event()
         try:
-            outcome = await anyio.to_thread.run_sync(announce(operation), argument, abandon_on_cancel=True)
+            outcome = await anyio.to_thread.run_sync(announce(operation), argument, abandon, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            abandon.set()
+            raise
         except GraphError as error:
             raise ToolError(str(error)) from error
         return ToolResult.of(outcome.value, *extra_notes(outcome), *outcome.notes)

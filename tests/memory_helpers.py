@@ -295,15 +295,19 @@ class MemoryServers:
         self.started: list[StdioProcess] = []
 
     def process(self, memory_file: Path | str | None, *, argv: list[str] | None = None, cwd: Path | None = None,
-                env: dict[str, str] | None = None) -> StdioProcess:
+                env: dict[str, str] | None = None, umask: int | None = None) -> StdioProcess:
         # The working directory is the test's own, so a stray relative write could never land in the repo.
         command = [sys.executable, "-m", "memory_server", *(argv or [])]
+        if umask is not None:
+            # The shell sets the umask and then becomes the server: same process, same pipes.
+            command = ["/bin/sh", "-c", f'umask {umask:03o} && exec "$@"', "sh", *command]
         process = StdioProcess(command, cwd=cwd or self.workdir, env=server_environment(memory_file, env))
         self.started.append(process)
         return process
 
-    def client(self, era: str, memory_file: Path | str) -> MemoryClient:
-        return MemoryClient(self.process(memory_file), era).open()
+    def client(self, era: str, memory_file: Path | str, *, env: dict[str, str] | None = None,
+               umask: int | None = None) -> MemoryClient:
+        return MemoryClient(self.process(memory_file, env=env, umask=umask), era).open()
 
     def close(self) -> None:
         for process in self.started:

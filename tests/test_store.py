@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memory_server import graph as rules
-from memory_server.store import GraphError, GraphStore, LockTimeout, MemoryFileLock, WriteResult
+from memory_server.store import GraphError, GraphStore, LockTimeout, MemoryFileLock, WriteAbandoned, WriteResult
 
 WAIT = 30.0
 """Generous bound on any wait in these tests; reaching it means the test failed."""
@@ -380,6 +380,48 @@ def test_reads_go_on_while_a_write_waits_for_the_lock(memory: Path) -> None:
     writer.join(WAIT)
     assert outcome and isinstance(outcome[0], WriteResult) and outcome[0].changed
     assert [e["name"] for e in store.read_graph()["entities"]] == ["Alice", "Bob"]
+
+
+def test_a_write_waiting_for_the_lock_is_abandoned_at_once_when_asked(memory: Path) -> None:
+    GraphStore(memory).create_entities([entity("Alice")])
+    before = memory.read_bytes()
+    store = GraphStore(memory, lock_timeout=WAIT)
+    abandon = threading.Event()
+    with MemoryFileLock(memory).held():
+        writer, outcome = run_in_thread(lambda: store.create_entities([entity("Bob")], abandon=abandon))
+        assert writer.is_alive() and outcome == []
+        abandon.set()
+        writer.join(WAIT)
+        assert not writer.is_alive()
+    assert isinstance(outcome[0], WriteAbandoned) and "Nothing was changed" in str(outcome[0])
+    assert memory.read_bytes() == before
+    # A second write of the same store waiting for its turn inside the process is abandoned too.
+    with MemoryFileLock(memory).held():
+        first, _ = run_in_thread(lambda: store.create_entities([entity("Carol")], abandon=threading.Event()))
+        later = threading.Event()
+        second, second_outcome = run_in_thread(lambda: store.create_entities([entity("Dan")], abandon=later))
+        later.set()
+        second.join(WAIT)
+        assert isinstance(second_outcome[0], WriteAbandoned)
+    first.join(WAIT)
+    assert [e["name"] for e in store.read_graph()["entities"]] == ["Alice", "Carol"]
+
+
+def test_a_write_compares_the_files_bytes_not_its_stat_signature(memory: Path) -> None:
+    store = GraphStore(memory)
+    store.create_entities([entity("Alice")])
+    before = os.stat(memory)
+    # Rewritten in place, same size, modification time put back: the signature is unchanged.
+    memory.write_bytes(memory.read_bytes().replace(b"Alice", b"Alina"))
+    os.utime(memory, ns=(before.st_atime_ns, before.st_mtime_ns))
+    store.create_entities([entity("Bob")])
+    assert [e["name"] for e in store.read_graph()["entities"]] == ["Alina", "Bob"]
+    # A write that only makes sense on the rewritten file (on the graph held before, Carla is unknown).
+    before = os.stat(memory)
+    memory.write_bytes(memory.read_bytes().replace(b"Bob", b"Bib").replace(b"Alina", b"Carla"))
+    os.utime(memory, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert store.add_observations([{"entityName": "Carla", "contents": ["sings"]}]).changed
+    assert store.read_graph()["entities"] == [entity("Carla", "person", "sings"), entity("Bib")]
 
 
 # -- threads -----------------------------------------------------------------------------------

@@ -1,0 +1,318 @@
+"""The files next to the memory file, opened so that what is on disk is what it seems.
+
+The memory file must be a regular file (or a symlink to one): a FIFO would block every open, and
+renaming a new file over a device node would replace the device. Side files are opened without
+following links, and a side file with a second name (a planted hard link) is refused, so that the
+server never writes into a file someone else pointed it at. Saves go through a temporary file,
+named after the writing process so that only debris of dead writers is ever removed.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import re
+import secrets
+import stat
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Final, NamedTuple, TypeAlias
+
+from .lock import process_gone
+from .records import Rejected
+
+log = logging.getLogger("memory_server")
+
+PRIVATE: Final = 0o600
+PRIVATE_DIRECTORY: Final = 0o700
+
+_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK: Final = getattr(os, "O_NONBLOCK", 0)
+_COMPARE_CHUNK: Final = 1 << 20
+
+Signature: TypeAlias = tuple[int, int, int, int] | None
+"""(st_mtime_ns, st_size, st_ino, st_dev) of the memory file; None while it does not exist."""
+
+
+class NotARegularFile(OSError):
+    """The memory path names something that is not a regular file; nothing was read or written."""
+
+
+def signature_of(st: os.stat_result) -> Signature:
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
+
+
+def stat_signature(file: Path) -> Signature:
+    try:
+        return signature_of(os.stat(file))
+    except FileNotFoundError:
+        return None
+
+
+_KINDS: Final = (
+    (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _require_regular(file: Path, st: os.stat_result) -> None:
+    if stat.S_ISREG(st.st_mode):
+        return
+    kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+    raise NotARegularFile(errno.EINVAL, f"it is {kind}, not a regular file; point MEMORY_FILE_PATH at a regular "
+                                        "file (or a symlink to one)", str(file))
+
+
+def open_memory_file(file: Path) -> int | None:
+    """A read-only descriptor of the memory file, or None when it does not exist.
+
+    Refuses anything but a regular file before opening it (opening a device can have effects),
+    and again after, in case the name changed in between: then the open itself must not block."""
+    try:
+        _require_regular(file, os.stat(file))
+        fd = os.open(file, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
+    except FileNotFoundError:
+        return None
+    try:
+        _require_regular(file, os.fstat(fd))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_file(file: Path) -> tuple[bytes, Signature]:
+    """The file's bytes and the signature of exactly what was read; (b"", None) when missing."""
+    fd = open_memory_file(file)
+    if fd is None:
+        return b"", None
+    try:
+        signature = signature_of(os.fstat(fd))
+        chunks = []
+        while chunk := os.read(fd, 1 << 24):
+            chunks.append(chunk)
+        return b"".join(chunks), signature
+    finally:
+        os.close(fd)
+
+
+def holds(file: Path, content: Sequence[bytes]) -> bool:
+    """True when the file's bytes are exactly the pieces of ``content`` one after the other (a
+    missing file holds nothing).
+
+    Read through one small buffer, so no copy of the file is made. (A mapping of the file would
+    save a copy, but a file truncated meanwhile by another program would kill the process.)"""
+    fd = open_memory_file(file)
+    if fd is None:
+        return not any(content)
+    try:
+        if os.fstat(fd).st_size != sum(map(len, content)):
+            return False
+        buffer = bytearray(_COMPARE_CHUNK)
+        view = memoryview(buffer)
+        for piece in content:
+            offset = 0
+            while offset < len(piece):
+                count = os.readv(fd, [view[:min(_COMPARE_CHUNK, len(piece) - offset)]])
+                # startswith compares with memcmp; a memoryview comparison goes item by item.
+                if count == 0 or not piece.startswith(view[:count], offset):
+                    return False
+                offset += count
+        return os.readv(fd, [view[:1]]) == 0
+    finally:
+        os.close(fd)
+
+
+def _open_private(path: Path, flags: int) -> int:
+    fd = os.open(path, flags | _CLOEXEC | _NOFOLLOW, PRIVATE)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file; remove it")
+        # A second name means someone linked another file here: writing (or chmod) would change theirs.
+        if st.st_nlink > 1:
+            raise OSError(errno.EMLINK, f"{path} is a hard link to another file ({st.st_nlink} names); "
+                                        "refusing to write to it, remove it")
+        # The umask cannot widen a mode, but an existing file may have been widened by hand.
+        # (Windows before Python 3.13 has no fchmod, and no POSIX modes to narrow.)
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, PRIVATE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+# -- temporary files -------------------------------------------------------------------------------
+
+
+def temporary_name(file: Path) -> Path:
+    """``<file>.<32 hex>.<pid>.tmp``: the pid says whose it is, so a live writer's is never removed."""
+    return file.with_name(f"{file.name}.{secrets.token_hex(16)}.{os.getpid()}.tmp")
+
+
+def _debris_pattern(file: Path) -> re.Pattern[str]:
+    name = re.escape(file.name)
+    # Temporary files, without a pid when written by a version before the pid was part of the name;
+    # and records of lock files (and of their break guard) not yet linked into place.
+    return re.compile(rf"{name}\.[0-9a-f]{{32}}(?:\.(?P<pid>[0-9]{{1,10}}))?\.tmp"
+                      rf"|{name}\.lock(?:\.break)?\.(?P<creator>[0-9]{{1,10}})\.[0-9a-f]{{32}}\.new")
+
+
+class _Reported:
+    """Debris that could not be removed, said once per name rather than at every write."""
+
+    def __init__(self) -> None:
+        self._names: set[Path] = set()
+        self._lock = threading.Lock()
+
+    def first_time(self, path: Path) -> bool:
+        with self._lock:
+            if path in self._names:
+                return False
+            self._names.add(path)
+            return True
+
+
+_unremovable: Final = _Reported()
+
+
+def remove_debris(file: Path) -> None:
+    """Removes the temporary files that writers killed mid-save left next to the memory file, and the
+    lock records that writers killed while taking the lock left.
+
+    Called only while holding the lock. A name whose writer is still alive is left alone (it may
+    be a writer that took over the lock from this one); one that cannot be removed (a directory
+    planted under that name, a file we may not delete) is reported once and skipped."""
+    pattern = _debris_pattern(file)
+    try:
+        with os.scandir(file.parent) as entries:
+            names = [(entry.name, match) for entry in entries if (match := pattern.fullmatch(entry.name))]
+    except OSError:
+        return
+    for name, match in names:
+        if match["creator"] is not None and not process_gone(int(match["creator"]), None):
+            continue
+        if match["pid"] is not None and int(match["pid"]) == os.getpid():
+            if name in _saving:
+                continue  # this process's own save, in another thread
+        elif match["pid"] is not None and not process_gone(int(match["pid"]), None):
+            continue
+        stray = file.parent / name
+        try:
+            stray.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            if _unremovable.first_time(stray):
+                log.warning("%s looks like a temporary file left by a killed writer but cannot be removed (%s); "
+                            "skipping it. Remove it by hand.", stray, error.strerror)
+
+
+_saving: Final[set[str]] = set()
+"""Names of the temporary files this process is writing right now."""
+
+
+class Staged(NamedTuple):
+    path: Path
+    signature: Signature
+    content: list[bytes]
+    """What was written, piece by piece, for the next write to compare the file with."""
+
+
+@contextmanager
+def staged(file: Path, pieces: Iterable[bytes]) -> Iterator[Staged]:
+    """The ``pieces`` durably in a temporary file next to ``file``, ready to be renamed over it.
+    The temporary file is gone afterwards whatever happens (renamed, or removed)."""
+    path = temporary_name(file)
+    _saving.add(path.name)
+    try:
+        fd = _open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except BaseException:
+        _saving.discard(path.name)
+        raise
+    content = []
+    try:
+        try:
+            for piece in pieces:
+                write_all(fd, piece)
+                content.append(piece)
+            os.fsync(fd)
+            signature = signature_of(os.fstat(fd))
+        finally:
+            os.close(fd)
+        yield Staged(path, signature, content)
+    finally:
+        _saving.discard(path.name)
+        with suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def hold_open(file: Path) -> int | None:
+    """A descriptor of the file about to be replaced, or None.
+
+    The rename that replaces a file also frees its blocks, about 1 ms per 6 MB, unless the old
+    file is still open: then closing the descriptor frees them, and that can wait until the
+    answer has gone. (Windows cannot rename over an open file.)
+    """
+    if os.name != "posix":
+        return None
+    try:
+        return os.open(file, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
+    except OSError:
+        return None
+
+
+def fsync_directory(directory: Path) -> None:
+    """Makes a rename in ``directory`` durable; best effort where a filesystem cannot."""
+    with suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def create_private_directories(directory: Path) -> None:
+    """``directory`` and its missing parents, each created mode 0700 whatever the umask.
+    Directories that already exist are left as they are."""
+    missing = []
+    for candidate in (directory, *directory.parents):
+        if candidate.is_dir():
+            break
+        missing.append(candidate)
+    for candidate in reversed(missing):
+        try:
+            os.mkdir(candidate, PRIVATE_DIRECTORY)
+        except FileExistsError:
+            if not candidate.is_dir():
+                raise
+            continue  # made by another process meanwhile: theirs, as they made it
+        # mkdir's mode passes through the umask, which can only narrow it; a umask of 0o700 would lock us out.
+        os.chmod(candidate, PRIVATE_DIRECTORY)
+
+
+# -- side files ----------------------------------------------------------------------------------------
+
+
+def rejected_path_for(memory_file: Path) -> Path:
+    return memory_file.with_name(memory_file.name + ".rejected")
+
+
+def append_rejected(side_file: Path, lines: Sequence[Rejected]) -> None:
+    fd = _open_private(side_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        write_all(fd, b"".join(line.line + b"\n" for line in lines))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
