@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import msgspec
+from anyio.abc import TaskStatus
 
 from protocol import CacheHint, ProtocolError, Server
 from protocol.errors import INTERNAL_ERROR
@@ -14,6 +15,9 @@ from .tools import GRAPH_URI, register_tools
 
 WATCH_INTERVAL_SECONDS = 0.5
 """How often the memory file's stat signature is checked for writes by other processes."""
+
+FIRST_LOOK_SECONDS = 10.0
+"""How long serving waits for the watcher's first look at the file (a slow disk must not stop the server)."""
 
 INSTRUCTIONS = (
     "This server is a persistent memory: a knowledge graph of entities (people, organizations, "
@@ -44,7 +48,13 @@ def build_server(store: GraphStore, *, watch_interval: float = WATCH_INTERVAL_SE
             raise ProtocolError(INTERNAL_ERROR, str(error), {"uri": uri}) from error
 
     @server.background
-    async def watch_memory_file() -> None:
+    async def watch_memory_file(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        # The first look happens before anything is served: what the file holds then is the state
+        # every later poll compares with, so a subscriber is told of every write made after it
+        # subscribed, even one made before the first interval has passed.
+        with anyio.move_on_after(FIRST_LOOK_SECONDS):
+            await anyio.to_thread.run_sync(store.poll_external_change, abandon_on_cancel=True)
+        task_status.started()
         while True:
             await anyio.sleep(watch_interval)
             if await anyio.to_thread.run_sync(store.poll_external_change):

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-import anyio.from_thread
 
 from protocol import Server, ToolError, ToolResult
 
@@ -72,10 +71,7 @@ def register_tools(server: Server, store: GraphStore) -> None:
         def run(argument: Any) -> WriteResult:
             outcome = write(argument)
             if outcome.changed:
-                try:
-                    anyio.from_thread.run_sync(server.resource_updated, GRAPH_URI)
-                except RuntimeError:
-                    pass  # the event loop is gone: shutdown, nobody left to tell
+                server.resource_updated(GRAPH_URI)  # safe from any thread
             return outcome
         return run
 
