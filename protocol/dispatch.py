@@ -133,7 +133,7 @@ async def read_resource(peer: Peer, call: Call) -> Reply:
 
 
 async def subscribe(peer: Peer, call: Call) -> Reply:
-    peer.legacy.uris.add(_resource(peer, call).uri)
+    peer.subscribe(_resource(peer, call).uri)
     return Reply({})
 
 
@@ -141,7 +141,7 @@ async def unsubscribe(peer: Peer, call: Call) -> Reply:
     uri = call.params.get("uri")
     if not isinstance(uri, str):
         raise invalid_params("resources/unsubscribe needs params.uri as a string")
-    peer.legacy.uris.discard(uri)
+    peer.unsubscribe(uri)
     return Reply({})
 
 

@@ -72,11 +72,19 @@ class Peer:
         self.client_info: dict[str, Any] | None = None
         self.client_capabilities: dict[str, Any] | None = None
         self._send = send
-        server.subscriptions.add(self.legacy)
 
     @property
     def legacy_subscriptions(self) -> set[str]:
         return self.legacy.uris
+
+    def subscribe(self, uri: str) -> None:
+        # Registered on the first subscription only: a peer that never subscribes (a stateless
+        # HTTP request) costs the server's subscriber list nothing.
+        self.legacy.uris.add(uri)
+        self.server.subscriptions.add(self.legacy)
+
+    def unsubscribe(self, uri: str) -> None:
+        self.legacy.uris.discard(uri)
 
     def close(self) -> None:
         """Stop hearing about changes; every open listen ends with its graceful closure."""
@@ -114,6 +122,12 @@ class Peer:
 
 async def answer(peer: Peer, request: Request, context: RequestContext | None = None) -> bytearray:
     """The response line `request` is owed: a result stamped for its era, or its error."""
+    return (await respond(peer, request, context))[0]
+
+
+async def respond(peer: Peer, request: Request,
+                  context: RequestContext | None = None) -> tuple[bytearray, int | None]:
+    """The response line and, when it is an error, its code (HTTP picks a status from it)."""
     try:
         method = METHODS.get(request.method)
         if method is None:
@@ -127,12 +141,12 @@ async def answer(peer: Peer, request: Request, context: RequestContext | None = 
             _fill(context, peer.context(request, era))
         reply = await method.handler(peer, Call(request.id, request.method, request.params, era, context))
         peer.eras.served(era)
-        return encode_result(request.id, stamp(era, reply.result, reply.cache, peer.server.info))
+        return encode_result(request.id, stamp(era, reply.result, reply.cache, peer.server.info)), None
     except ProtocolError as error:
-        return encode_error(request.id, error)
+        return encode_error(request.id, error), error.code
     except Exception:
         log.exception("internal error while serving %s", request.method)
-        return encode_error(request.id, ProtocolError(INTERNAL_ERROR, "Internal error"))
+        return encode_error(request.id, ProtocolError(INTERNAL_ERROR, "Internal error")), INTERNAL_ERROR
 
 
 def _fill(context: RequestContext, known: RequestContext) -> None:
