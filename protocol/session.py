@@ -35,7 +35,7 @@ log = logging.getLogger("protocol")
 SHUTDOWN_GRACE_SECONDS = 0.8
 """How long in-flight requests may finish after end of input before they are cancelled."""
 
-MAX_REQUESTS = 16
+MAX_REQUESTS = 8
 """Requests of one connection that run at once (open listens are not counted: they only wait)."""
 
 MAX_PENDING_BYTES = 8 * 1024 * 1024
