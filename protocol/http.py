@@ -38,7 +38,7 @@ import msgspec
 
 from .context import RequestContext
 from .engine import Peer, respond
-from .eras import LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_VERSION
+from .eras import LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_VERSION, Era
 from .errors import (
     HEADER_MISMATCH,
     INVALID_REQUEST,
@@ -319,7 +319,8 @@ class StreamableHTTP:
             if message.method == "subscriptions/listen":
                 await self._listen(message, receive, send)
             else:
-                peer = Peer(self.server, _nowhere, transport="http")
+                # A modern request is served as on a stdio connection already in the modern era.
+                peer = Peer(self.server, _nowhere, transport="http", era=Era.MODERN if modern else None)
                 try:
                     await self._answer(peer, message, receive, send, strict=not modern)
                 finally:
@@ -402,7 +403,7 @@ class StreamableHTTP:
     async def _listen(self, request: Request, receive: Receive, send: Send) -> None:
         """A modern listen: an SSE stream from the acknowledgement to the graceful closure."""
         outbox = _Outbox()
-        peer = Peer(self.server, outbox.put, transport="http")
+        peer = Peer(self.server, outbox.put, transport="http", era=Era.MODERN if _carries_modern_meta(request) else None)
         context = peer.context(request, None)
         finished: list[tuple[bytearray, int | None]] = []
         streaming = False
@@ -411,6 +412,8 @@ class StreamableHTTP:
             async with anyio.create_task_group() as tasks:
                 async def serve() -> None:
                     finished.append(await respond(peer, request, context))
+                    if finished[0][1] is None:
+                        outbox.put(finished[0][0])  # the graceful closure ends the stream
                     outbox.close()
 
                 tasks.start_soon(serve)
