@@ -53,7 +53,9 @@ async def serve(server: Server, stdin_fd: int, stdout_fd: int) -> None:
     chunks_in, chunks_out = anyio.create_memory_object_stream[bytes](8)
 
     async def drained(limit: int) -> None:
-        await anyio.to_thread.run_sync(writer.wait_below, limit, abandon_on_cancel=True)
+        # Short waits, so that a thread abandoned at shutdown ends soon and never holds up the exit.
+        while writer.pending() > limit:
+            await anyio.to_thread.run_sync(writer.wait_below, limit, 0.25, abandon_on_cancel=True)
 
     async with anyio.create_task_group() as tasks:
         stop = anyio.Event()
@@ -130,12 +132,12 @@ class _Writer:
         self._lines.put(line)
 
     def pending(self) -> int:
-        """Bytes handed over but not yet accepted by the pipe."""
-        return self._queued
+        """Bytes handed over but not yet accepted by the pipe (none once the reader is gone)."""
+        return 0 if self._broken else self._queued
 
-    def wait_below(self, limit: int) -> None:
+    def wait_below(self, limit: int, timeout: float) -> None:
         with self._written:
-            self._written.wait_for(lambda: self._queued <= limit or self._broken)
+            self._written.wait_for(lambda: self._queued <= limit or self._broken, timeout)
 
     def drain(self, timeout: float) -> None:
         done = threading.Event()

@@ -5,6 +5,7 @@ look before serving, and bounds on what one stdio connection may make the server
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -205,31 +206,41 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads memory use from /proc (Linux)")
-def test_a_client_that_stops_reading_keeps_the_server_memory_bounded_and_then_gets_every_answer(
-        tmp_path: Path) -> None:
+def _big_memory(tmp_path: Path) -> Path:
     memory_file = tmp_path / "memory.jsonl"
     with memory_file.open("w") as out:
         for number in range(ENTITIES):
             out.write(json.dumps({"type": "entity", "name": f"entity-{number:06d}", "entityType": "person",
                                   "observations": [f"observation {k} of entity {number} with some words in it"
                                                    for k in range(5)]}) + "\n")
+    return memory_file
+
+
+def _send_without_reading(tmp_path: Path, memory_file: Path, requests: int) -> tuple[subprocess.Popen[bytes], list]:
+    """A server asked for `requests` whole graphs by a client that reads nothing, once it has done all it will."""
     process = subprocess.Popen([sys.executable, "-m", "memory_server"], cwd=tmp_path, env=server_environment(memory_file),
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert process.stdin is not None
+    lines = [initialize(0)] + [request(n, "tools/call", {"name": "read_graph", "arguments": {}})
+                               for n in range(1, requests + 1)]
+    payload = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    threading.Thread(target=lambda: (process.stdin.write(payload), process.stdin.flush()),  # type: ignore[union-attr]
+                     daemon=True).start()
+    # Nobody reads. Wait until the server has done all it will (its CPU time stops moving).
+    deadline = Deadline(120)
+    before = -1
+    while (now := _cpu_ticks(process.pid)) != before:
+        before = now
+        time.sleep(min(1.0, deadline.remaining()))
+    return process, lines
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads memory use from /proc (Linux)")
+def test_a_client_that_stops_reading_keeps_the_server_memory_bounded_and_then_gets_every_answer(
+        tmp_path: Path) -> None:
+    process, lines = _send_without_reading(tmp_path, _big_memory(tmp_path), REQUESTS)
     try:
-        assert process.stdin is not None and process.stdout is not None
-        lines = [initialize(0)] + [request(n, "tools/call", {"name": "read_graph", "arguments": {}})
-                                   for n in range(1, REQUESTS + 1)]
-        writer = threading.Thread(target=lambda: (process.stdin.write(  # type: ignore[union-attr]
-            b"".join(json.dumps(line).encode() + b"\n" for line in lines)), process.stdin.flush()),  # type: ignore[union-attr]
-            daemon=True)
-        writer.start()
-        # Nobody reads. Wait until the server has done all it will (its CPU time stops moving).
-        deadline = Deadline(120)
-        before = -1
-        while (now := _cpu_ticks(process.pid)) != before:
-            before = now
-            time.sleep(min(1.0, deadline.remaining()))
+        assert process.stdout is not None
         held = _status_mb(process.pid, "VmRSS")
         assert held < RSS_BOUND_MB, f"the server holds {held} MB for a client that does not read"
 
@@ -243,6 +254,17 @@ def test_a_client_that_stops_reading_keeps_the_server_memory_bounded_and_then_ge
         assert json.loads(line)["result"]["structuredContent"]["entities"][-1]["name"] == f"entity-{ENTITIES - 1:06d}"
         peak = _status_mb(process.pid, "VmHWM")
         assert peak < RSS_BOUND_MB, f"the server's memory peaked at {peak} MB"
+    finally:
+        process.kill()
+        process.wait(WAIT_SECONDS)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads process state from /proc (Linux)")
+def test_sigterm_ends_a_server_held_back_by_a_client_that_does_not_read(tmp_path: Path) -> None:
+    process, _ = _send_without_reading(tmp_path, _big_memory(tmp_path), 20)
+    try:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(WAIT_SECONDS) == 0
     finally:
         process.kill()
         process.wait(WAIT_SECONDS)
