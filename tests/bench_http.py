@@ -15,7 +15,8 @@ Both servers are driven by one lean client (plain HTTP/1.1 on asyncio streams, o
 connection and one legacy session per client: the era both servers speak). Each client makes `--calls` calls in a fixed cycle of
 open_nodes (10 names), search_nodes (1 % of the entities) and add_observations (a fresh fact each
 time, so every write saves the file). Latency is from sending a request to having its whole answer;
-throughput is calls per second of wall time across all clients. The servers run one after the other,
+throughput is calls per second of wall time across all clients. Each server first answers one
+untimed call of each kind (first-call imports and caches). The servers run one after the other,
 twice each (A B B A), and the figures pool both runs. The exit code is 0 whatever the figures are.
 """
 
@@ -210,18 +211,18 @@ def workload(size: int, client: int, step: int) -> tuple[str, dict[str, Any]]:
                                                   "contents": [f"bench fact {client}-{step}-{time.time_ns()}"]}]}
 
 
-async def measure(url: str, size: int, clients: int, calls: int) -> tuple[list[float], float]:
+async def measure(url: str, size: int, clients: int, calls: int) -> tuple[list[tuple[str, float]], float]:
     callers = [Caller(url, number) for number in range(clients)]
     for caller in callers:
         await caller.open()
-    latencies: list[float] = []
+    latencies: list[tuple[str, float]] = []
 
     async def run(caller: Caller) -> None:
         for step in range(calls):
             name, arguments = workload(size, caller.number, step)
             began = time.perf_counter()
             result = await caller.call(name, arguments)
-            latencies.append(time.perf_counter() - began)
+            latencies.append((name, time.perf_counter() - began))
             if name == "search_nodes" and "structuredContent" in result:
                 found = result["structuredContent"]
                 found = found.get("result", found)  # the SDK wraps a dict result when its schema is generic
@@ -258,7 +259,7 @@ def main() -> None:
     levels = [int(level) for level in args.concurrency.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="bench-http-"))
     seed = seed_bytes(args.size)
-    samples: dict[tuple[str, int], list[float]] = {}
+    samples: dict[tuple[str, int], list[tuple[str, float]]] = {}
     throughputs: dict[tuple[str, int], list[float]] = {}
     print(f"{platform.python_version()} on {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; "
           f"{args.size} entities, {args.calls} calls per client")
@@ -269,6 +270,7 @@ def main() -> None:
             memory_file.write_bytes(seed)
             process, url = start(kind, memory_file)
             try:
+                anyio.run(measure, url, args.size, 1, 3)  # warm-up, untimed: first-call imports and caches
                 for level in levels:
                     latencies, rate = anyio.run(measure, url, args.size, level, args.calls)
                     samples.setdefault((kind, level), []).extend(latencies)
@@ -284,12 +286,20 @@ def main() -> None:
     report: dict[str, Any] = {}
     for level in levels:
         for kind in (OURS, PEER):
-            lat = samples[(kind, level)]
+            lat = [seconds for _, seconds in samples[(kind, level)]]
             rate = statistics.mean(throughputs[(kind, level)])
             report[f"{kind}-{level}"] = {"median_ms": statistics.median(lat) * 1000,
                                          "p95_ms": percentile(lat, 0.95) * 1000, "calls_per_s": rate}
             print(f"| {level} | {kind} | {statistics.median(lat) * 1000:.1f} | {percentile(lat, 0.95) * 1000:.1f} "
                   f"| {rate:.0f} |")
+    print("\n| clients | operation | ours median ms | sdk median ms | ratio |")
+    print("|---:|---|---:|---:|---:|")
+    for level in levels:
+        for operation in ("open_nodes", "search_nodes", "add_observations"):
+            medians = [statistics.median([t for name, t in samples[(kind, level)] if name == operation]) * 1000
+                       for kind in (OURS, PEER)]
+            report[f"{operation}-{level}"] = {"ours_median_ms": medians[0], "sdk_median_ms": medians[1]}
+            print(f"| {level} | {operation} | {medians[0]:.1f} | {medians[1]:.1f} | {medians[0] / medians[1]:.3f} |")
     print()
     for level in levels:
         ours, peer = report[f"{OURS}-{level}"], report[f"{PEER}-{level}"]
