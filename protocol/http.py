@@ -421,7 +421,8 @@ class StreamableHTTP:
                 first = await outbox.next(self.keepalive_seconds * 4)
                 if first is None and finished:  # refused before any acknowledgement: a plain JSON error
                     line, code = finished[0]
-                    await _json(send, STATUS_OF_ERROR.get(code or 0, 200), line)
+                    strict = peer.eras.era is None  # neither modern nor in a session: initialize first
+                    await _json(send, 400 if strict else STATUS_OF_ERROR.get(code or 0, 200), line)
                     tasks.cancel_scope.cancel()
                     return
                 streaming = True

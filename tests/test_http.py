@@ -482,3 +482,6 @@ def test_a_listen_refused_before_its_acknowledgement_is_a_plain_json_error(http_
         del bare["params"]["_meta"][CLIENT_CAPABILITIES]
         assert client.post(server.url, json=bare, headers=modern_headers("subscriptions/listen")).json()[
             "error"]["code"] == -32602
+        sessionless = client.post(server.url, json=request(3, "subscriptions/listen", {"notifications": {}}),
+                                  headers={"accept": ACCEPT})
+        assert sessionless.status_code == 400 and sessionless.json()["error"]["code"] == -32602
