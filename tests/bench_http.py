@@ -200,8 +200,11 @@ class Caller:
             self._writer.close()
 
 
-def workload(size: int, client: int, step: int) -> tuple[str, dict[str, Any]]:
-    kind = step % 3
+OPERATIONS = ("open_nodes", "search_nodes", "add_observations")
+
+
+def workload(size: int, client: int, step: int, operations: tuple[str, ...] = OPERATIONS) -> tuple[str, dict[str, Any]]:
+    kind = OPERATIONS.index(operations[step % len(operations)])
     if kind == 0:
         start_at = (client * 997 + step * 31) % max(1, size - OPEN_NODES_COUNT)
         return "open_nodes", {"names": [entity_name(start_at + k) for k in range(OPEN_NODES_COUNT)]}
@@ -211,7 +214,8 @@ def workload(size: int, client: int, step: int) -> tuple[str, dict[str, Any]]:
                                                   "contents": [f"bench fact {client}-{step}-{time.time_ns()}"]}]}
 
 
-async def measure(url: str, size: int, clients: int, calls: int) -> tuple[list[tuple[str, float]], float]:
+async def measure(url: str, size: int, clients: int, calls: int,
+                  operations: tuple[str, ...] = OPERATIONS) -> tuple[list[tuple[str, float]], float]:
     callers = [Caller(url, number) for number in range(clients)]
     for caller in callers:
         await caller.open()
@@ -219,7 +223,7 @@ async def measure(url: str, size: int, clients: int, calls: int) -> tuple[list[t
 
     async def run(caller: Caller) -> None:
         for step in range(calls):
-            name, arguments = workload(size, caller.number, step)
+            name, arguments = workload(size, caller.number, step, operations)
             began = time.perf_counter()
             result = await caller.call(name, arguments)
             latencies.append((name, time.perf_counter() - began))
@@ -249,6 +253,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--concurrency", default="1,32")
     parser.add_argument("--calls", type=int, default=60, help="calls per client")
+    parser.add_argument("--operations", default=",".join(OPERATIONS),
+                        help="the cycle of calls each client makes (default: %(default)s)")
     parser.add_argument("--json")
     parser.add_argument("--peer", nargs=2, metavar=("PORT", "FILE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -257,12 +263,15 @@ def main() -> None:
         return
 
     levels = [int(level) for level in args.concurrency.split(",")]
+    operations = tuple(args.operations.split(","))
+    if not operations or set(operations) - set(OPERATIONS):
+        raise SystemExit(f"--operations takes some of {', '.join(OPERATIONS)}")
     workdir = Path(tempfile.mkdtemp(prefix="bench-http-"))
     seed = seed_bytes(args.size)
     samples: dict[tuple[str, int], list[tuple[str, float]]] = {}
     throughputs: dict[tuple[str, int], list[float]] = {}
     print(f"{platform.python_version()} on {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; "
-          f"{args.size} entities, {args.calls} calls per client")
+          f"{args.size} entities, {args.calls} calls per client, cycle {', '.join(operations)}")
     try:
         for round_number, kind in enumerate((OURS, PEER, PEER, OURS)):
             memory_file = workdir / f"{round_number}-{kind}" / "memory.jsonl"
@@ -272,7 +281,7 @@ def main() -> None:
             try:
                 anyio.run(measure, url, args.size, 1, 3)  # warm-up, untimed: first-call imports and caches
                 for level in levels:
-                    latencies, rate = anyio.run(measure, url, args.size, level, args.calls)
+                    latencies, rate = anyio.run(measure, url, args.size, level, args.calls, operations)
                     samples.setdefault((kind, level), []).extend(latencies)
                     throughputs.setdefault((kind, level), []).append(rate)
             finally:
@@ -295,7 +304,7 @@ def main() -> None:
     print("\n| clients | operation | ours median ms | sdk median ms | ratio |")
     print("|---:|---|---:|---:|---:|")
     for level in levels:
-        for operation in ("open_nodes", "search_nodes", "add_observations"):
+        for operation in operations:
             medians = [statistics.median([t for name, t in samples[(kind, level)] if name == operation]) * 1000
                        for kind in (OURS, PEER)]
             report[f"{operation}-{level}"] = {"ours_median_ms": medians[0], "sdk_median_ms": medians[1]}
