@@ -382,7 +382,12 @@ class StreamableHTTP:
         if outcome is None:
             if created and session is not None:
                 self._sessions.pop(session.id, None)
-            return  # cancelled: the client went away (or asked), and is owed nothing
+            if not context.gone:
+                # Cancelled by notifications/cancelled or shutdown while the client still waits:
+                # it is owed no JSON-RPC response, so the exchange ends with an empty 202.
+                await send({"type": "http.response.start", "status": 202, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+            return
         line, code = outcome
         extra: list[tuple[bytes, bytes]] = []
         if created and session is not None:
@@ -561,6 +566,7 @@ async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, context:
         message = await receive()
         if message["type"] == "http.disconnect":
             if context is not None:
+                context.gone = True
                 context.cancel()
             scope.cancel()
             return

@@ -146,3 +146,63 @@ async def test_the_example_server_runs_over_http_from_the_same_declaration(http_
             assert failed.is_error and failed.content[0].text == "this tool always fails"
             read = await client.read_resource(COUNTER)
             assert read.contents[0].text == "0"
+
+
+@pytest.mark.anyio
+async def test_a_legacy_cancel_notification_stops_the_named_request_and_its_post_ends_empty() -> None:
+    server, seen = waiting_server()
+    async with serving(server.asgi_app()) as base:
+        url = f"{base}/mcp"
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
+            headers = {"accept": ACCEPT, "mcp-session-id": opened.headers["mcp-session-id"]}
+            answers: list[httpx.Response] = []
+            with anyio.fail_after(WAIT_SECONDS):
+                async with anyio.create_task_group() as tasks:
+                    async def ask() -> None:
+                        answers.append(await http.post(url, json=request("w", "tools/call", {
+                            "name": "wait", "arguments": {}}), headers=headers))
+
+                    tasks.start_soon(ask)
+                    while not seen:
+                        await anyio.sleep(0.01)
+                    cancelled = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                                           "params": {"requestId": "w"}}, headers=headers)
+                    assert cancelled.status_code == 202
+                await seen[0].wait_cancelled()
+            assert answers[0].status_code == 202 and answers[0].content == b""
+
+
+@pytest.mark.anyio
+async def test_a_quiet_listen_stream_carries_keep_alive_comments() -> None:
+    async with serving(example_server.server.asgi_app(keepalive_seconds=0.05)) as base:
+        listen = modern_request("k", "subscriptions/listen", {"notifications": {"resourceSubscriptions": [COUNTER]}})
+        with anyio.fail_after(WAIT_SECONDS):
+            async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http, \
+                    http.stream("POST", f"{base}/mcp", json=listen, headers=modern_headers("subscriptions/listen")) as stream:
+                assert stream.headers["x-accel-buffering"] == "no"
+                lines: list[str] = []
+                async for line in stream.aiter_lines():
+                    lines.append(line)
+                    if lines.count(": keep-alive") >= 2:
+                        break
+        assert lines[0] == "event: message" and '"notifications/subscriptions/acknowledged"' in lines[1]
+
+
+@pytest.mark.anyio
+async def test_beyond_its_session_cap_the_server_ends_the_session_unused_for_longest() -> None:
+    async with serving(example_server.server.asgi_app(max_sessions=2)) as base:
+        url = f"{base}/mcp"
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            async def session() -> str:
+                opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
+                return opened.headers["mcp-session-id"]
+
+            async def ping(session_id: str) -> int:
+                answer = await http.post(url, json=request(1, "ping"), headers={"mcp-session-id": session_id})
+                return answer.status_code
+
+            first, second = await session(), await session()
+            assert await ping(first) == 200  # the second is now the one unused for longest
+            third = await session()
+            assert [await ping(first), await ping(second), await ping(third)] == [200, 404, 200]
