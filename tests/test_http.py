@@ -359,6 +359,18 @@ WRITES_EACH = 4
 async def test_fifty_clients_writing_at_once_lose_nothing(http_servers: HttpServers, tmp_path: Path) -> None:
     memory_file = tmp_path / "memory.jsonl"
     server = http_servers.memory(memory_file)
+    # A stdio server shares the file and writes meanwhile: the lock file keeps the two processes in turns.
+    beside = StdioProcess([sys.executable, "-m", "memory_server"], cwd=tmp_path, env=server_environment(memory_file))
+    beside.call(initialize(0))
+
+    def stdio_writes() -> None:
+        for write in range(WRITES_EACH * 5):
+            answer = beside.call(request(write + 1, "tools/call", {"name": "create_entities", "arguments": {
+                "entities": [entity(f"stdio-write{write}")]}}))
+            assert answer["result"]["structuredContent"] == {"entities": [entity(f"stdio-write{write}")]}
+
+    stdio_writer = threading.Thread(target=stdio_writes, daemon=True)
+    stdio_writer.start()
 
     async def one_client(number: int) -> None:
         mode = "legacy" if number % 2 else MODERN
@@ -372,7 +384,11 @@ async def test_fifty_clients_writing_at_once_lose_nothing(http_servers: HttpServ
         async with anyio.create_task_group() as tasks:
             for number in range(CLIENTS):
                 tasks.start_soon(one_client, number)
+    stdio_writer.join(WAIT_SECONDS * 4)
+    beside.kill()
+    assert not stdio_writer.is_alive()
     expected = {f"client{n}-write{w}" for n in range(CLIENTS) for w in range(WRITES_EACH)}
+    expected |= {f"stdio-write{w}" for w in range(WRITES_EACH * 5)}
     with httpx.Client(timeout=WAIT_SECONDS) as client:
         graph = modern_post(client, server.url, 1, "tools/call", {"name": "read_graph", "arguments": {}}).json()
     assert {e["name"] for e in graph["result"]["structuredContent"]["entities"]} == expected
