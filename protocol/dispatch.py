@@ -133,7 +133,9 @@ async def read_resource(peer: Peer, call: Call) -> Reply:
 
 
 async def subscribe(peer: Peer, call: Call) -> Reply:
-    peer.subscribe(_resource(peer, call).uri)
+    uri = _resource(peer, call).uri
+    await peer.server.wait_ready()
+    peer.subscribe(uri)
     return Reply({})
 
 
@@ -154,6 +156,7 @@ async def listen(peer: Peer, call: Call) -> Reply:
         raise invalid_params("notifications.resourceSubscriptions must be an array of resource URIs")
     # Lists never change here, so the *ListChanged types are dropped: the ack says what is honoured.
     honoured = [uri for uri in dict.fromkeys(uris) if uri in peer.server.resources]
+    await peer.server.wait_ready()
     await peer.listen(call.id, {"resourceSubscriptions": honoured} if honoured else {})
     return Reply({"_meta": {SUBSCRIPTION_ID: call.id}})
 

@@ -25,7 +25,7 @@ from .dispatch import METHODS, Call
 from .eras import CLIENT_CAPABILITIES, PROTOCOL_VERSION, Era, EraSelector, stamp
 from .errors import INTERNAL_ERROR, ProtocolError, method_not_found
 from .messages import Request, RequestId, encode_error, encode_result, id_key
-from .server import Server
+from .server import BackgroundTask, Server
 from .subscriptions import LegacySubscriptions, Listen, Send
 
 log = logging.getLogger("protocol")
@@ -37,17 +37,26 @@ CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 async def running(server: Server) -> AsyncIterator[None]:
     """Run `server`'s background tasks for the duration of the block; cancel them at its end.
 
-    A background task that accepts `task_status` is awaited until it reports `started()`, so
-    whatever it does first (the memory server's first look at its file) happens before serving.
+    A background task that accepts `task_status` is ready once it reports `started()`; until every
+    such task is, subscriptions wait to be acknowledged (other requests are served meanwhile), so
+    whatever a task does first (the memory server's first look at its file) comes before any
+    subscriber exists, and a subscriber hears of every change made after it subscribed.
     """
     server.subscriptions.bind()
+    ready = server.ready = anyio.Event()
+    server.wanted = anyio.Event()
     try:
         async with anyio.create_task_group() as tasks:
-            for task in server.background_tasks:
-                if server.background_ready.get(task):
+            async def start_in_turn(waited: list[BackgroundTask]) -> None:
+                for task in waited:
                     await tasks.start(task)
-                else:
+                ready.set()
+
+            waited = [task for task in server.background_tasks if server.background_ready.get(task)]
+            for task in server.background_tasks:
+                if task not in waited:
                     tasks.start_soon(task)
+            tasks.start_soon(start_in_turn, waited)
             try:
                 yield
             finally:

@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import msgspec
 
 from .context import wants_context
@@ -134,6 +135,8 @@ class Server:
         self.background_tasks: list[BackgroundTask] = []
         self.background_ready: dict[BackgroundTask, bool] = {}
         self.subscriptions = Subscriptions()
+        self.ready: anyio.Event | None = None  # set by the engine once background tasks have started
+        self.wanted: anyio.Event | None = None  # set when a subscription waits for `ready`
 
     def tool(self, name: str, *, description: str, input_schema: dict[str, Any], title: str | None = None,
              output_schema: dict[str, Any] | None = None,
@@ -154,8 +157,8 @@ class Server:
     def background(self, task: BackgroundTask) -> BackgroundTask:
         """Run `task` for as long as the server serves; it is cancelled at shutdown.
 
-        A task with a `task_status` parameter is awaited until it calls `task_status.started()`:
-        what it does before that happens before any transport serves a request."""
+        A task with a `task_status` parameter is waited for until it calls `task_status.started()`:
+        no subscription is acknowledged before that (other requests are served meanwhile)."""
         self.background_tasks.append(task)
         self.background_ready[task] = "task_status" in inspect.signature(task).parameters
         return task
@@ -167,6 +170,21 @@ class Server:
         if self.resources:
             capabilities["resources"] = {"subscribe": True}
         return capabilities
+
+    async def wait_ready(self) -> None:
+        """Until the background tasks that look first have looked (at once when nothing runs them)."""
+        if self.ready is not None and not self.ready.is_set():
+            if self.wanted is not None:
+                self.wanted.set()
+            await self.ready.wait()
+
+    async def until_wanted(self, seconds: float) -> None:
+        """For a background task: wait `seconds`, or less if a subscription is waiting for it."""
+        with anyio.move_on_after(seconds):
+            if self.wanted is not None:
+                await self.wanted.wait()
+            else:
+                await anyio.sleep(seconds)
 
     def resource_updated(self, uri: str) -> None:
         """Tell every subscriber of `uri`, legacy and modern alike, on every transport.

@@ -60,7 +60,7 @@ async def serve(server: Server, stdin_fd: int, stdout_fd: int) -> None:
     async with anyio.create_task_group() as tasks:
         stop = anyio.Event()
         tasks.start_soon(_watch_signals, stop)
-        # The engine first: background tasks that must look before anything is served do so now.
+        # The engine first: background tasks run, and subscriptions wait for those that look first.
         async with server.running(), Session(server, writer.send, pending_bytes=writer.pending,
                                              drained=drained) as session:
             threading.Thread(target=_read_forever, args=(stdin_fd, chunks_in, anyio.lowlevel.current_token()),
