@@ -501,3 +501,19 @@ def test_a_listen_refused_before_its_acknowledgement_is_a_plain_json_error(http_
         sessionless = client.post(server.url, json=request(3, "subscriptions/listen", {"notifications": {}}),
                                   headers={"accept": ACCEPT})
         assert sessionless.status_code == 400 and sessionless.json()["error"]["code"] == -32602
+
+
+def test_without_the_http_extra_the_server_says_what_to_install(tmp_path: Path) -> None:
+    # uvicorn made unimportable, as in an install without the extra; the stdio server never imports it.
+    script = ("import sys; sys.modules['uvicorn'] = None\n"
+              "from memory_server.__main__ import main\n"
+              "main(['--http', '127.0.0.1:0'])\n")
+    refused = subprocess.run([sys.executable, "-c", script], env=server_environment(tmp_path / "memory.jsonl"),
+                             cwd=tmp_path, capture_output=True, timeout=WAIT_SECONDS, stdin=subprocess.DEVNULL)
+    assert refused.returncode != 0
+    assert "pip install 'kg-memory-mcp[http]'" in refused.stderr.decode()
+    stdio = subprocess.run([sys.executable, "-c", "import sys; sys.modules['uvicorn'] = None\n"
+                            "from memory_server.__main__ import main\nmain([])\n"],
+                           env=server_environment(tmp_path / "memory.jsonl"), cwd=tmp_path, capture_output=True,
+                           timeout=WAIT_SECONDS, input=json.dumps(initialize(0)).encode() + b"\n")
+    assert stdio.returncode == 0 and json.loads(stdio.stdout)["result"]["protocolVersion"] == LEGACY
