@@ -308,10 +308,11 @@ class StreamableHTTP:
         assert isinstance(message, Request)
         if session is not None:
             self._check_legacy_version(headers, message)
-            await self._answer(session.peer, message, receive, send, session=session)
+            await self._answer(session.peer, message, receive, send, session=session, sse=_wants_sse(headers))
         elif message.method == "initialize":
             session = self._new_session()
-            await self._answer(session.peer, message, receive, send, session=session, created=True)
+            await self._answer(session.peer, message, receive, send, session=session, created=True,
+                               sse=_wants_sse(headers))
         else:
             modern = _carries_modern_meta(message)
             if modern:
@@ -322,7 +323,7 @@ class StreamableHTTP:
                 # A modern request is served as on a stdio connection already in the modern era.
                 peer = Peer(self.server, _nowhere, transport="http", era=Era.MODERN if modern else None)
                 try:
-                    await self._answer(peer, message, receive, send, strict=not modern)
+                    await self._answer(peer, message, receive, send, strict=not modern, sse=_wants_sse(headers))
                 finally:
                     peer.close()
 
@@ -357,8 +358,10 @@ class StreamableHTTP:
                 f"(supported: {', '.join(LEGACY_VERSIONS)})"), request.id)
 
     async def _answer(self, peer: Peer, request: Request, receive: Receive, send: Send, *,
-                      session: _LegacySession | None = None, created: bool = False, strict: bool = False) -> None:
-        """Serve one request while watching for the client going away; answer it as JSON."""
+                      session: _LegacySession | None = None, created: bool = False, strict: bool = False,
+                      sse: bool = False) -> None:
+        """Serve one request while watching for the client going away; answer it as JSON, or as a
+        one-event SSE stream to a client that accepts only that."""
         context = peer.context(request, None)
         key = id_key(request.id)
         if session is not None and key in session.inflight:
@@ -403,7 +406,12 @@ class StreamableHTTP:
             status = 400 if code in (PARSE_ERROR, INVALID_REQUEST) else 200
         else:
             status = STATUS_OF_ERROR.get(code, 200)
-        await _json(send, status, line, extra)
+        if sse and status == 200:
+            await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]})
+            await _event(send, bytes(line))
+            await _end(send)
+        else:
+            await _json(send, status, line, extra)
 
     async def _listen(self, request: Request, receive: Receive, send: Send) -> None:
         """A modern listen: an SSE stream from the acknowledgement to the graceful closure."""
@@ -496,6 +504,12 @@ def _headers(scope: Scope) -> dict[str, str]:
     for name, value in scope.get("headers", ()):
         headers[name.decode("latin-1").lower()] = value.decode("latin-1")
     return headers
+
+
+def _wants_sse(headers: dict[str, str]) -> bool:
+    """Whether the client's Accept names text/event-stream but not JSON (nor any type)."""
+    accept = {part.split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")}
+    return "text/event-stream" in accept and not accept & {"application/json", "application/*", "*/*"}
 
 
 def _modern_headers(headers: dict[str, str]) -> bool:

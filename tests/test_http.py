@@ -517,3 +517,16 @@ def test_without_the_http_extra_the_server_says_what_to_install(tmp_path: Path) 
                            env=server_environment(tmp_path / "memory.jsonl"), cwd=tmp_path, capture_output=True,
                            timeout=WAIT_SECONDS, input=json.dumps(initialize(0)).encode() + b"\n")
     assert stdio.returncode == 0 and json.loads(stdio.stdout)["result"]["protocolVersion"] == LEGACY
+
+
+def test_a_client_that_accepts_only_sse_gets_its_answer_as_one_event(http_servers: HttpServers, tmp_path: Path) -> None:
+    server = http_servers.memory(tmp_path / "memory.jsonl")
+    with httpx.Client(timeout=WAIT_SECONDS) as client:
+        opened = client.post(server.url, json=initialize(0), headers={"accept": "text/event-stream"})
+        assert opened.headers["content-type"] == "text/event-stream" and opened.headers["mcp-session-id"]
+        (answer,) = [m for m in sse_messages(iter(opened.text.splitlines())) if isinstance(m, dict)]
+        assert answer["id"] == 0 and answer["result"]["protocolVersion"] == LEGACY
+        listed = modern_post(client, server.url, 1, "tools/list", accept="text/event-stream")
+        (answer,) = [m for m in sse_messages(iter(listed.text.splitlines())) if isinstance(m, dict)]
+        assert sorted(tool["name"] for tool in answer["result"]["tools"]) == sorted(TOOL_NAMES)
+        assert modern_post(client, server.url, 2, "tools/list").headers["content-type"] == "application/json"
