@@ -11,11 +11,12 @@ COPY memory_server ./memory_server
 COPY conformance ./conformance
 RUN pip wheel --no-deps -w /dist .
 
-# Stage 2: the wheel and its runtime dependencies from PyPI, nothing else.
+# Stage 2: the wheel and its runtime dependencies from PyPI, nothing else. The http extra
+# (uvicorn) lets the same image serve a team over Streamable HTTP: `... mcp/memory --http 0.0.0.0:8000`.
 FROM python:3.12-slim
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 COPY --from=build /dist /tmp/dist
-RUN pip install /tmp/dist/*.whl && rm -rf /tmp/dist
+RUN pip install "$(echo /tmp/dist/*.whl)[http]" && rm -rf /tmp/dist
 # A non-root user owns /app/dist. Docker fills an empty named volume with the image's
 # content and ownership at the mount point, so `-v claude-memory:/app/dist` comes up
 # writable by this user. A volume made by an older root-run image, or a bind mount, must
@@ -25,4 +26,6 @@ RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin memor
 ENV MEMORY_FILE_PATH=/app/dist/memory.jsonl
 WORKDIR /app
 USER memory
+# Only with --http; stdio needs no port.
+EXPOSE 8000
 ENTRYPOINT ["mcp-server-memory"]

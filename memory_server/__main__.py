@@ -38,12 +38,24 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Point your MCP client (Claude Desktop, VS Code, ...) at this command; it speaks on stdin/stdout.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_http_options(parser)
     add_commands(parser)
     return parser
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return build_parser().parse_args(argv)
+
+
+def add_http_options(parser: argparse.ArgumentParser) -> None:
+    http = parser.add_argument_group("Streamable HTTP (needs the http extra: pip install 'kg-memory-mcp[http]')")
+    http.add_argument("--http", metavar="[HOST:]PORT",
+                      help="serve one memory to many clients at http://HOST:PORT/mcp instead of stdio "
+                           "(HOST defaults to 127.0.0.1); a bearer token is read from MCP_MEMORY_HTTP_TOKEN")
+    http.add_argument("--allow-unauthenticated", action="store_true",
+                      help="serve on a non-loopback address without MCP_MEMORY_HTTP_TOKEN")
+    http.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                      help="a browser origin allowed besides loopback ones (repeatable)")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -67,7 +79,14 @@ def serve(args: argparse.Namespace) -> None:
     log(f"Knowledge Graph MCP Server: memory file {path}")
     if warning := fragile_location_warning(path, server_dir):
         log(warning)
-    build_server(GraphStore(path)).run_stdio()
+    server = build_server(GraphStore(path))
+    if args.http is not None:
+        from .http import serve_http
+
+        serve_http(server, args.http, allow_unauthenticated=args.allow_unauthenticated,
+                   allowed_origins=args.allow_origin)
+        return
+    server.run_stdio()
 
 
 if __name__ == "__main__":

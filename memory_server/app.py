@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import msgspec
+from anyio.abc import TaskStatus
 
 from protocol import CacheHint, ProtocolError, Server
 from protocol.errors import INTERNAL_ERROR
@@ -14,6 +15,9 @@ from .tools import GRAPH_URI, register_tools
 
 WATCH_INTERVAL_SECONDS = 0.5
 """How often the memory file's stat signature is checked for writes by other processes."""
+
+FIRST_LOOK_SECONDS = 10.0
+"""How long subscriptions wait for the watcher's first look at the file (a slow disk must not stop them)."""
 
 INSTRUCTIONS = (
     "This server is a persistent memory: a knowledge graph of entities (people, organizations, "
@@ -48,7 +52,17 @@ def build_server(store: GraphStore, *, watch_interval: float = WATCH_INTERVAL_SE
             raise ProtocolError(INTERNAL_ERROR, str(error), {"uri": uri}) from error
 
     @server.background
-    async def watch_memory_file() -> None:
+    async def watch_memory_file(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        # The first look comes before any subscription is acknowledged (the engine waits for
+        # started()): what the file holds then is the state every later poll compares with, so a
+        # subscriber is told of every write made after it subscribed, even one made before the
+        # first interval has passed. It is taken after the first interval as before (start-up
+        # stays quick), or at once when a subscription is waiting for it.
+        await server.until_wanted(watch_interval)
+        with anyio.move_on_after(FIRST_LOOK_SECONDS):
+            if await anyio.to_thread.run_sync(store.poll_external_change, abandon_on_cancel=True):
+                server.resource_updated(GRAPH_URI)  # a tool call loaded the file first, then it changed
+        task_status.started()
         while True:
             await anyio.sleep(watch_interval)
             if await anyio.to_thread.run_sync(store.poll_external_change):

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-import anyio.from_thread
 import msgspec
 
 from protocol import Server, ToolError, ToolResult
@@ -106,10 +105,7 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
         def run(argument: Any, abandon: threading.Event) -> WriteResult:
             outcome = write(argument, abandon=abandon)
             if outcome.changed:
-                try:
-                    anyio.from_thread.run_sync(server.resource_updated, GRAPH_URI)
-                except RuntimeError:
-                    pass  # the event loop is gone: shutdown, nobody left to tell
+                server.resource_updated(GRAPH_URI)  # safe from any thread
             return outcome
         return run
 

@@ -18,7 +18,8 @@ from .messages import RequestId
 from .server import Resource, ToolError, ToolResult
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .context import RequestContext
+    from .engine import Peer
 
 PAGE_SIZE = 100
 
@@ -29,6 +30,7 @@ class Call:
     method: str
     params: dict[str, Any]
     era: Era | None
+    context: RequestContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +39,7 @@ class Reply:
     cache: CacheHint | None = None
 
 
-Handler = Callable[["Session", Call], Awaitable[Reply]]
+Handler = Callable[["Peer", Call], Awaitable[Reply]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +48,15 @@ class Method:
     eras: frozenset[Era]
 
 
-async def initialize(session: Session, call: Call) -> Reply:
-    server = session.server
+async def initialize(peer: Peer, call: Call) -> Reply:
+    server = peer.server
+    version = negotiate_legacy(call.params.get("protocolVersion"))
+    info, capabilities = call.params.get("clientInfo"), call.params.get("capabilities")
+    peer.protocol_version = call.context.protocol_version = version
+    peer.client_info = call.context.client_info = info if isinstance(info, dict) else None
+    peer.client_capabilities = call.context.client_capabilities = capabilities if isinstance(capabilities, dict) else None
     result: dict[str, Any] = {
-        "protocolVersion": negotiate_legacy(call.params.get("protocolVersion")),
+        "protocolVersion": version,
         "capabilities": server.capabilities(),
         "serverInfo": server.info,
     }
@@ -58,30 +65,30 @@ async def initialize(session: Session, call: Call) -> Reply:
     return Reply(result)
 
 
-async def ping(session: Session, call: Call) -> Reply:
+async def ping(peer: Peer, call: Call) -> Reply:
     return Reply({})
 
 
-async def discover(session: Session, call: Call) -> Reply:
-    server = session.server
+async def discover(peer: Peer, call: Call) -> Reply:
+    server = peer.server
     result: dict[str, Any] = {"supportedVersions": list(MODERN_VERSIONS), "capabilities": server.capabilities()}
     if server.instructions:
         result["instructions"] = server.instructions
     return Reply(result, server.list_cache)
 
 
-async def list_tools(session: Session, call: Call) -> Reply:
-    tools = [tool.describe() for tool in session.server.tools.values()]
-    return Reply(paginate("tools", tools, call.params), session.server.list_cache)
+async def list_tools(peer: Peer, call: Call) -> Reply:
+    tools = [tool.describe() for tool in peer.server.tools.values()]
+    return Reply(paginate("tools", tools, call.params), peer.server.list_cache)
 
 
-async def call_tool(session: Session, call: Call) -> Reply:
+async def call_tool(peer: Peer, call: Call) -> Reply:
     name = call.params.get("name")
     if not isinstance(name, str):
         raise invalid_params("tools/call needs params.name, the tool's name as a string")
-    tool = session.server.tools.get(name)
+    tool = peer.server.tools.get(name)
     if tool is None:
-        known = ", ".join(session.server.tools) or "none"
+        known = ", ".join(peer.server.tools) or "none"
         raise invalid_params(f"Unknown tool: {name}. Known tools: {known}", {"name": name})
     arguments = call.params.get("arguments", {})
     if not isinstance(arguments, dict):
@@ -90,7 +97,7 @@ async def call_tool(session: Session, call: Call) -> Reply:
     if problems:
         return Reply(ToolResult.error(f"Invalid arguments for tool {name}: " + "; ".join(problems)).to_json())
     try:
-        outcome = await tool.handler(arguments)
+        outcome = await (tool.handler(arguments, call.context) if tool.takes_context else tool.handler(arguments))
     except ToolError as error:
         return Reply(ToolResult.error(str(error)).to_json())
     if isinstance(outcome, str):
@@ -100,18 +107,21 @@ async def call_tool(session: Session, call: Call) -> Reply:
     return Reply(outcome.to_json())
 
 
-async def list_resources(session: Session, call: Call) -> Reply:
-    resources = [resource.describe() for resource in session.server.resources.values()]
-    return Reply(paginate("resources", resources, call.params), session.server.list_cache)
+async def list_resources(peer: Peer, call: Call) -> Reply:
+    resources = [resource.describe() for resource in peer.server.resources.values()]
+    return Reply(paginate("resources", resources, call.params), peer.server.list_cache)
 
 
-async def list_resource_templates(session: Session, call: Call) -> Reply:
-    return Reply(paginate("resourceTemplates", [], call.params), session.server.list_cache)
+async def list_resource_templates(peer: Peer, call: Call) -> Reply:
+    return Reply(paginate("resourceTemplates", [], call.params), peer.server.list_cache)
 
 
-async def read_resource(session: Session, call: Call) -> Reply:
-    resource = _resource(session, call)
-    content = await resource.reader(resource.uri)
+async def read_resource(peer: Peer, call: Call) -> Reply:
+    resource = _resource(peer, call)
+    if resource.takes_context:
+        content = await resource.reader(resource.uri, call.context)
+    else:
+        content = await resource.reader(resource.uri)
     item: dict[str, Any] = {"uri": resource.uri}
     if resource.mime_type is not None:
         item["mimeType"] = resource.mime_type
@@ -122,20 +132,22 @@ async def read_resource(session: Session, call: Call) -> Reply:
     return Reply({"contents": [item]}, resource.cache)
 
 
-async def subscribe(session: Session, call: Call) -> Reply:
-    session.legacy_subscriptions.add(_resource(session, call).uri)
+async def subscribe(peer: Peer, call: Call) -> Reply:
+    uri = _resource(peer, call).uri
+    await peer.server.wait_ready()
+    peer.subscribe(uri)
     return Reply({})
 
 
-async def unsubscribe(session: Session, call: Call) -> Reply:
+async def unsubscribe(peer: Peer, call: Call) -> Reply:
     uri = call.params.get("uri")
     if not isinstance(uri, str):
         raise invalid_params("resources/unsubscribe needs params.uri as a string")
-    session.legacy_subscriptions.discard(uri)
+    peer.unsubscribe(uri)
     return Reply({})
 
 
-async def listen(session: Session, call: Call) -> Reply:
+async def listen(peer: Peer, call: Call) -> Reply:
     wanted = call.params.get("notifications")
     if not isinstance(wanted, dict):
         raise invalid_params("subscriptions/listen needs params.notifications, an object naming what to receive")
@@ -143,8 +155,9 @@ async def listen(session: Session, call: Call) -> Reply:
     if not isinstance(uris, list) or not all(isinstance(uri, str) for uri in uris):
         raise invalid_params("notifications.resourceSubscriptions must be an array of resource URIs")
     # Lists never change here, so the *ListChanged types are dropped: the ack says what is honoured.
-    honoured = [uri for uri in dict.fromkeys(uris) if uri in session.server.resources]
-    await session.listen(call.id, {"resourceSubscriptions": honoured} if honoured else {})
+    honoured = [uri for uri in dict.fromkeys(uris) if uri in peer.server.resources]
+    await peer.server.wait_ready()
+    await peer.listen(call.id, {"resourceSubscriptions": honoured} if honoured else {})
     return Reply({"_meta": {SUBSCRIPTION_ID: call.id}})
 
 
@@ -189,11 +202,11 @@ def _cursor_offset(cursor: Any, total: int) -> int:
     return offset
 
 
-def _resource(session: Session, call: Call) -> Resource:
+def _resource(peer: Peer, call: Call) -> Resource:
     uri = call.params.get("uri")
     if not isinstance(uri, str):
         raise invalid_params(f"{call.method} needs params.uri as a string")
-    resource = session.server.resources.get(uri)
+    resource = peer.server.resources.get(uri)
     if resource is None:
         code = RESOURCE_NOT_FOUND_LEGACY if call.era is Era.LEGACY else INVALID_PARAMS
         raise ProtocolError(code, f"Resource not found: {uri}", {"uri": uri})

@@ -11,6 +11,7 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND_LEGACY = -32002  # 2025-11-25 and earlier; the modern era uses INVALID_PARAMS
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+HEADER_MISMATCH = -32020  # Streamable HTTP (2026-07-28): request metadata headers disagree with the body
 
 
 class ProtocolError(Exception):

@@ -6,16 +6,18 @@ The engine owns the protocol; a server built on it only registers these and call
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import anyio
 import msgspec
 
+from .context import wants_context
 from .eras import CacheHint
-
-if TYPE_CHECKING:
-    from .session import Session
+from .subscriptions import Subscriptions
 
 _encoder = msgspec.json.Encoder()
 
@@ -51,8 +53,10 @@ class ToolResult:
         return result
 
 
-ToolHandler = Callable[[dict[str, Any]], Awaitable["ToolResult | dict[str, Any] | str"]]
-ResourceReader = Callable[[str], Awaitable["str | bytes"]]
+# A handler takes its arguments (a reader its URI), and optionally the RequestContext second.
+ToolHandler = Callable[..., Awaitable["ToolResult | dict[str, Any] | str"]]
+ResourceReader = Callable[..., Awaitable["str | bytes"]]
+BackgroundTask = Callable[..., Coroutine[Any, Any, None]]
 
 
 @dataclass
@@ -65,6 +69,10 @@ class Tool:
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
     _validator: Any = field(default=None, repr=False)
+    takes_context: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self.takes_context = wants_context(self.handler)
 
     def describe(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": self.name}
@@ -99,6 +107,10 @@ class Resource:
     description: str | None = None
     mime_type: str | None = None
     cache: CacheHint = field(default_factory=lambda: CacheHint(0, "private"))
+    takes_context: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self.takes_context = wants_context(self.reader)
 
     def describe(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"uri": self.uri, "name": self.name}
@@ -109,7 +121,7 @@ class Resource:
 
 
 class Server:
-    """Declarations plus the live sessions that `resource_updated` fans out to."""
+    """Declarations plus the live subscribers that `resource_updated` fans out to."""
 
     def __init__(self, name: str, version: str, *, title: str | None = None,
                  instructions: str | None = None, list_cache: CacheHint = CacheHint(3_600_000, "public")) -> None:
@@ -120,8 +132,11 @@ class Server:
         self.list_cache = list_cache  # tools and resources are declared once, so their lists are static
         self.tools: dict[str, Tool] = {}
         self.resources: dict[str, Resource] = {}
-        self.background_tasks: list[Callable[[], Coroutine[Any, Any, None]]] = []
-        self.sessions: set[Session] = set()
+        self.background_tasks: list[BackgroundTask] = []
+        self.background_ready: dict[BackgroundTask, bool] = {}
+        self.subscriptions = Subscriptions()
+        self.ready: anyio.Event | None = None  # set by the engine once background tasks have started
+        self.wanted: anyio.Event | None = None  # set when a subscription waits for `ready`
 
     def tool(self, name: str, *, description: str, input_schema: dict[str, Any], title: str | None = None,
              output_schema: dict[str, Any] | None = None,
@@ -139,9 +154,13 @@ class Server:
             return reader
         return register
 
-    def background(self, task: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], Coroutine[Any, Any, None]]:
-        """Run `task` for as long as the server serves; it is cancelled at shutdown."""
+    def background(self, task: BackgroundTask) -> BackgroundTask:
+        """Run `task` for as long as the server serves; it is cancelled at shutdown.
+
+        A task with a `task_status` parameter is waited for until it calls `task_status.started()`:
+        no subscription is acknowledged before that (other requests are served meanwhile)."""
         self.background_tasks.append(task)
+        self.background_ready[task] = "task_status" in inspect.signature(task).parameters
         return task
 
     def capabilities(self) -> dict[str, Any]:
@@ -152,15 +171,43 @@ class Server:
             capabilities["resources"] = {"subscribe": True}
         return capabilities
 
+    async def wait_ready(self) -> None:
+        """Until the background tasks that look first have looked (at once when nothing runs them)."""
+        if self.ready is not None and not self.ready.is_set():
+            if self.wanted is not None:
+                self.wanted.set()
+            await self.ready.wait()
+
+    async def until_wanted(self, seconds: float) -> None:
+        """For a background task: wait `seconds`, or less if a subscription is waiting for it."""
+        with anyio.move_on_after(seconds):
+            if self.wanted is not None:
+                await self.wanted.wait()
+            else:
+                await anyio.sleep(seconds)
+
     def resource_updated(self, uri: str) -> None:
-        """Tell every subscriber of `uri`, legacy and modern alike. Call it from the event loop."""
-        for session in list(self.sessions):
-            session.resource_updated(uri)
+        """Tell every subscriber of `uri`, legacy and modern alike, on every transport.
+
+        Safe to call from any thread (the event loop's, or a worker's); it never blocks."""
+        self.subscriptions.publish(uri)
+
+    def running(self) -> AbstractAsyncContextManager[None]:
+        """Background tasks run and `resource_updated` is thread-safe while this is entered."""
+        from .engine import running
+
+        return running(self)
 
     def run_stdio(self) -> None:
         from .stdio import run
 
         run(self)
+
+    def asgi_app(self, **options: Any) -> Any:
+        """This server as an ASGI application (Streamable HTTP); see `protocol.http.asgi_app`."""
+        from .http import asgi_app
+
+        return asgi_app(self, **options)
 
 
 def _json_path(path: Any) -> str:

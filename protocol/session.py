@@ -1,81 +1,97 @@
-"""One connection: framed bytes in, response and notification lines out through `send`.
+"""One framed connection (stdio, or a test): framed bytes in, response and notification lines out.
 
 The session owns a task group in which each request runs in its own cancel scope,
 so a slow call never blocks another and `notifications/cancelled` stops exactly the
 request it names. It never touches a stream: the stdio runner, or a test, feeds it
-bytes and gives it a `send` callable.
+bytes and gives it a `send` callable; the engine (`engine.Peer`, `engine.answer`)
+does the rest.
+
+What runs at once is bounded: `receive` (the runner's way in) waits before starting a
+request while `max_requests` are in flight or the output holds more than
+`max_pending_bytes` that the peer has not read, so a client that stops reading stops
+being read, and memory stays bounded. `feed` (for tests) starts requests at once.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
-from .dispatch import METHODS, Call
-from .eras import SUBSCRIPTION_ID, Era, EraSelector, stamp
-from .errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError, method_not_found
+from .context import RequestContext
+from .engine import Peer, answer
+from .eras import Era
+from .errors import INVALID_REQUEST, ProtocolError
 from .framing import MAX_LINE_BYTES, LineSplitter
-from .messages import (
-    Invalid,
-    Notification,
-    Request,
-    RequestId,
-    classify,
-    encode_error,
-    encode_notification,
-    encode_result,
-    id_key,
-)
+from .messages import Invalid, Notification, Request, RequestId, classify, encode_error, id_key
 from .server import Server
+from .subscriptions import Channel
 
 log = logging.getLogger("protocol")
 
 SHUTDOWN_GRACE_SECONDS = 0.8
 """How long in-flight requests may finish after end of input before they are cancelled."""
 
+MAX_REQUESTS = 8
+"""Requests of one connection that run at once (open listens are not counted: they only wait)."""
 
-class _Listen:
-    def __init__(self, request_id: RequestId, filters: dict[str, Any]) -> None:
-        self.id = request_id
-        self.filters = filters
-        self.closing = anyio.Event()
+MAX_PENDING_BYTES = 8 * 1024 * 1024
+"""Output the peer has not read yet beyond which no further request is started."""
 
 
 class Session:
     def __init__(self, server: Server, send: Callable[[bytes | bytearray], None], *,
-                 max_line_bytes: int = MAX_LINE_BYTES) -> None:
+                 max_line_bytes: int = MAX_LINE_BYTES, max_requests: int = MAX_REQUESTS,
+                 max_pending_bytes: int = MAX_PENDING_BYTES,
+                 pending_bytes: Callable[[], int] = lambda: 0,
+                 drained: Callable[[int], Awaitable[None]] | None = None,
+                 transport: str = "stdio") -> None:
         self.server = server
-        self.legacy_subscriptions: set[str] = set()
         self._send = send
         self._splitter = LineSplitter(max_line_bytes)
-        self._eras = EraSelector()
-        self._inflight: dict[tuple[type, RequestId], anyio.CancelScope] = {}
-        self._listens: dict[tuple[type, RequestId], _Listen] = {}
+        self.peer = Peer(server, send, transport=transport)
+        self._inflight: dict[tuple[type, RequestId], tuple[anyio.CancelScope, RequestContext]] = {}
+        self._working = 0  # in flight and not a listen
+        self._max_requests = max_requests
+        self._max_pending = max_pending_bytes
+        self._pending_bytes = pending_bytes
+        self._drained = drained
+        self._capacity = anyio.Event()
         self._tasks: TaskGroup | None = None
         self._idle = anyio.Event()
 
     async def __aenter__(self) -> Session:
         self._tasks = await anyio.create_task_group().__aenter__()
-        self.server.sessions.add(self)
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
-        self.server.sessions.discard(self)
+        self.peer.close()
         assert self._tasks is not None
         return await self._tasks.__aexit__(*exc_info)
 
     @property
     def era(self) -> Era | None:
-        return self._eras.era
+        return self.peer.eras.era
+
+    @property
+    def legacy_subscriptions(self) -> set[str]:
+        return self.peer.legacy.uris
 
     def feed(self, data: bytes) -> None:
         """Bytes from the peer; complete lines are served at once (requests in their own tasks)."""
         for frame in self._splitter.feed(data):
             self._receive(classify(frame))
+
+    async def receive(self, data: bytes) -> None:
+        """Like `feed`, but each request waits for room first (see the module's note on bounds)."""
+        for frame in self._splitter.feed(data):
+            message = classify(frame)
+            if isinstance(message, Request) and message.method != "subscriptions/listen":
+                await self._room()
+            self._receive(message)
 
     def feed_eof(self) -> None:
         for frame in self._splitter.close():
@@ -83,38 +99,33 @@ class Session:
 
     async def close(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
         """End every listen with its graceful-closure response, let requests finish, then cancel the rest."""
-        for listen in list(self._listens.values()):
+        for listen in list(self.peer.listens.values()):
             listen.closing.set()
         with anyio.move_on_after(grace):
             while self._inflight:
                 self._idle = anyio.Event()
                 await self._idle.wait()
+        for _, context in self._inflight.values():
+            context.cancel()
         assert self._tasks is not None
         self._tasks.cancel_scope.cancel()
 
     def resource_updated(self, uri: str) -> None:
-        if uri in self.legacy_subscriptions:
-            self._send(encode_notification("notifications/resources/updated", {"uri": uri}))
-        for listen in self._listens.values():
-            if uri in listen.filters.get("resourceSubscriptions", ()):
-                self._send(encode_notification(
-                    "notifications/resources/updated", {"_meta": {SUBSCRIPTION_ID: listen.id}, "uri": uri}))
+        """This connection's subscribers only (the server's `resource_updated` reaches every connection)."""
+        channels: list[Channel] = [self.peer.legacy, *self.peer.listens.values()]
+        for channel in channels:
+            if channel.wants(uri):
+                channel.deliver(uri)
 
-    async def listen(self, request_id: RequestId, filters: dict[str, Any]) -> None:
-        """Acknowledge a subscription, deliver to it until the session closes, then return."""
-        listen = _Listen(request_id, filters)
-        key = id_key(request_id)
-        # Registered and acknowledged in one step, so no notification can precede the ack.
-        # The ack is the listen's success: it picks the era now, not when the stream ends.
-        self._eras.served(Era.MODERN)
-        self._listens[key] = listen
-        self._send(encode_notification(
-            "notifications/subscriptions/acknowledged",
-            {"_meta": {SUBSCRIPTION_ID: request_id}, "notifications": filters}))
-        try:
-            await listen.closing.wait()
-        finally:
-            del self._listens[key]
+    async def _room(self) -> None:
+        while True:
+            if self._working >= self._max_requests:
+                self._capacity = anyio.Event()
+                await self._capacity.wait()
+            elif self._pending_bytes() > self._max_pending and self._drained is not None:
+                await self._drained(self._max_pending)
+            else:
+                return
 
     def _receive(self, message: Any) -> None:
         if isinstance(message, Request):
@@ -132,44 +143,34 @@ class Session:
                 INVALID_REQUEST, f"Invalid Request: id {request.id!r} is already in use by a request in flight")))
             return
         scope = anyio.CancelScope()
-        self._inflight[key] = scope
+        context = self.peer.context(request, None)
+        self._inflight[key] = (scope, context)
+        counted = request.method != "subscriptions/listen"
+        self._working += counted
         assert self._tasks is not None
-        self._tasks.start_soon(self._serve, request, scope)
+        self._tasks.start_soon(self._serve, request, scope, context, counted)
 
-    async def _serve(self, request: Request, scope: anyio.CancelScope) -> None:
+    async def _serve(self, request: Request, scope: anyio.CancelScope, context: RequestContext, counted: bool) -> None:
         try:
             with scope:
-                line = await self._answer(request)
+                line = await answer(self.peer, request, context)
             if not scope.cancelled_caught:
                 self._send(line)
         finally:
             del self._inflight[id_key(request.id)]
+            self._working -= counted
+            self._capacity.set()
             if not self._inflight:
                 self._idle.set()
-
-    async def _answer(self, request: Request) -> bytearray:
-        try:
-            method = METHODS.get(request.method)
-            if method is None:
-                raise method_not_found(request.method)
-            era = self._eras.route(request)
-            if era is not None and era not in method.eras:
-                raise method_not_found(request.method)
-            reply = await method.handler(self, Call(request.id, request.method, request.params, era))
-            self._eras.served(era)
-            return encode_result(request.id, stamp(era, reply.result, reply.cache, self.server.info))
-        except ProtocolError as error:
-            return encode_error(request.id, error)
-        except Exception:
-            log.exception("internal error while serving %s", request.method)
-            return encode_error(request.id, ProtocolError(INTERNAL_ERROR, "Internal error"))
 
     def _notice(self, notification: Notification) -> None:
         if notification.method == "notifications/cancelled":
             request_id: Any = notification.params.get("requestId")
             try:
-                scope = self._inflight.get(id_key(request_id))
+                entry = self._inflight.get(id_key(request_id))
             except TypeError:  # an unhashable requestId names nothing in flight
-                scope = None
-            if scope is not None:
+                entry = None
+            if entry is not None:
+                scope, context = entry
+                context.cancel()
                 scope.cancel()

@@ -51,24 +51,33 @@ async def serve(server: Server, stdin_fd: int, stdout_fd: int) -> None:
         _widen_pipe(fd)
     writer = _Writer(stdout_fd)
     chunks_in, chunks_out = anyio.create_memory_object_stream[bytes](8)
-    threading.Thread(target=_read_forever, args=(stdin_fd, chunks_in, anyio.lowlevel.current_token()),
-                     name="stdin", daemon=True).start()
-    async with anyio.create_task_group() as tasks, Session(server, writer.send) as session:
-        for task in server.background_tasks:
-            tasks.start_soon(task)
+
+    async def drained(limit: int) -> None:
+        # Short waits, so that a thread abandoned at shutdown ends soon and never holds up the exit.
+        while writer.pending() > limit:
+            await anyio.to_thread.run_sync(writer.wait_below, limit, 0.25, abandon_on_cancel=True)
+
+    async with anyio.create_task_group() as tasks:
         stop = anyio.Event()
-        tasks.start_soon(_pump, chunks_out, session, stop)
         tasks.start_soon(_watch_signals, stop)
-        await stop.wait()
-        await session.close()
-        tasks.cancel_scope.cancel()
+        # The engine first: background tasks run, and subscriptions wait for those that look first.
+        async with server.running(), Session(server, writer.send, pending_bytes=writer.pending,
+                                             drained=drained) as session:
+            threading.Thread(target=_read_forever, args=(stdin_fd, chunks_in, anyio.lowlevel.current_token()),
+                             name="stdin", daemon=True).start()
+            tasks.start_soon(_pump, chunks_out, session, stop)
+            await stop.wait()
+            await session.close()
+            tasks.cancel_scope.cancel()
     await anyio.to_thread.run_sync(writer.drain, WRITE_DRAIN_SECONDS, abandon_on_cancel=True)
 
 
 async def _pump(chunks: MemoryObjectReceiveStream[bytes], session: Session, stop: anyio.Event) -> None:
     async with chunks:
         async for chunk in chunks:
-            session.feed(chunk)
+            # Waits while the session is full: the stdin thread then stops reading, and a client
+            # that sends without reading our answers is held back by its own pipe.
+            await session.receive(chunk)
     session.feed_eof()
     stop.set()
 
@@ -107,16 +116,28 @@ def _widen_pipe(fd: int) -> None:
 
 
 class _Writer:
-    """Writes whole lines to stdout in order from a daemon thread."""
+    """Writes whole lines to stdout in order from a daemon thread, counting what is still queued."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._lines: queue.SimpleQueue[bytes | bytearray | Callable[[], None]] = queue.SimpleQueue()
         self._broken = False
+        self._queued = 0
+        self._written = threading.Condition()
         threading.Thread(target=self._write_forever, name="stdout", daemon=True).start()
 
     def send(self, line: bytes | bytearray) -> None:
+        with self._written:
+            self._queued += len(line)
         self._lines.put(line)
+
+    def pending(self) -> int:
+        """Bytes handed over but not yet accepted by the pipe (none once the reader is gone)."""
+        return 0 if self._broken else self._queued
+
+    def wait_below(self, limit: int, timeout: float) -> None:
+        with self._written:
+            self._written.wait_for(lambda: self._queued <= limit or self._broken, timeout)
 
     def drain(self, timeout: float) -> None:
         done = threading.Event()
@@ -129,11 +150,14 @@ class _Writer:
             if callable(item):
                 item()
                 continue
-            if self._broken:
-                continue
             try:
-                view = memoryview(item)
-                while view:
-                    view = view[os.write(self._fd, view):]
+                if not self._broken:
+                    view = memoryview(item)
+                    while view:
+                        view = view[os.write(self._fd, view):]
             except OSError:
                 self._broken = True  # the reader went away; keep draining so nobody blocks
+            finally:
+                with self._written:
+                    self._queued -= len(item)
+                    self._written.notify_all()

@@ -1,6 +1,8 @@
 """A second, tiny server built on `protocol/` alone: proof that the engine embeds without memory_server.
 
-Run: python tests/example_server.py
+One declaration, both transports:
+    python tests/example_server.py                          # stdio
+    python tests/example_server.py --http 127.0.0.1:8000    # Streamable HTTP at /mcp
 """
 
 from __future__ import annotations
@@ -55,5 +57,17 @@ async def read_counter(uri: str) -> str:
     return str(counter["value"])
 
 
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--http"] and len(argv) == 2:
+        from protocol.http import run
+
+        host, _, port = argv[1].rpartition(":")
+        run(server.asgi_app(), host or "127.0.0.1", int(port))
+    else:
+        server.run_stdio()
+
+
 if __name__ == "__main__":
-    server.run_stdio()
+    import sys
+
+    main(sys.argv[1:])

@@ -281,8 +281,10 @@ def entrypoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (wheel,) = wheels.glob("*.whl")
     venv = root / "venv"
     run_checked([sys.executable, "-m", "venv", str(venv)], cwd=root)
+    (install,) = [run for run in values_of(dockerfile_stages()[-1], "RUN") if "pip install" in run]
+    extras = "[http]" if "[http]" in install else ""
     run_checked([str(venv / "bin" / "python"), "-m", "pip", "install",
-                 "--disable-pip-version-check", str(wheel)], cwd=root)
+                 "--disable-pip-version-check", f"{wheel}{extras}"], cwd=root)
     command = venv / "bin" / json.loads(values_of(dockerfile_stages()[-1], "ENTRYPOINT")[0])[0]
     assert command.is_file()
     return command
@@ -396,3 +398,42 @@ def test_installed_entrypoint_serves_a_modern_client(peer: StdioPeer):
     assert "2026-07-28" in result["supportedVersions"]
     assert "tools" in result["capabilities"]
     assert peer.finish() == 0, peer.stderr_tail()
+
+
+def test_installed_entrypoint_serves_streamable_http_with_a_token(entrypoint: Path, tmp_path: Path):
+    """The command the README gives for Docker (`--http`), with the extra the image installs."""
+    import socket
+
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(MEMORY_FILE_PATH=str(tmp_path / "memory.jsonl"), MCP_MEMORY_HTTP_TOKEN="docker-token")
+    process = subprocess.Popen([str(entrypoint), "--http", f"127.0.0.1:{port}"], env=env, cwd=tmp_path,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + RESPONSE_TIMEOUT
+        while True:
+            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the server did not listen"
+                time.sleep(0.05)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": MODERN_META}}
+        headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "server/discover",
+                   "accept": "application/json, text/event-stream"}
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert httpx.post(url, json=body, headers=headers, timeout=RESPONSE_TIMEOUT).status_code == 401
+        discovered = httpx.post(url, json=body, headers={**headers, "authorization": "Bearer docker-token"},
+                                timeout=RESPONSE_TIMEOUT)
+        assert discovered.status_code == 200 and "2026-07-28" in discovered.json()["result"]["supportedVersions"]
+        process.terminate()
+        assert process.wait(RESPONSE_TIMEOUT) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

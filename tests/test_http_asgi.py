@@ -1,0 +1,208 @@
+"""The Streamable HTTP app is a value: mounted under a path in a Starlette app, served in-process by uvicorn
+or driven through httpx's ASGI transport; a client that goes away cancels its request; the example server
+runs on both transports from one declaration."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import example_server
+import httpx
+import pytest
+from conftest import EXAMPLE_SERVER, REPO, WAIT_SECONDS, initialize, modern_request, request
+from http_helpers import ACCEPT, MODERN, HttpServers, free_port, http_servers, modern_headers, serving  # noqa: F401
+from mcp.client.client import Client
+from mcp.shared.subscriptions import ResourceUpdated
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Mount, Route
+
+from protocol import Server
+from protocol.context import RequestContext
+
+COUNTER = "example://counter"
+
+
+def host_app(mounted: Any) -> Starlette:
+    """Someone else's application, with the MCP endpoint mounted under /tools/example."""
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with mounted.lifespan():
+            yield
+
+    async def health(_: Any) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    return Starlette(routes=[Route("/health", health), Mount("/tools/example", app=mounted)], lifespan=lifespan)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto", MODERN])
+async def test_mounted_under_a_path_in_starlette_the_sdk_client_works_in_each_mode(mode: str) -> None:
+    app = host_app(example_server.server.asgi_app())
+    async with serving(app) as base:
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            assert (await http.get(f"{base}/health")).text == "ok"
+            assert (await http.post(f"{base}/mcp", json=initialize())).status_code == 404
+            assert (await http.post(f"{base}/tools/example/other", json=initialize())).status_code == 404
+        with anyio.fail_after(WAIT_SECONDS):
+            async with Client(f"{base}/tools/example/mcp", mode=mode) as client:
+                added = await client.call_tool("add", {"a": 2, "b": 40})
+                assert added.structured_content == {"sum": 42}
+                if mode != "legacy":
+                    async with client.listen(resource_subscriptions=[COUNTER]) as subscription:
+                        await client.call_tool("bump", {})
+                        assert await anext(subscription) == ResourceUpdated(uri=COUNTER)
+                read = await client.read_resource(COUNTER)
+                assert int(read.contents[0].text) >= (0 if mode == "legacy" else 1)
+
+
+@pytest.mark.anyio
+async def test_the_mounted_app_answers_through_an_asgi_transport_without_any_server() -> None:
+    mounted = example_server.server.asgi_app()
+    async with mounted.lifespan():
+        transport = httpx.ASGITransport(app=host_app(mounted))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            listed = await http.post("/tools/example/mcp", json=modern_request(1, "tools/list"),
+                                     headers=modern_headers("tools/list"))
+            assert listed.status_code == 200
+            assert [tool["name"] for tool in listed.json()["result"]["tools"]] == ["add", "sleep", "fail", "crash", "bump"]
+            foreign = await http.post("/tools/example/mcp", json=modern_request(1, "tools/list"),
+                                      headers={**modern_headers("tools/list"), "origin": "https://evil.example"})
+            assert foreign.status_code == 403
+
+
+# --- a client that goes away cancels its request ---------------------------------------------------------------
+
+def waiting_server() -> tuple[Server, list[RequestContext]]:
+    server = Server("waiting", "1.0.0")
+    seen: list[RequestContext] = []
+
+    @server.tool("wait", description="Waits in a worker thread until cancelled.", input_schema={"type": "object"})
+    async def wait(arguments: dict[str, Any], context: RequestContext) -> str:
+        seen.append(context)
+
+        def until_cancelled() -> None:
+            while not context.cancelled:
+                time.sleep(0.01)
+
+        await anyio.to_thread.run_sync(until_cancelled, abandon_on_cancel=True)
+        return "never"
+
+    return server, seen
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_client_that_disconnects_mid_answer_cancels_its_request(era: str) -> None:
+    server, seen = waiting_server()
+    async with serving(server.asgi_app()) as base:
+        url = f"{base}/mcp"
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            if era == "legacy":
+                opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
+                headers = {"accept": ACCEPT, "mcp-session-id": opened.headers["mcp-session-id"]}
+                call = request(1, "tools/call", {"name": "wait", "arguments": {}})
+            else:
+                headers = modern_headers("tools/call", "wait")
+                call = modern_request(1, "tools/call", {"name": "wait", "arguments": {}})
+        with anyio.fail_after(WAIT_SECONDS):
+            async with anyio.create_task_group() as tasks:
+                async def ask() -> None:
+                    async with httpx.AsyncClient(timeout=WAIT_SECONDS) as caller:
+                        await caller.post(url, json=call, headers=headers)
+
+                tasks.start_soon(ask)
+                while not seen:
+                    await anyio.sleep(0.01)
+                assert not seen[0].cancelled
+                tasks.cancel_scope.cancel()  # the caller closes its connection
+            await seen[0].wait_cancelled()
+        context = seen[0]
+        assert context.transport == "http" and context.request_id == 1
+        assert context.era is not None and context.era.value == era
+        assert (context.session_id is not None) == (era == "legacy")
+
+
+# --- one declaration, both transports -------------------------------------------------------------------------
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", MODERN])
+async def test_the_example_server_runs_over_http_from_the_same_declaration(http_servers: HttpServers, mode: str) -> None:
+    port = free_port()
+    process = http_servers.command([sys.executable, str(EXAMPLE_SERVER), "--http", f"127.0.0.1:{port}"], port=port,
+                                   env={"PYTHONPATH": str(REPO)}).wait_ready()
+    with anyio.fail_after(WAIT_SECONDS):
+        async with Client(process.url, mode=mode) as client:
+            assert [tool.name for tool in (await client.list_tools()).tools] == ["add", "sleep", "fail", "crash", "bump"]
+            assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"sum": 3}
+            failed = await client.call_tool("fail", {})
+            assert failed.is_error and failed.content[0].text == "this tool always fails"
+            read = await client.read_resource(COUNTER)
+            assert read.contents[0].text == "0"
+
+
+@pytest.mark.anyio
+async def test_a_legacy_cancel_notification_stops_the_named_request_and_its_post_ends_empty() -> None:
+    server, seen = waiting_server()
+    async with serving(server.asgi_app()) as base:
+        url = f"{base}/mcp"
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
+            headers = {"accept": ACCEPT, "mcp-session-id": opened.headers["mcp-session-id"]}
+            answers: list[httpx.Response] = []
+            with anyio.fail_after(WAIT_SECONDS):
+                async with anyio.create_task_group() as tasks:
+                    async def ask() -> None:
+                        answers.append(await http.post(url, json=request("w", "tools/call", {
+                            "name": "wait", "arguments": {}}), headers=headers))
+
+                    tasks.start_soon(ask)
+                    while not seen:
+                        await anyio.sleep(0.01)
+                    cancelled = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                                           "params": {"requestId": "w"}}, headers=headers)
+                    assert cancelled.status_code == 202
+                await seen[0].wait_cancelled()
+            assert answers[0].status_code == 202 and answers[0].content == b""
+
+
+@pytest.mark.anyio
+async def test_a_quiet_listen_stream_carries_keep_alive_comments() -> None:
+    async with serving(example_server.server.asgi_app(keepalive_seconds=0.05)) as base:
+        listen = modern_request("k", "subscriptions/listen", {"notifications": {"resourceSubscriptions": [COUNTER]}})
+        with anyio.fail_after(WAIT_SECONDS):
+            async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http, \
+                    http.stream("POST", f"{base}/mcp", json=listen, headers=modern_headers("subscriptions/listen")) as stream:
+                assert stream.headers["x-accel-buffering"] == "no"
+                lines: list[str] = []
+                async for line in stream.aiter_lines():
+                    lines.append(line)
+                    if lines.count(": keep-alive") >= 2:
+                        break
+        assert lines[0] == "event: message" and '"notifications/subscriptions/acknowledged"' in lines[1]
+
+
+@pytest.mark.anyio
+async def test_beyond_its_session_cap_the_server_ends_the_session_unused_for_longest() -> None:
+    async with serving(example_server.server.asgi_app(max_sessions=2)) as base:
+        url = f"{base}/mcp"
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            async def session() -> str:
+                opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
+                return opened.headers["mcp-session-id"]
+
+            async def ping(session_id: str) -> int:
+                answer = await http.post(url, json=request(1, "ping"), headers={"mcp-session-id": session_id})
+                return answer.status_code
+
+            first, second = await session(), await session()
+            assert await ping(first) == 200  # the second is now the one unused for longest
+            third = await session()
+            assert [await ping(first), await ping(second), await ping(third)] == [200, 404, 200]
