@@ -400,6 +400,7 @@ class GraphStore:
         self._writing = threading.Lock()
         self._indexing = threading.Lock()
         self._unindexable: Graph | None = None  # the graph whose index failed, not to be tried again
+        self._unrankable: Graph | None = None  # the same for the ranking's index
         # Frees the replaced memory file while the answer goes out (see _hold_open).
         self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
         self._unreported_change = False
@@ -409,8 +410,15 @@ class GraphStore:
     def read_graph(self) -> dict[str, Any]:
         return rules.read_graph(self._graph())
 
-    def search_nodes(self, query: str) -> dict[str, Any]:
-        return rules.search_nodes(self._indexed_graph(), query)
+    def search_nodes(self, query: str, limit: int | None = None) -> dict[str, Any]:
+        """The best `limit` (default: all) entities for the query, best first; see :func:`rules.search_nodes`."""
+        graph = self._indexed_graph()
+        matched = rules.contains_query(graph, query)
+        if matched is None:
+            # Only a search by words needs the ranking's index, made on its first use.
+            graph = self._term_indexed_graph()
+            matched = rules.ranked_by_words(graph, query)
+        return rules.found(graph, matched, limit)
 
     def open_nodes(self, names: list[str]) -> dict[str, Any]:
         return rules.open_nodes(self._graph(), names)
@@ -419,9 +427,10 @@ class GraphStore:
         """True when another process changed the file since this store last reported (or saw) it.
 
         Never raises: an unreadable file is reported to whoever reads or writes next. The poller
-        also makes the word index of what it loads, so searches do not wait for it."""
+        also makes the indexes of what it loads, so searches do not wait for them."""
         with suppress(GraphError):
             self._indexed_graph()
+            self._term_indexed_graph()
         with self._loading:
             changed, self._unreported_change = self._unreported_change, False
         return changed
@@ -485,11 +494,36 @@ class GraphStore:
             return
         if snapshot.graph is graph:
             self._snapshot = snapshot._replace(graph=indexed)
-        elif snapshot.graph.words is None:
-            # A write of this process landed meanwhile: the index is brought up to its graph.
+            # A graph one index could not be made for keeps that mark with the other index.
+            if self._unindexable is graph:
+                self._unindexable = indexed
+            if self._unrankable is graph:
+                self._unrankable = indexed
+        elif (snapshot.graph.words is None and indexed.words is not None) or (
+                snapshot.graph.terms is None and indexed.terms is not None):
+            # A write of this process landed meanwhile: the indexes are brought up to its graph.
             # (After a reload the graph is all new, and the next search or poll indexes it.)
             if (carried := rules.carry_word_index(indexed, snapshot.graph)) is not None:
                 self._snapshot = snapshot._replace(graph=carried)
+
+    def _term_indexed_graph(self) -> Graph:
+        """The graph with its word index and the ranking's index, made once per load."""
+        graph = self._indexed_graph()
+        if graph.terms is not None:
+            return graph
+        with self._indexing:
+            graph = self._graph()
+            if graph.terms is not None or graph is self._unrankable:
+                return graph
+            try:
+                indexed = rules.with_term_index(graph)
+            except Exception as error:  # MemoryError, or a fault of ours: each search by words makes its own
+                _log(f"Searches by words will be slow: their index could not be made ({error!r}).")
+                self._unrankable = graph
+                return graph
+            with self._loading:
+                self._publish_index(graph, indexed)
+            return indexed
 
     def _stat(self) -> Signature:
         try:
