@@ -322,7 +322,7 @@ def ranked_by_words(graph: Graph, query: str, ranker: Ranker = DEFAULT) -> list[
     terms = graph.terms if graph.terms is not None else with_term_index(graph).terms
     assert terms is not None
     entities = graph.entities
-    scores = rank(terms, query, ranker)
+    scores = rank(terms, query, ranker, lambda name: entities[name].text)
     return sorted((entities[name] for name in scores), key=lambda node: (-scores[node.record.name], node.seq))
 
 

@@ -14,21 +14,22 @@ built afresh.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
 FIELD_SEPARATOR: Final = "\x00"
 
 NAME_WEIGHT: Final = 3
 TYPE_WEIGHT: Final = 2
-
-# BM25's usual constants: term frequency saturation and the pull of an entity's length.
-K1: Final = 1.2
-B: Final = 0.75
+FieldWeights = tuple[int, int]
+"""How many times a term counts in the name and in the entity type (once in an observation)."""
+FIELD_WEIGHTS: Final[FieldWeights] = (NAME_WEIGHT, TYPE_WEIGHT)
 
 _NO_SPACE_SCRIPTS: Final = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u31f0-\u31ff"
 # Runs of word characters (underscore separates words); a token mixing a no-space script with
@@ -137,7 +138,7 @@ def query_terms(query: str, *, question_words: bool = True) -> list[str]:
     return list(dict.fromkeys(term for token in tokens for term in _index_terms(token)))
 
 
-def _token_counts(text: str) -> tuple[dict[str, int], int]:
+def _token_counts(text: str, weights: FieldWeights) -> tuple[dict[str, int], int]:
     """An entity's tokens of its search text (name, type, observations joined by the field
     separator) with their weighted counts, and its length in tokens."""
     lowered = text.lower()
@@ -146,15 +147,15 @@ def _token_counts(text: str) -> tuple[dict[str, int], int]:
     tokens = _TOKEN.findall(observations)
     counts = Counter(tokens)  # counted in C; only each distinct token goes through Python
     name_tokens, type_tokens = _TOKEN.findall(name), _TOKEN.findall(entity_type)
-    for weight, field in ((NAME_WEIGHT, name_tokens), (TYPE_WEIGHT, type_tokens)):
+    for weight, field in zip(weights, (name_tokens, type_tokens), strict=True):
         for token in field:
             counts[token] += weight
     return counts, len(tokens) + len(name_tokens) + len(type_tokens)
 
 
-def entity_terms(text: str) -> tuple[dict[str, int], int]:
+def entity_terms(text: str, weights: FieldWeights = FIELD_WEIGHTS) -> tuple[dict[str, int], int]:
     """The weighted term counts of an entity's search text and its length in tokens."""
-    counts, length = _token_counts(text)
+    counts, length = _token_counts(text, weights)
     found: dict[str, int] = {}
     for token, count in counts.items():
         for term in _index_terms(token):
@@ -169,22 +170,24 @@ TermChange = tuple[str, "str | None", "str | None"]
 class TermIndex:
     """Weighted term counts by term and entity name, and entity lengths. Never changed once made."""
 
-    __slots__ = ("postings", "lengths", "total")
+    __slots__ = ("postings", "lengths", "total", "weights")
 
-    def __init__(self, postings: Mapping[str, Mapping[str, int]], lengths: Mapping[str, int], total: int) -> None:
+    def __init__(self, postings: Mapping[str, Mapping[str, int]], lengths: Mapping[str, int], total: int,
+                 weights: FieldWeights = FIELD_WEIGHTS) -> None:
         self.postings = postings
         self.lengths = lengths
         self.total = total
+        self.weights = weights
 
     @classmethod
-    def build(cls, texts: Iterable[tuple[str, str]]) -> TermIndex:
+    def build(cls, texts: Iterable[tuple[str, str]], weights: FieldWeights = FIELD_WEIGHTS) -> TermIndex:
         # Postings by token first (the work per entity stays in C as far as it can), then
         # the tokens of one term are merged: far fewer distinct tokens than (token, entity) pairs.
         by_token: dict[str, dict[str, int]] = {}
         lengths: dict[str, int] = {}
         total = 0
         for name, text in texts:
-            counts, length = _token_counts(text)
+            counts, length = _token_counts(text, weights)
             lengths[name] = length
             total += length
             for token, count in counts.items():
@@ -207,7 +210,7 @@ class TermIndex:
                     shared.discard(term)
                 for name, count in holders.items():
                     merged[name] = merged.get(name, 0) + count
-        return cls(postings, lengths, total)
+        return cls(postings, lengths, total, weights)
 
     def updated(self, changes: Iterable[TermChange]) -> TermIndex:
         """The index after the changes (at most one per entity); this one stays as it was."""
@@ -220,11 +223,11 @@ class TermIndex:
         owned: set[str] = set()
         for name, before, after in changes:
             if before is not None:
-                old, _ = entity_terms(before)
+                old, _ = entity_terms(before, self.weights)
                 total -= lengths.pop(name, 0)
             else:
                 old = {}
-            new, length = entity_terms(after) if after is not None else ({}, 0)
+            new, length = entity_terms(after, self.weights) if after is not None else ({}, 0)
             if after is not None:
                 lengths[name] = length
                 total += length
@@ -244,29 +247,42 @@ class TermIndex:
                 if not holders:
                     del postings[term]
                     owned.discard(term)
-        return TermIndex(postings, lengths, total)
+        return TermIndex(postings, lengths, total, self.weights)
 
 
 class Ranker(NamedTuple):
     """How word matches are scored."""
 
-    coverage: float
+    k1: float = 1.2
+    """BM25's saturation of repeated terms."""
+    b: float = 0.75
+    """BM25's pull of an entity's length."""
+    coverage: float = 0.0
     """How much an entity gains for holding more of the query's distinct terms, by their weight
     (0: plain BM25, the sum of the terms' scores)."""
-    question_words: bool
+    question_words: bool = False
     """Whether question phrasing (:data:`QUESTION_WORDS`) is dropped from the query."""
+    phrase: float = 0.0
+    """How much an entity among the best :data:`RERANKED` gains for holding the query's
+    neighbouring terms side by side (stop words between them do not count), by their share."""
 
 
-PLAIN: Final = Ranker(coverage=0.0, question_words=False)
+RERANKED: Final = 100
+
+
+PLAIN: Final = Ranker()
 DEFAULT: Final = Ranker(coverage=1.0, question_words=True)
 
 
-def rank(index: TermIndex, query: str, ranker: Ranker = DEFAULT) -> dict[str, float]:
-    """Scores of the entities holding at least one of the query's terms (none: an empty dict)."""
+def rank(index: TermIndex, query: str, ranker: Ranker = DEFAULT,
+         text_of: Callable[[str], str] | None = None) -> dict[str, float]:
+    """Scores of the entities holding at least one of the query's terms (none: an empty dict).
+    `text_of` gives an entity's search text by name, for the phrase bonus."""
     wanted = query_terms(query, question_words=ranker.question_words)
     count = len(index.lengths)
     if not wanted or not count:
         return {}
+    k1, b = ranker.k1, ranker.b
     average = index.total / count or 1.0
     lengths = index.lengths
     scores: dict[str, float] = {}
@@ -279,11 +295,21 @@ def rank(index: TermIndex, query: str, ranker: Ranker = DEFAULT) -> dict[str, fl
         idf = math.log(1.0 + (count - len(holders) + 0.5) / (len(holders) + 0.5))
         weights[term] = idf
         for name, tf in holders.items():
-            norm = tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lengths[name] / average))
+            norm = tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * lengths[name] / average))
             scores[name] = scores.get(name, 0.0) + idf * norm
             covered[name] = covered.get(name, 0.0) + idf
     if ranker.coverage and weights:
         whole = sum(weights.values())
         for name in scores:
-            scores[name] *= 1.0 + ranker.coverage * covered[name] / whole
+            scores[name] *= (covered[name] / whole) ** ranker.coverage
+    if ranker.phrase and text_of is not None and len(wanted) > 1:
+        pairs = set(itertools.pairwise(wanted))
+        best = heapq.nlargest(RERANKED, scores.items(), key=_score_then_name)
+        for name, score in best:
+            found = set(itertools.pairwise(terms(text_of(name))))
+            scores[name] = score * (1.0 + ranker.phrase * len(pairs & found) / len(pairs))
     return scores
+
+
+def _score_then_name(item: tuple[str, float]) -> tuple[float, str]:
+    return item[1], item[0]
