@@ -271,7 +271,7 @@ RERANKED: Final = 100
 
 
 PLAIN: Final = Ranker()
-DEFAULT: Final = Ranker(coverage=1.0, question_words=True)
+DEFAULT: Final = Ranker(k1=0.9, b=0.4, coverage=1.0, question_words=True, phrase=1.0)
 
 
 def rank(index: TermIndex, query: str, ranker: Ranker = DEFAULT,
