@@ -17,11 +17,10 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from itertools import chain
 from operator import attrgetter
-from typing import Any, Final, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias
 
 import msgspec
 
-from .ranking import DEFAULT, Ranker, TermIndex, rank
 from .records import (
     EntityRecord,
     Extended,
@@ -35,6 +34,10 @@ from .records import (
     relation_with_extra,
 )
 from .search import FIELD_SEPARATOR, TextChange, WordIndex, search_text
+
+if TYPE_CHECKING:
+    # Loaded with the first search by words (see _ranking), not at start-up.
+    from .ranking import Ranker, TermIndex
 
 Triple: TypeAlias = tuple[str, str, str]
 """A relation's identity: (from, to, relationType)."""
@@ -239,7 +242,9 @@ def with_term_index(graph: Graph) -> Graph:
     """The graph with the index that ranks entities for a query taken as words."""
     if graph.terms is not None:
         return graph
-    return replace(graph, terms=TermIndex.build((name, node.text) for name, node in graph.entities.items()))
+    from . import ranking
+
+    return replace(graph, terms=ranking.TermIndex.build((name, node.text) for name, node in graph.entities.items()))
 
 
 def carry_word_index(indexed: Graph, later: Graph) -> Graph | None:
@@ -256,7 +261,7 @@ def carry_word_index(indexed: Graph, later: Graph) -> Graph | None:
     return replace(later, words=words, terms=terms)
 
 
-def search_nodes(graph: Graph, query: str, limit: int | None = None, ranker: Ranker = DEFAULT) -> dict[str, Any]:
+def search_nodes(graph: Graph, query: str, limit: int | None = None, ranker: Ranker | None = None) -> dict[str, Any]:
     """The best `limit` (default: all) entities for the query, best first, and every relation
     with at least one end among them, in graph order.
 
@@ -316,13 +321,15 @@ def _relevance(node: Node, needle: str, whole_word: re.Pattern[str]) -> tuple[in
     return tier, whole_word.search(node.text) is None, -node.text.count(needle), node.seq
 
 
-def ranked_by_words(graph: Graph, query: str, ranker: Ranker = DEFAULT) -> list[Node]:
+def ranked_by_words(graph: Graph, query: str, ranker: Ranker | None = None) -> list[Node]:
     """The entities holding a term of the query, best first (ties in graph order); without the
-    graph's term index, one is made for this search."""
+    graph's term index, one is made for this search. `ranker`: by default the server's."""
+    from . import ranking
+
     terms = graph.terms if graph.terms is not None else with_term_index(graph).terms
     assert terms is not None
     entities = graph.entities
-    scores = rank(terms, query, ranker, lambda name: entities[name].text)
+    scores = ranking.rank(terms, query, ranker or ranking.DEFAULT, lambda name: entities[name].text)
     return sorted((entities[name] for name in scores), key=lambda node: (-scores[node.record.name], node.seq))
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import hypothesis.strategies as st
 from hypothesis import given, settings
+from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
 
 from memory_server import graph as rules
 from memory_server import ranking
@@ -214,3 +215,16 @@ def test_the_store_ranks_with_a_limit_and_keeps_its_index_through_writes_and_rel
     assert other.search_nodes("Which dogs did Maria adopt?") == answer
     other.delete_entities(["Rex"])
     assert names(store.search_nodes("Which dogs did Maria adopt?")) == ["Maria"]
+
+
+def test_a_question_sent_to_the_server_finds_by_words_best_first(memory_servers: MemoryServers, era: str,
+                                                                 tmp_path: Path) -> None:
+    client = memory_servers.client(era, tmp_path / "memory.jsonl")
+    client.ok("create_entities", {"entities": [entity("Caroline", "person", "lives in Boston"),
+                                               entity("turn-1", "dialog_turn", "Caroline: I researched adoption"),
+                                               entity("turn-2", "dialog_turn", "Melanie: the film was long")]})
+    client.ok("create_relations", {"relations": [{"from": "turn-1", "to": "Caroline", "relationType": "said_by"}]})
+    found = client.ok("search_nodes", {"query": "What did Caroline research?"})
+    assert names(found) == ["turn-1", "Caroline"]
+    assert found["relations"] == [{"from": "turn-1", "to": "Caroline", "relationType": "said_by"}]
+    assert client.ok("search_nodes", {"query": "What did they do?"}) == {"entities": [], "relations": []}
