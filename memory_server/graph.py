@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from itertools import chain
@@ -302,23 +302,30 @@ def contains_query(graph: Graph, query: str) -> list[Node] | None:
         return None
     if not needle.strip() or FIELD_SEPARATOR in needle:
         return matched
+    key = relevance(needle)
+    return sorted(matched, key=lambda node: key(node.record.name, node.record.entityType, node.text, node.seq))
+
+
+def relevance(needle: str) -> Callable[[str, str, str, int], tuple[int, bool, int, int]]:
+    """The sort key of an entity containing the lower-cased `needle`, from its name, type,
+    search text and place in the graph: lowest first."""
     whole_word = re.compile(r"(?<!\w)" + re.escape(needle) + r"(?!\w)")
-    return sorted(matched, key=lambda node: _relevance(node, needle, whole_word))
 
+    def key(name: str, entity_type: str, text: str, seq: int) -> tuple[int, bool, int, int]:
+        name = name.lower()
+        if name == needle:
+            tier = 0
+        elif name.startswith(needle):
+            tier = 1
+        elif needle in name:
+            tier = 2
+        elif needle in entity_type.lower():
+            tier = 3
+        else:
+            tier = 4
+        return tier, whole_word.search(text) is None, -text.count(needle), seq
 
-def _relevance(node: Node, needle: str, whole_word: re.Pattern[str]) -> tuple[int, int, int, int]:
-    name = node.record.name.lower()
-    if name == needle:
-        tier = 0
-    elif name.startswith(needle):
-        tier = 1
-    elif needle in name:
-        tier = 2
-    elif needle in node.record.entityType.lower():
-        tier = 3
-    else:
-        tier = 4
-    return tier, whole_word.search(node.text) is None, -node.text.count(needle), node.seq
+    return key
 
 
 def ranked_by_words(graph: Graph, query: str, ranker: Ranker | None = None) -> list[Node]:

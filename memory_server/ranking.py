@@ -21,7 +21,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, Protocol
 
 FIELD_SEPARATOR: Final = "\x00"
 
@@ -250,6 +250,17 @@ class TermIndex:
         return TermIndex(postings, lengths, total, self.weights)
 
 
+class Terms(Protocol):
+    """What ranking reads of an index: a :class:`TermIndex`, or the same held on disk."""
+
+    @property
+    def postings(self) -> Mapping[str, Mapping[str, int]]: ...
+    @property
+    def lengths(self) -> Mapping[str, int]: ...
+    @property
+    def total(self) -> int: ...
+
+
 class Ranker(NamedTuple):
     """How word matches are scored."""
 
@@ -274,7 +285,7 @@ PLAIN: Final = Ranker()
 DEFAULT: Final = Ranker(k1=0.9, b=0.4, coverage=1.0, question_words=True, phrase=1.0)
 
 
-def rank(index: TermIndex, query: str, ranker: Ranker = DEFAULT,
+def rank(index: Terms, query: str, ranker: Ranker = DEFAULT,
          text_of: Callable[[str], str] | None = None) -> dict[str, float]:
     """Scores of the entities holding at least one of the query's terms (none: an empty dict).
     `text_of` gives an entity's search text by name, for the phrase bonus."""

@@ -28,6 +28,7 @@ from filelock._filesystem import pin_inode
 from filelock._soft import read_lock_file
 
 from . import graph as rules
+from . import index_cache
 from .graph import Change, Graph, GraphError
 from .records import Rejected, decode_file, file_pieces
 
@@ -404,14 +405,19 @@ class GraphStore:
         # Frees the replaced memory file while the answer goes out (see _hold_open).
         self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
         self._unreported_change = False
+        self._cache = index_cache.CacheState()
 
     # -- reads ---------------------------------------------------------------------------------
 
     def read_graph(self) -> dict[str, Any]:
+        if (answer := self._cold_answer(lambda cold: cold.read_graph())) is not None:
+            return answer
         return rules.read_graph(self._graph())
 
     def search_nodes(self, query: str, limit: int | None = None) -> dict[str, Any]:
         """The best `limit` (default: all) entities for the query, best first; see :func:`rules.search_nodes`."""
+        if (answer := self._cold_answer(lambda cold: cold.search_nodes(query, limit))) is not None:
+            return answer
         graph = self._indexed_graph()
         matched = rules.contains_query(graph, query)
         if matched is None:
@@ -421,7 +427,93 @@ class GraphStore:
         return rules.found(graph, matched, limit)
 
     def open_nodes(self, names: list[str]) -> dict[str, Any]:
+        if (answer := self._cold_answer(lambda cold: cold.open_nodes(names))) is not None:
+            return answer
         return rules.open_nodes(self._graph(), names)
+
+    def _cold_answer(self, ask: Callable[[index_cache.ColdIndex], dict[str, Any] | None]) -> dict[str, Any] | None:
+        """The answer from the on-disk cache until the graph and its indexes are ready, or None:
+        then the graph answers. The first call reads the file, checks the cache against its
+        bytes and starts loading the graph off the request path."""
+        cache = self._cache
+        if cache.done:
+            return None
+        with cache.lock:
+            if not cache.tried:
+                cache.tried = True
+                self._open_cold()
+            cold = cache.cold
+            if cache.done or cold is None:
+                cache.done = True
+                return None
+            try:
+                if stat_signature(self._file) == cache.signature:
+                    return ask(cold)
+            except OSError:
+                pass
+            except Exception as error:  # a cache that fails to answer is not used again
+                _log(f"The index cache {index_cache.cache_path(self._file)} could not answer ({error!r}); "
+                     "answering from the memory file.")
+            cache.done = True  # the file changed: the cache is of an older file
+            return None
+
+    def _open_cold(self) -> None:
+        cache = self._cache
+        try:
+            data, signature = read_file(self._file)
+        except OSError:
+            return  # the load reports it
+        if not index_cache.worth_caching(signature):
+            return
+        digest = index_cache.digest_of(data)
+        cache.cold = index_cache.ColdIndex.open(self._file, digest)
+        cache.signature = signature
+        # The graph is loaded from the same bytes off the request path; a missing or stale cache is rebuilt.
+        threading.Thread(target=self._warm_up, args=(data, signature, cache.cold is None),
+                         name="memory-warm-up", daemon=True).start()
+
+    def _warm_up(self, data: bytes, signature: Signature, rebuild: bool) -> None:
+        try:
+            with self._loading:
+                if self._snapshot is None:
+                    self._load_bytes(data, signature, first=True)
+            with suppress(GraphError):
+                self._term_indexed_graph()
+        finally:
+            self._cache.done = True
+        if rebuild:
+            self._refresh_cache()
+
+    def _schedule_cache_refresh(self) -> None:
+        """Rebuilds the cache shortly, off the request path; writes in a row cost one rebuild."""
+        cache = self._cache
+        with cache.lock:
+            if cache.refresh_pending:
+                return
+            cache.refresh_pending = True
+        threading.Thread(target=self._refresh_cache, args=(index_cache.REFRESH_DELAY,),
+                         name="memory-index-cache", daemon=True).start()
+
+    def _refresh_cache(self, delay: float = 0.0) -> None:
+        if delay:
+            time.sleep(delay)
+        with self._cache.lock:
+            self._cache.refresh_pending = False
+        snapshot = self._snapshot
+        if snapshot is None:
+            return
+        try:
+            data, signature = read_file(self._file)
+            if signature != snapshot.signature:
+                return  # changed meanwhile: the next load refreshes the cache
+            digest = index_cache.digest_of(data)
+            if (current := index_cache.ColdIndex.open(self._file, digest)) is not None:
+                current.close()
+                return  # another process made it already
+            graph = snapshot.graph if snapshot.graph.terms is not None else self._term_indexed_graph()
+            index_cache.build(self._file, graph, digest)
+        except Exception as error:  # the cache only saves time; the file is what counts
+            _log(f"The index cache {index_cache.cache_path(self._file)} could not be made ({error!r}).")
 
     def poll_external_change(self) -> bool:
         """True when another process changed the file since this store last reported (or saw) it.
@@ -536,12 +628,18 @@ class GraphStore:
             data, signature = read_file(self._file)
         except OSError as error:
             raise GraphError(f"Cannot read the memory file {self._file}: {error.strerror}") from error
+        return self._load_bytes(data, signature, first=first)
+
+    def _load_bytes(self, data: bytes, signature: Signature, *, first: bool) -> Graph:
+        """Publishes the graph of `data`, the file's bytes with that signature (under _loading)."""
         with _collector_paused():
             graph = rules.graph_from_lines(decode_file(data))
         for message in describe_load(self._file, graph):
             _log(message)
         self._snapshot = _Snapshot(graph, signature)
         self._unreported_change = self._unreported_change or not first
+        if index_cache.worth_caching(signature):
+            self._schedule_cache_refresh()
         return graph
 
     def _write(self, operation: Callable[[Graph], Change]) -> WriteResult:
@@ -576,6 +674,8 @@ class GraphStore:
         finally:
             if replaced is not None:
                 self._release(replaced)
+        if (snapshot := self._snapshot) is not None and index_cache.worth_caching(snapshot.signature):
+            self._schedule_cache_refresh()
         return WriteResult(value, True, notes)
 
     def _save(self, graph: Graph, pieces: Iterable[bytes], notes: list[str]) -> None:
