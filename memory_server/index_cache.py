@@ -44,6 +44,9 @@ WORTH_CACHING: Final = 1 << 20
 """Bytes of memory file below which no cache is made: such a file loads in a few tens of ms."""
 REFRESH_DELAY: Final = 1.0
 """Seconds between a save and the cache's rebuild, so that writes in a row cost one rebuild."""
+WARM_UP_DELAY: Final = 0.2
+"""Seconds between the first answer from the cache and the start of loading the file: parsing
+holds the interpreter for long stretches, and the answer has yet to be encoded and sent."""
 _PRIVATE: Final = 0o600
 
 _SCHEMA: Final = """
@@ -176,8 +179,10 @@ def _stray_temporaries(target: Path) -> list[Path]:
 class ColdIndex:
     """A cache that matched the memory file's bytes when opened; answers as the graph would."""
 
-    def __init__(self, db: sqlite3.Connection, count: int, total: int) -> None:
+    def __init__(self, db: sqlite3.Connection, count: int, total: int, digest: str) -> None:
         self._db = db
+        self.digest = digest
+        """The digest of the memory file bytes this cache was made of."""
         self._count = count
         self._total = total
         self._decode = msgspec.json.Decoder().decode
@@ -219,8 +224,10 @@ class ColdIndex:
         return found
 
     @classmethod
-    def open(cls, memory_file: Path, digest: str) -> ColdIndex | None:
-        """The cache of the memory file whose bytes have `digest`, or None when there is no such cache."""
+    def open(cls, memory_file: Path, digest: str | None) -> ColdIndex | None:
+        """The cache of the memory file whose bytes have `digest`, or None when there is no such
+        cache. With `digest` None, whatever usable cache there is: then its :attr:`digest` must be
+        checked against the file before its answers are used."""
         path = cache_path(memory_file)
         if not path.exists():
             return None
@@ -231,11 +238,11 @@ class ColdIndex:
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             from .ranking import FIELD_WEIGHTS
 
-            if (meta.get("format") != FORMAT or meta.get("digest") != digest
+            if (meta.get("format") != FORMAT or digest not in (None, meta.get("digest"))
                     or meta.get("weights") != ",".join(map(str, FIELD_WEIGHTS))):
                 db.close()
                 return None
-            return cls(db, int(meta["count"]), int(meta["total"]))
+            return cls(db, int(meta["count"]), int(meta["total"]), str(meta["digest"]))
         except (sqlite3.Error, KeyError, ValueError, OSError):
             if db is not None:
                 db.close()

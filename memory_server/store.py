@@ -433,52 +433,76 @@ class GraphStore:
 
     def _cold_answer(self, ask: Callable[[index_cache.ColdIndex], dict[str, Any] | None]) -> dict[str, Any] | None:
         """The answer from the on-disk cache until the graph and its indexes are ready, or None:
-        then the graph answers. The first call reads the file, checks the cache against its
-        bytes and starts loading the graph off the request path."""
+        then the graph answers. The first call checks the cache against the file's bytes and,
+        whatever the outcome, has the graph loaded off the request path."""
         cache = self._cache
         if cache.done:
             return None
         with cache.lock:
-            if not cache.tried:
-                cache.tried = True
-                self._open_cold()
-            cold = cache.cold
-            if cache.done or cold is None:
-                cache.done = True
+            if cache.done:
                 return None
             try:
-                if stat_signature(self._file) == cache.signature:
-                    return ask(cold)
+                if not cache.tried:
+                    cache.tried = True
+                    return self._first_cold_answer(ask)
+                if cache.cold is not None and stat_signature(self._file) == cache.signature:
+                    return ask(cache.cold)
             except OSError:
                 pass
             except Exception as error:  # a cache that fails to answer is not used again
                 _log(f"The index cache {index_cache.cache_path(self._file)} could not answer ({error!r}); "
                      "answering from the memory file.")
-            cache.done = True  # the file changed: the cache is of an older file
+            cache.done = True  # the file changed since, or the cache failed: the graph answers
             return None
 
-    def _open_cold(self) -> None:
+    def _first_cold_answer(self, ask: Callable[[index_cache.ColdIndex], dict[str, Any] | None]) -> dict[str, Any] | None:
         cache = self._cache
+        cold = index_cache.ColdIndex.open(self._file, None)
+        if cold is None:
+            if index_cache.worth_caching(stat_signature(self._file)):
+                self._start_warm_up(None, None, rebuild=True, delay=0.0)
+            return None
+        # The file is read and hashed in another thread (both let go of the interpreter) while
+        # the cache answers; the answer is given only if the cache was made of these bytes.
+        checked: list[tuple[bytes, Signature, str]] = []
+        checker = threading.Thread(target=lambda: checked.append(self._read_and_digest()), daemon=True,
+                                   name="memory-file-check")
+        checker.start()
         try:
-            data, signature = read_file(self._file)
-        except OSError:
-            return  # the load reports it
-        if not index_cache.worth_caching(signature):
-            return
-        digest = index_cache.digest_of(data)
-        cache.cold = index_cache.ColdIndex.open(self._file, digest)
-        cache.signature = signature
-        # The graph is loaded from the same bytes off the request path; a missing or stale cache is rebuilt.
-        threading.Thread(target=self._warm_up, args=(data, signature, cache.cold is None),
+            answer = ask(cold)
+        finally:
+            checker.join()
+        if not checked:
+            return None
+        data, signature, digest = checked[0]
+        if digest != cold.digest or not index_cache.worth_caching(signature):
+            self._start_warm_up(data, signature, rebuild=index_cache.worth_caching(signature), delay=0.0)
+            return None
+        cache.cold, cache.signature = cold, signature
+        self._start_warm_up(data, signature, rebuild=False, delay=index_cache.WARM_UP_DELAY)
+        return answer
+
+    def _read_and_digest(self) -> tuple[bytes, Signature, str]:
+        data, signature = read_file(self._file)
+        return data, signature, index_cache.digest_of(data)
+
+    def _start_warm_up(self, data: bytes | None, signature: Signature, *, rebuild: bool, delay: float) -> None:
+        threading.Thread(target=self._warm_up, args=(data, signature, rebuild, delay),
                          name="memory-warm-up", daemon=True).start()
 
-    def _warm_up(self, data: bytes, signature: Signature, rebuild: bool) -> None:
+    def _warm_up(self, data: bytes | None, signature: Signature, rebuild: bool, delay: float) -> None:
+        """Loads the graph (from `data` when given, the file's bytes with `signature`) and its indexes."""
         try:
+            time.sleep(delay)
             with self._loading:
                 if self._snapshot is None:
-                    self._load_bytes(data, signature, first=True)
-            with suppress(GraphError):
-                self._term_indexed_graph()
+                    if data is None:
+                        self._load(first=True)
+                    else:
+                        self._load_bytes(data, signature, first=True)
+            self._term_indexed_graph()
+        except GraphError:
+            pass  # reported to whoever reads or writes next
         finally:
             self._cache.done = True
         if rebuild:
@@ -500,7 +524,7 @@ class GraphStore:
         with self._cache.lock:
             self._cache.refresh_pending = False
         snapshot = self._snapshot
-        if snapshot is None:
+        if snapshot is None or not index_cache.worth_caching(snapshot.signature):
             return
         try:
             data, signature = read_file(self._file)
