@@ -42,8 +42,8 @@ from .search import FIELD_SEPARATOR
 FORMAT: Final = "1"
 WORTH_CACHING: Final = 1 << 20
 """Bytes of memory file below which no cache is made: such a file loads in a few tens of ms."""
-REFRESH_DELAY: Final = 1.0
-"""Seconds between a save and the cache's rebuild, so that writes in a row cost one rebuild."""
+REFRESH_DELAY: Final = 2.0
+"""Seconds without a change before the cache is rebuilt, so that writes in a row cost one rebuild."""
 WARM_UP_DELAY: Final = 0.2
 """Seconds between the first answer from the cache and the start of loading the file: parsing
 holds the interpreter for long stretches, and the answer has yet to be encoded and sent."""
@@ -84,6 +84,7 @@ class CacheState:
         self.signature: tuple[int, int, int, int] | None = None
         """The memory file's stat signature when the cold index was checked against its bytes."""
         self.refresh_pending = False
+        self.last_change = 0.0
 
 
 _BETWEEN: Final = "\n"  # any character: a hit is checked to lie within one text

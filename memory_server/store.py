@@ -509,20 +509,26 @@ class GraphStore:
             self._refresh_cache()
 
     def _schedule_cache_refresh(self) -> None:
-        """Rebuilds the cache shortly, off the request path; writes in a row cost one rebuild."""
+        """Rebuilds the cache once the memory has been quiet for a while, off the request path:
+        a busy stretch of writes costs one rebuild, after it."""
         cache = self._cache
         with cache.lock:
+            cache.last_change = time.monotonic()
             if cache.refresh_pending:
                 return
             cache.refresh_pending = True
         threading.Thread(target=self._refresh_cache, args=(index_cache.REFRESH_DELAY,),
                          name="memory-index-cache", daemon=True).start()
 
-    def _refresh_cache(self, delay: float = 0.0) -> None:
-        if delay:
-            time.sleep(delay)
-        with self._cache.lock:
-            self._cache.refresh_pending = False
+    def _refresh_cache(self, quiet: float = 0.0) -> None:
+        cache = self._cache
+        while quiet:
+            with cache.lock:
+                left = cache.last_change + quiet - time.monotonic()
+                if left <= 0:
+                    cache.refresh_pending = False
+                    break
+            time.sleep(left)
         snapshot = self._snapshot
         if snapshot is None or not index_cache.worth_caching(snapshot.signature):
             return
