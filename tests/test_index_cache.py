@@ -14,6 +14,7 @@ from typing import Any
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
+from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
 
 from memory_server import graph as rules
 from memory_server import index_cache
@@ -208,3 +209,16 @@ def test_writes_keep_the_cache_up_to_date_and_answers_follow_the_file(tmp_path: 
     assert store.search_nodes("Quinn")["entities"] == [entity("Quinn", "person", "Zephyr initiative lead")]
     wait_for(lambda: fresh_cache(memory), "the cache after a write")
     assert answers(GraphStore(memory)) == warm_answers(memory)
+
+
+def test_a_server_started_on_a_cached_memory_answers_as_the_file_says(memory_servers: MemoryServers, era: str,
+                                                                      tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    big_memory(memory)
+    expected = warm_answers(memory)
+    client = memory_servers.client(era, memory)
+    # Small answers only: a long one may come in pages.
+    assert client.ok("search_nodes", {"query": "zephyr"}) == expected[0]
+    assert client.ok("open_nodes", {"names": ["person 1", "person 4499", "nobody"]}) == expected[2]
+    client.ok("add_observations", {"observations": [{"entityName": "person 1", "contents": ["zephyr too"]}]})
+    assert "person 1" in [item["name"] for item in client.ok("search_nodes", {"query": "zephyr"})["entities"]]
