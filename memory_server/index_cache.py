@@ -43,7 +43,8 @@ FORMAT: Final = "1"
 WORTH_CACHING: Final = 1 << 20
 """Bytes of memory file below which no cache is made: such a file loads in a few tens of ms."""
 REFRESH_DELAY: Final = 2.0
-"""Seconds without a change before the cache is rebuilt, so that writes in a row cost one rebuild."""
+"""Seconds without a call before the cache is rebuilt (and the ranking's index made), so that
+the work never competes with answers."""
 WARM_UP_DELAY: Final = 0.2
 """Seconds between the first answer from the cache and the start of loading the file: parsing
 holds the interpreter for long stretches, and the answer has yet to be encoded and sent."""
@@ -84,7 +85,10 @@ class CacheState:
         self.signature: tuple[int, int, int, int] | None = None
         """The memory file's stat signature when the cold index was checked against its bytes."""
         self.refresh_pending = False
-        self.last_change = 0.0
+        self.last_activity = 0.0
+        """When the store last answered a call (time.monotonic)."""
+        self.answered = 0
+        """How many answers the cache gave."""
 
 
 _BETWEEN: Final = "\n"  # any character: a hit is checked to lie within one text

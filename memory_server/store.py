@@ -410,23 +410,29 @@ class GraphStore:
     # -- reads ---------------------------------------------------------------------------------
 
     def read_graph(self) -> dict[str, Any]:
+        self._cache.last_activity = time.monotonic()
         if (answer := self._cold_answer(lambda cold: cold.read_graph())) is not None:
             return answer
         return rules.read_graph(self._graph())
 
     def search_nodes(self, query: str, limit: int | None = None) -> dict[str, Any]:
         """The best `limit` (default: all) entities for the query, best first; see :func:`rules.search_nodes`."""
+        self._cache.last_activity = time.monotonic()
         if (answer := self._cold_answer(lambda cold: cold.search_nodes(query, limit))) is not None:
             return answer
         graph = self._indexed_graph()
         matched = rules.contains_query(graph, query)
         if matched is None:
-            # Only a search by words needs the ranking's index, made on its first use.
+            # Only a search by words needs the ranking's index, made on its first use (or when
+            # the memory is quiet); until then the cache, if it matches the file, ranks.
+            if graph.terms is None and (answer := self._cold_words(query, limit)) is not None:
+                return answer
             graph = self._term_indexed_graph()
             matched = rules.ranked_by_words(graph, query)
         return rules.found(graph, matched, limit)
 
     def open_nodes(self, names: list[str]) -> dict[str, Any]:
+        self._cache.last_activity = time.monotonic()
         if (answer := self._cold_answer(lambda cold: cold.open_nodes(names))) is not None:
             return answer
         return rules.open_nodes(self._graph(), names)
@@ -446,7 +452,9 @@ class GraphStore:
                     cache.tried = True
                     return self._first_cold_answer(ask)
                 if cache.cold is not None and stat_signature(self._file) == cache.signature:
-                    return ask(cache.cold)
+                    answer = ask(cache.cold)
+                    cache.answered += answer is not None
+                    return answer
             except OSError:
                 pass
             except Exception as error:  # a cache that fails to answer is not used again
@@ -460,7 +468,7 @@ class GraphStore:
         cold = index_cache.ColdIndex.open(self._file, None)
         if cold is None:
             if index_cache.worth_caching(stat_signature(self._file)):
-                self._start_warm_up(None, None, rebuild=True, delay=0.0)
+                self._start_warm_up(None, None, delay=0.0)
             return None
         # The file is read and hashed in another thread (both let go of the interpreter) while
         # the cache answers; the answer is given only if the cache was made of these bytes.
@@ -476,22 +484,24 @@ class GraphStore:
             return None
         data, signature, digest = checked[0]
         if digest != cold.digest or not index_cache.worth_caching(signature):
-            self._start_warm_up(data, signature, rebuild=index_cache.worth_caching(signature), delay=0.0)
+            self._start_warm_up(data, signature, delay=0.0)
             return None
         cache.cold, cache.signature = cold, signature
-        self._start_warm_up(data, signature, rebuild=False, delay=index_cache.WARM_UP_DELAY)
+        cache.answered += answer is not None
+        self._start_warm_up(data, signature, delay=index_cache.WARM_UP_DELAY)
         return answer
 
     def _read_and_digest(self) -> tuple[bytes, Signature, str]:
         data, signature = read_file(self._file)
         return data, signature, index_cache.digest_of(data)
 
-    def _start_warm_up(self, data: bytes | None, signature: Signature, *, rebuild: bool, delay: float) -> None:
-        threading.Thread(target=self._warm_up, args=(data, signature, rebuild, delay),
+    def _start_warm_up(self, data: bytes | None, signature: Signature, *, delay: float) -> None:
+        threading.Thread(target=self._warm_up, args=(data, signature, delay),
                          name="memory-warm-up", daemon=True).start()
 
-    def _warm_up(self, data: bytes | None, signature: Signature, rebuild: bool, delay: float) -> None:
-        """Loads the graph (from `data` when given, the file's bytes with `signature`) and its indexes."""
+    def _warm_up(self, data: bytes | None, signature: Signature, delay: float) -> None:
+        """Loads the graph (from `data` when given, the file's bytes with `signature`) and its word
+        index; the ranking's index and the cache's refresh wait until the memory is quiet."""
         try:
             time.sleep(delay)
             with self._loading:
@@ -500,20 +510,45 @@ class GraphStore:
                         self._load(first=True)
                     else:
                         self._load_bytes(data, signature, first=True)
-            self._term_indexed_graph()
+            self._indexed_graph()
         except GraphError:
             pass  # reported to whoever reads or writes next
         finally:
             self._cache.done = True
-        if rebuild:
-            self._refresh_cache()
+        self._schedule_cache_refresh()
 
-    def _schedule_cache_refresh(self) -> None:
-        """Rebuilds the cache once the memory has been quiet for a while, off the request path:
-        a busy stretch of writes costs one rebuild, after it."""
+    def _cold_words(self, query: str, limit: int | None) -> dict[str, Any] | None:
+        """A search by words answered by the cache while the graph has no ranking index yet, or None."""
         cache = self._cache
         with cache.lock:
-            cache.last_change = time.monotonic()
+            if cache.cold is None:
+                return None
+            try:
+                if stat_signature(self._file) == cache.signature:
+                    answer = cache.cold.search_nodes(query, limit)
+                    cache.answered += answer is not None
+                    return answer
+            except Exception as error:  # the graph answers instead
+                _log(f"The index cache {index_cache.cache_path(self._file)} could not answer ({error!r}).")
+        self._retire_cold()
+        return None
+
+    def _retire_cold(self) -> None:
+        """The graph answers from now on; the cache's copy of the texts is let go."""
+        cache = self._cache
+        with cache.lock:  # after any answer the cache is giving
+            cache.done = True
+            cold, cache.cold = cache.cold, None
+        if cold is not None:
+            cold.close()
+
+    def _schedule_cache_refresh(self) -> None:
+        """Once the memory has had no call for a while: the ranking's index, and the cache
+        rebuilt if it does not match the file. Off the request path, and a busy stretch of calls
+        costs one rebuild, after it."""
+        cache = self._cache
+        with cache.lock:
+            cache.last_activity = time.monotonic()
             if cache.refresh_pending:
                 return
             cache.refresh_pending = True
@@ -524,11 +559,14 @@ class GraphStore:
         cache = self._cache
         while quiet:
             with cache.lock:
-                left = cache.last_change + quiet - time.monotonic()
+                left = cache.last_activity + quiet - time.monotonic()
                 if left <= 0:
                     cache.refresh_pending = False
                     break
             time.sleep(left)
+        with suppress(GraphError):
+            self._term_indexed_graph()
+        self._retire_cold()
         snapshot = self._snapshot
         if snapshot is None or not index_cache.worth_caching(snapshot.signature):
             return
@@ -549,10 +587,9 @@ class GraphStore:
         """True when another process changed the file since this store last reported (or saw) it.
 
         Never raises: an unreadable file is reported to whoever reads or writes next. The poller
-        also makes the indexes of what it loads, so searches do not wait for them."""
+        also makes the word index of what it loads, so searches do not wait for it."""
         with suppress(GraphError):
             self._indexed_graph()
-            self._term_indexed_graph()
         with self._loading:
             changed, self._unreported_change = self._unreported_change, False
         return changed

@@ -139,9 +139,12 @@ def test_a_new_store_answers_from_a_matching_cache_exactly_as_from_the_file(tmp_
     big_memory(memory)
     cold = GraphStore(memory)
     first = cold.search_nodes("zephyr")
-    assert cold._cache.cold is not None, "the cache matched the file and answered"
+    assert cold._cache.answered == 1, "the cache matched the file and answered"
     assert [item["name"] for item in first["entities"]][:2] == ["person 0", "person 100"]
     assert [first, *answers(cold)[1:]] == warm_answers(memory)
+    # Loaded meanwhile; until its ranking index is made, the cache still ranks searches by words.
+    wait_for(lambda: cold._cache.done, "the graph loaded off the request path")
+    assert answers(cold) == warm_answers(memory)
 
 
 @pytest.mark.parametrize("damage", ["delete", "truncate", "corrupt", "empty"])
