@@ -473,7 +473,7 @@ class GraphStore:
         # The file is read and hashed in another thread (both let go of the interpreter) while
         # the cache answers; the answer is given only if the cache was made of these bytes.
         checked: list[tuple[bytes, Signature, str]] = []
-        checker = threading.Thread(target=lambda: checked.append(self._read_and_digest()), daemon=True,
+        checker = threading.Thread(target=self._read_and_digest, args=(checked,), daemon=True,
                                    name="memory-file-check")
         checker.start()
         try:
@@ -491,9 +491,10 @@ class GraphStore:
         self._start_warm_up(data, signature, delay=index_cache.WARM_UP_DELAY)
         return answer
 
-    def _read_and_digest(self) -> tuple[bytes, Signature, str]:
-        data, signature = read_file(self._file)
-        return data, signature, index_cache.digest_of(data)
+    def _read_and_digest(self, into: list[tuple[bytes, Signature, str]]) -> None:
+        with suppress(OSError):  # unreadable: the graph answers, and its load reports why
+            data, signature = read_file(self._file)
+            into.append((data, signature, index_cache.digest_of(data)))
 
     def _start_warm_up(self, data: bytes | None, signature: Signature, *, delay: float) -> None:
         threading.Thread(target=self._warm_up, args=(data, signature, delay),
