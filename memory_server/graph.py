@@ -10,13 +10,14 @@ must treat every returned structure as read-only.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from itertools import chain
 from operator import attrgetter
-from typing import Any, Final, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias
 
 import msgspec
 
@@ -33,6 +34,10 @@ from .records import (
     relation_with_extra,
 )
 from .search import FIELD_SEPARATOR, TextChange, WordIndex, search_text
+
+if TYPE_CHECKING:
+    # Loaded with the first search by words (see _ranking), not at start-up.
+    from .ranking import Ranker, TermIndex
 
 Triple: TypeAlias = tuple[str, str, str]
 """A relation's identity: (from, to, relationType)."""
@@ -92,6 +97,9 @@ class Graph:
     next_seq: int = 0
     words: WordIndex | None = field(default=None, compare=False)
     """Made after a load by the store (see :func:`with_word_index`), then kept up to date by every write."""
+    terms: TermIndex | None = field(default=None, compare=False)
+    """The ranking's index, made by the store for the first search by words (see :func:`with_term_index`),
+    then kept up to date by every write."""
 
 
 EMPTY: Final = Graph({}, {}, {})
@@ -230,22 +238,59 @@ def with_word_index(graph: Graph) -> Graph:
     return replace(graph, words=WordIndex.build((name, node.text) for name, node in graph.entities.items()))
 
 
+def with_term_index(graph: Graph) -> Graph:
+    """The graph with the index that ranks entities for a query taken as words."""
+    if graph.terms is not None:
+        return graph
+    from . import ranking
+
+    return replace(graph, terms=ranking.TermIndex.build((name, node.text) for name, node in graph.entities.items()))
+
+
 def carry_word_index(indexed: Graph, later: Graph) -> Graph | None:
-    """`later` with the word index of `indexed`, an earlier version of it, brought up to date;
-    None when so much changed (a reload from the file changes everything) that a new index is cheaper."""
-    assert indexed.words is not None
+    """`later` with the indexes of `indexed`, an earlier version of it, brought up to date;
+    None when so much changed (a reload from the file changes everything) that new indexes are cheaper."""
     before, after = indexed.entities, later.entities
     # Writes keep the Node of every entity they leave alone, so identity tells what changed.
     changed = [name for name, node in after.items() if before.get(name) is not node]
     changed += [name for name in before if name not in after]
     if len(changed) > _worth_one_by_one(len(after)):
         return None
-    return replace(later, words=indexed.words.updated(_text_changes(before, after, changed)))
+    words = later.words if indexed.words is None else indexed.words.updated(_text_changes(before, after, changed))
+    terms = later.terms if indexed.terms is None else indexed.terms.updated(_text_changes(before, after, changed))
+    return replace(later, words=words, terms=terms)
 
 
-def search_nodes(graph: Graph, query: str) -> dict[str, Any]:
-    """Entities whose name, type or any observation contains the query, ignoring case, and
-    every relation with at least one end among them."""
+def search_nodes(graph: Graph, query: str, limit: int | None = None, ranker: Ranker | None = None) -> dict[str, Any]:
+    """The best `limit` (default: all) entities for the query, best first, and every relation
+    with at least one end among them, in graph order.
+
+    When entities contain the whole query (ignoring case) in their name, type or an
+    observation, those are the matches, as the reference server finds them; otherwise the query
+    is taken as words and entities holding any of its terms are ranked (see :mod:`.ranking`).
+    """
+    matched = contains_query(graph, query)
+    if matched is None:
+        matched = ranked_by_words(graph, query, ranker)
+    return found(graph, matched, limit)
+
+
+def found(graph: Graph, matched: Sequence[Node], limit: int | None = None) -> dict[str, Any]:
+    """A search's answer: the first `limit` of the matched entities and the relations touching them."""
+    if limit is not None:
+        matched = matched[:limit]
+    return {
+        "entities": [node.view for node in matched],
+        "relations": _relations_touching(graph, {node.record.name for node in matched}),
+    }
+
+
+def contains_query(graph: Graph, query: str) -> list[Node] | None:
+    """The entities containing the whole query, most relevant first (None: no entity does).
+
+    Relevance: the query is the name, starts it, is inside it, is inside the type, or only in
+    observations; then whole-word occurrences before parts of words, more occurrences first;
+    then graph order. A blank query (every entity holds it) keeps graph order."""
     needle = query.lower()
     if FIELD_SEPARATOR in needle:
         matched = [node for node in graph.entities.values() if _fields_contain(node, needle)]
@@ -253,10 +298,46 @@ def search_nodes(graph: Graph, query: str) -> dict[str, Any]:
         matched = sorted((node for node in map(graph.entities.__getitem__, names) if needle in node.text), key=_seq)
     else:
         matched = [node for node in graph.entities.values() if needle in node.text]
-    return {
-        "entities": [node.view for node in matched],
-        "relations": _relations_touching(graph, {node.record.name for node in matched}),
-    }
+    if not matched:
+        return None
+    if not needle.strip() or FIELD_SEPARATOR in needle:
+        return matched
+    key = relevance(needle)
+    return sorted(matched, key=lambda node: key(node.record.name, node.record.entityType, node.text, node.seq))
+
+
+def relevance(needle: str) -> Callable[[str, str, str, int], tuple[int, bool, int, int]]:
+    """The sort key of an entity containing the lower-cased `needle`, from its name, type,
+    search text and place in the graph: lowest first."""
+    whole_word = re.compile(r"(?<!\w)" + re.escape(needle) + r"(?!\w)")
+
+    def key(name: str, entity_type: str, text: str, seq: int) -> tuple[int, bool, int, int]:
+        name = name.lower()
+        if name == needle:
+            tier = 0
+        elif name.startswith(needle):
+            tier = 1
+        elif needle in name:
+            tier = 2
+        elif needle in entity_type.lower():
+            tier = 3
+        else:
+            tier = 4
+        return tier, whole_word.search(text) is None, -text.count(needle), seq
+
+    return key
+
+
+def ranked_by_words(graph: Graph, query: str, ranker: Ranker | None = None) -> list[Node]:
+    """The entities holding a term of the query, best first (ties in graph order); without the
+    graph's term index, one is made for this search. `ranker`: by default the server's."""
+    from . import ranking
+
+    terms = graph.terms if graph.terms is not None else with_term_index(graph).terms
+    assert terms is not None
+    entities = graph.entities
+    scores = ranking.rank(terms, query, ranker or ranking.DEFAULT, lambda name: entities[name].text)
+    return sorted((entities[name] for name in scores), key=lambda node: (-scores[node.record.name], node.seq))
 
 
 def _candidates(graph: Graph, needle: str) -> set[str] | None:
@@ -337,11 +418,15 @@ class _LinkEdits:
 
 
 def _with_entities(graph: Graph, entities: Mapping[str, Node], changed: Iterable[str], **fields: Any) -> Graph:
-    """The graph with new entities, its word index told about the `changed` names."""
-    words = graph.words
+    """The graph with new entities, its indexes told about the `changed` names."""
+    words, terms = graph.words, graph.terms
+    if words is not None or terms is not None:
+        changed = list(changed)
     if words is not None:
         words = words.updated(_text_changes(graph.entities, entities, changed))
-    return replace(graph, entities=entities, words=words, **fields)
+    if terms is not None:
+        terms = terms.updated(_text_changes(graph.entities, entities, changed))
+    return replace(graph, entities=entities, words=words, terms=terms, **fields)
 
 
 def _text_changes(before: Mapping[str, Node], after: Mapping[str, Node], names: Iterable[str]) -> Iterator[TextChange]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from . import graph as rules
+from . import index_cache
 from .files import (
     Signature,
     append_rejected,
@@ -162,22 +163,190 @@ class GraphStore:
         self._writing = threading.Lock()
         self._indexing = threading.Lock()
         self._unindexable: Graph | None = None  # the graph whose index failed, not to be tried again
+        self._unrankable: Graph | None = None  # the same for the ranking's index
         # Frees the replaced memory file while the answer goes out (see hold_open).
         self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
         # Compares the file with the bytes last read or written while a write works out its change.
         self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-check")
         self._unreported_change = False
+        self._cache = index_cache.CacheState()
 
     # -- reads ---------------------------------------------------------------------------------
 
     def read_graph(self) -> dict[str, Any]:
+        self._cache.last_activity = time.monotonic()
+        if (answer := self._cold_answer(lambda cold: cold.read_graph())) is not None:
+            return answer
         return rules.read_graph(self._graph())
 
-    def search_nodes(self, query: str) -> dict[str, Any]:
-        return rules.search_nodes(self._indexed_graph(), query)
+    def search_nodes(self, query: str, limit: int | None = None) -> dict[str, Any]:
+        """The best `limit` (default: all) entities for the query, best first; see :func:`rules.search_nodes`."""
+        self._cache.last_activity = time.monotonic()
+        if (answer := self._cold_answer(lambda cold: cold.search_nodes(query, limit))) is not None:
+            return answer
+        graph = self._indexed_graph()
+        matched = rules.contains_query(graph, query)
+        if matched is None:
+            # Only a search by words needs the ranking's index, made on its first use (or when
+            # the memory is quiet); until then the cache, if it matches the file, ranks.
+            if graph.terms is None and (answer := self._cold_words(query, limit)) is not None:
+                return answer
+            graph = self._term_indexed_graph()
+            matched = rules.ranked_by_words(graph, query)
+        return rules.found(graph, matched, limit)
 
     def open_nodes(self, names: list[str]) -> dict[str, Any]:
+        self._cache.last_activity = time.monotonic()
+        if (answer := self._cold_answer(lambda cold: cold.open_nodes(names))) is not None:
+            return answer
         return rules.open_nodes(self._graph(), names)
+
+    def _cold_answer(self, ask: Callable[[index_cache.ColdIndex], dict[str, Any] | None]) -> dict[str, Any] | None:
+        """The answer from the on-disk cache until the graph and its indexes are ready, or None:
+        then the graph answers. The first call checks the cache against the file's bytes and,
+        whatever the outcome, has the graph loaded off the request path."""
+        cache = self._cache
+        if cache.done:
+            return None
+        with cache.lock:
+            if cache.done:
+                return None
+            try:
+                if not cache.tried:
+                    cache.tried = True
+                    return self._first_cold_answer(ask)
+                if cache.cold is not None and stat_signature(self._file) == cache.signature:
+                    answer = ask(cache.cold)
+                    cache.answered += answer is not None
+                    return answer
+            except OSError:
+                pass
+            except Exception as error:  # a cache that fails to answer is not used again
+                _log(f"The index cache {index_cache.cache_path(self._file)} could not answer ({error!r}); "
+                     "answering from the memory file.")
+            cache.done = True  # the file changed since, or the cache failed: the graph answers
+            return None
+
+    def _first_cold_answer(self, ask: Callable[[index_cache.ColdIndex], dict[str, Any] | None]) -> dict[str, Any] | None:
+        cache = self._cache
+        cold = index_cache.ColdIndex.open(self._file, None)
+        if cold is None:
+            if index_cache.worth_caching(stat_signature(self._file)):
+                self._start_warm_up(None, None, delay=0.0)
+            return None
+        # The file is read and hashed in another thread (both let go of the interpreter) while
+        # the cache answers; the answer is given only if the cache was made of these bytes.
+        checked: list[tuple[bytes, Signature, str]] = []
+        checker = threading.Thread(target=self._read_and_digest, args=(checked,), daemon=True,
+                                   name="memory-file-check")
+        checker.start()
+        try:
+            answer = ask(cold)
+        finally:
+            checker.join()
+        if not checked:
+            return None
+        data, signature, digest = checked[0]
+        if digest != cold.digest or not index_cache.worth_caching(signature):
+            self._start_warm_up(data, signature, delay=0.0)
+            return None
+        cache.cold, cache.signature = cold, signature
+        cache.answered += answer is not None
+        self._start_warm_up(data, signature, delay=index_cache.WARM_UP_DELAY)
+        return answer
+
+    def _read_and_digest(self, into: list[tuple[bytes, Signature, str]]) -> None:
+        with suppress(OSError):  # unreadable: the graph answers, and its load reports why
+            data, signature = read_file(self._file)
+            into.append((data, signature, index_cache.digest_of(data)))
+
+    def _start_warm_up(self, data: bytes | None, signature: Signature, *, delay: float) -> None:
+        threading.Thread(target=self._warm_up, args=(data, signature, delay),
+                         name="memory-warm-up", daemon=True).start()
+
+    def _warm_up(self, data: bytes | None, signature: Signature, delay: float) -> None:
+        """Loads the graph (from `data` when given, the file's bytes with `signature`) and its word
+        index; the ranking's index and the cache's refresh wait until the memory is quiet."""
+        try:
+            time.sleep(delay)
+            with self._loading:
+                if self._snapshot is None:
+                    if data is None:
+                        self._load(first=True)
+                    else:
+                        self._load_bytes(data, signature, first=True)
+            self._indexed_graph()
+        except GraphError:
+            pass  # reported to whoever reads or writes next
+        finally:
+            self._cache.done = True
+        self._schedule_cache_refresh()
+
+    def _cold_words(self, query: str, limit: int | None) -> dict[str, Any] | None:
+        """A search by words answered by the cache while the graph has no ranking index yet, or None."""
+        cache = self._cache
+        with cache.lock:
+            if cache.cold is None:
+                return None
+            try:
+                if stat_signature(self._file) == cache.signature:
+                    answer = cache.cold.search_nodes(query, limit)
+                    cache.answered += answer is not None
+                    return answer
+            except Exception as error:  # the graph answers instead
+                _log(f"The index cache {index_cache.cache_path(self._file)} could not answer ({error!r}).")
+        self._retire_cold()
+        return None
+
+    def _retire_cold(self) -> None:
+        """The graph answers from now on; the cache's copy of the texts is let go."""
+        cache = self._cache
+        with cache.lock:  # after any answer the cache is giving
+            cache.done = True
+            cold, cache.cold = cache.cold, None
+        if cold is not None:
+            cold.close()
+
+    def _schedule_cache_refresh(self) -> None:
+        """Once the memory has had no call for a while: the ranking's index, and the cache
+        rebuilt if it does not match the file. Off the request path, and a busy stretch of calls
+        costs one rebuild, after it."""
+        cache = self._cache
+        with cache.lock:
+            cache.last_activity = time.monotonic()
+            if cache.refresh_pending:
+                return
+            cache.refresh_pending = True
+        threading.Thread(target=self._refresh_cache, args=(index_cache.REFRESH_DELAY,),
+                         name="memory-index-cache", daemon=True).start()
+
+    def _refresh_cache(self, quiet: float = 0.0) -> None:
+        cache = self._cache
+        while quiet:
+            with cache.lock:
+                left = cache.last_activity + quiet - time.monotonic()
+                if left <= 0:
+                    cache.refresh_pending = False
+                    break
+            time.sleep(left)
+        with suppress(GraphError):
+            self._term_indexed_graph()
+        self._retire_cold()
+        snapshot = self._snapshot
+        if snapshot is None or not index_cache.worth_caching(snapshot.signature):
+            return
+        try:
+            data, signature = read_file(self._file)
+            if signature != snapshot.signature:
+                return  # changed meanwhile: the next load refreshes the cache
+            digest = index_cache.digest_of(data)
+            if (current := index_cache.ColdIndex.open(self._file, digest)) is not None:
+                current.close()
+                return  # another process made it already
+            graph = snapshot.graph if snapshot.graph.terms is not None else self._term_indexed_graph()
+            index_cache.build(self._file, graph, digest)
+        except Exception as error:  # the cache only saves time; the file is what counts
+            _log(f"The index cache {index_cache.cache_path(self._file)} could not be made ({error!r}).")
 
     def poll_external_change(self) -> bool:
         """True when another process changed the file since this store last reported (or saw) it.
@@ -249,11 +418,36 @@ class GraphStore:
             return
         if snapshot.graph is graph:
             self._snapshot = snapshot._replace(graph=indexed)
-        elif snapshot.graph.words is None:
-            # A write of this process landed meanwhile: the index is brought up to its graph.
+            # A graph one index could not be made for keeps that mark with the other index.
+            if self._unindexable is graph:
+                self._unindexable = indexed
+            if self._unrankable is graph:
+                self._unrankable = indexed
+        elif (snapshot.graph.words is None and indexed.words is not None) or (
+                snapshot.graph.terms is None and indexed.terms is not None):
+            # A write of this process landed meanwhile: the indexes are brought up to its graph.
             # (After a reload the graph is all new, and the next search or poll indexes it.)
             if (carried := rules.carry_word_index(indexed, snapshot.graph)) is not None:
                 self._snapshot = snapshot._replace(graph=carried)
+
+    def _term_indexed_graph(self) -> Graph:
+        """The graph with its word index and the ranking's index, made once per load."""
+        graph = self._indexed_graph()
+        if graph.terms is not None:
+            return graph
+        with self._indexing:
+            graph = self._graph()
+            if graph.terms is not None or graph is self._unrankable:
+                return graph
+            try:
+                indexed = rules.with_term_index(graph)
+            except Exception as error:  # MemoryError, or a fault of ours: each search by words makes its own
+                _log(f"Searches by words will be slow: their index could not be made ({error!r}).")
+                self._unrankable = graph
+                return graph
+            with self._loading:
+                self._publish_index(graph, indexed)
+            return indexed
 
     def _stat(self) -> Signature:
         try:
@@ -266,12 +460,18 @@ class GraphStore:
             data, signature = read_file(self._file)
         except OSError as error:
             raise GraphError(f"Cannot read the memory file {self._file}: {error.strerror}") from error
+        return self._load_bytes(data, signature, first=first)
+
+    def _load_bytes(self, data: bytes, signature: Signature, *, first: bool) -> Graph:
+        """Publishes the graph of `data`, the file's bytes with that signature (under _loading)."""
         with _collector_paused():
             graph = rules.graph_from_lines(decode_file(data))
         for message in describe_load(self._file, graph):
             _log(message)
         self._snapshot = _Snapshot(graph, signature, (data,))
         self._unreported_change = self._unreported_change or not first
+        if index_cache.worth_caching(signature):
+            self._schedule_cache_refresh()
         return graph
 
     def _write(self, operation: Callable[[Graph], Change], abandon: threading.Event | None = None) -> WriteResult:
@@ -354,6 +554,8 @@ class GraphStore:
         finally:
             if replaced is not None:
                 self._release(replaced)
+        if (snapshot := self._snapshot) is not None and index_cache.worth_caching(snapshot.signature):
+            self._schedule_cache_refresh()
         return WriteResult(value, True, notes)
 
     def _save(self, graph: Graph, pieces: Iterable[bytes], notes: list[str], check: Future[bool] | None) -> None:

@@ -142,14 +142,8 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
         return ToolResult([{"type": "text", "text": text} for text in texts], msgspec.Raw(result.json))
 
     def search(query: str, limit: int | None) -> dict[str, Any]:
-        found = store.search_nodes(query)
-        if limit is None or len(found["entities"]) <= limit:
-            return found
-        # Best first: the first `limit` entities, and the relations that touch them.
-        entities = found["entities"][:limit]
-        names = {entity["name"] for entity in entities}
-        return {"entities": entities,
-                "relations": [r for r in found["relations"] if r["from"] in names or r["to"] in names]}
+        # The store ranks and keeps the best `limit`, with the relations touching those.
+        return store.search_nodes(query, limit=limit)
 
     def skipped_note(outcome: WriteResult) -> list[str]:
         skipped = outcome.value.get("skipped")

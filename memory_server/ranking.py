@@ -1,0 +1,326 @@
+"""Words, word forms and a BM25-family ranking of entities, for queries no entity holds whole.
+
+Text is cut into terms: Unicode word runs (accented letters are letters; accents are folded
+away, so "cafe" finds "Café"), lower-cased, reduced to their stem by the Snowball English
+stemmer ("adopted" and "adoption" are both "adopt"). Text of scripts written without spaces
+(Chinese, Japanese) is cut into overlapping pairs of characters, so that any two characters of
+a query that stand together in an entity find it. English stop words are never terms.
+
+An entity's terms are counted per field: a term in the name counts :data:`NAME_WEIGHT` times,
+one in the entity type :data:`TYPE_WEIGHT` times, one in an observation once. Counts are
+integers and lengths too, so an index kept up to date write by write scores exactly as one
+built afresh.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, NamedTuple, Protocol
+
+FIELD_SEPARATOR: Final = "\x00"
+
+NAME_WEIGHT: Final = 3
+TYPE_WEIGHT: Final = 2
+FieldWeights = tuple[int, int]
+"""How many times a term counts in the name and in the entity type (once in an observation)."""
+FIELD_WEIGHTS: Final[FieldWeights] = (NAME_WEIGHT, TYPE_WEIGHT)
+
+_NO_SPACE_SCRIPTS: Final = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u31f0-\u31ff"
+# Runs of word characters (underscore separates words); a token mixing a no-space script with
+# other letters is split further when its terms are made (once per distinct token).
+_TOKEN: Final = re.compile(r"[^\W_]+")
+_PARTS: Final = re.compile(f"([{_NO_SPACE_SCRIPTS}]+)")
+_NO_SPACE: Final = re.compile(f"[{_NO_SPACE_SCRIPTS}]")
+
+STOP_WORDS: Final = frozenset("""
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its itself
+just me more most my myself no nor not now of off on once only or other our ours ourselves out
+over own same she should so some such than that the their theirs them themselves then there
+these they this those through to too under until up very was we were what when where which
+while who whom why will with would you your yours yourself yourselves s t d ll m re ve
+""".split())
+"""English words that carry no topic; they are not terms, so they never match on their own."""
+
+QUESTION_WORDS: Final = frozenset("""
+also any anything ever get got kind many much one ones something sort thing things way
+""".split())
+"""Words a question uses around its topic ("What kind of ...", "How many ..."): dropped from
+a query that has other words, since they would only pull in entities that share the phrasing."""
+
+
+def _fold(word: str) -> str:
+    """The word without accents ("café" -> "cafe"); ASCII words are returned as they are."""
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+class _Stems:
+    """Snowball English stems, remembered: a memory repeats its words a lot."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+        self._stemmer: Any = None
+
+    def __call__(self, word: str) -> str:
+        stem = self._known.get(word)
+        if stem is None:
+            if self._stemmer is None:
+                import Stemmer  # PyStemmer: Snowball in C; loaded with the first word
+
+                self._stemmer = Stemmer.Stemmer("english")
+            stem = self._stemmer.stemWord(word)
+            if len(self._known) > 1_000_000:
+                self._known.clear()
+            self._known[word] = stem
+        return stem
+
+
+stem: Final = _Stems()
+
+
+class _Terms:
+    """The terms of each distinct token, remembered: a memory repeats its words a lot."""
+
+    def __init__(self, stop_words: frozenset[str]) -> None:
+        self._stop_words = stop_words
+        self._known: dict[str, tuple[str, ...]] = {}
+
+    def __call__(self, token: str) -> tuple[str, ...]:
+        known = self._known.get(token)
+        if known is None:
+            known = self._terms_of(token)
+            if len(self._known) > 1_000_000:
+                self._known.clear()
+            self._known[token] = known
+        return known
+
+    def _terms_of(self, token: str) -> tuple[str, ...]:
+        word = _fold(token)
+        if not word.isascii() and _NO_SPACE.search(word):
+            found = (self._word_terms(part) for part in _PARTS.split(word) if part)
+            return tuple(dict.fromkeys(term for part in found for term in part))
+        return self._word_terms(word)
+
+    def _word_terms(self, word: str) -> tuple[str, ...]:
+        if _NO_SPACE.match(word):
+            if len(word) == 1:
+                return (word,)
+            return tuple(dict.fromkeys(word[at:at + 2] for at in range(len(word) - 1)))
+        if word in self._stop_words:
+            return ()
+        return (stem(word),)
+
+
+_index_terms: Final = _Terms(STOP_WORDS)
+_query_terms: Final = _Terms(STOP_WORDS | QUESTION_WORDS)
+
+
+def terms(text: str) -> list[str]:
+    """The terms of `text`, in order, repeats included."""
+    return [term for token in _TOKEN.findall(text.lower()) for term in _index_terms(token)]
+
+
+def query_terms(query: str, *, question_words: bool = True) -> list[str]:
+    """The distinct terms of a query, in order. Question words are dropped when others remain."""
+    tokens = _TOKEN.findall(query.lower())
+    if question_words and (topical := [term for token in tokens for term in _query_terms(token)]):
+        return list(dict.fromkeys(topical))
+    return list(dict.fromkeys(term for token in tokens for term in _index_terms(token)))
+
+
+def _token_counts(text: str, weights: FieldWeights) -> tuple[dict[str, int], int]:
+    """An entity's tokens of its search text (name, type, observations joined by the field
+    separator) with their weighted counts, and its length in tokens."""
+    lowered = text.lower()
+    name, _, rest = lowered.partition(FIELD_SEPARATOR)
+    entity_type, _, observations = rest.partition(FIELD_SEPARATOR)
+    tokens = _TOKEN.findall(observations)
+    counts = Counter(tokens)  # counted in C; only each distinct token goes through Python
+    name_tokens, type_tokens = _TOKEN.findall(name), _TOKEN.findall(entity_type)
+    for weight, field in zip(weights, (name_tokens, type_tokens), strict=True):
+        for token in field:
+            counts[token] += weight
+    return counts, len(tokens) + len(name_tokens) + len(type_tokens)
+
+
+def entity_terms(text: str, weights: FieldWeights = FIELD_WEIGHTS) -> tuple[dict[str, int], int]:
+    """The weighted term counts of an entity's search text and its length in tokens."""
+    counts, length = _token_counts(text, weights)
+    found: dict[str, int] = {}
+    for token, count in counts.items():
+        for term in _index_terms(token):
+            found[term] = found.get(term, 0) + count
+    return found, length
+
+
+TermChange = tuple[str, "str | None", "str | None"]
+"""An entity's name, its search text before (None: it is new) and after (None: it is gone)."""
+
+
+class TermIndex:
+    """Weighted term counts by term and entity name, and entity lengths. Never changed once made."""
+
+    __slots__ = ("postings", "lengths", "total", "weights")
+
+    def __init__(self, postings: Mapping[str, Mapping[str, int]], lengths: Mapping[str, int], total: int,
+                 weights: FieldWeights = FIELD_WEIGHTS) -> None:
+        self.postings = postings
+        self.lengths = lengths
+        self.total = total
+        self.weights = weights
+
+    @classmethod
+    def build(cls, texts: Iterable[tuple[str, str]], weights: FieldWeights = FIELD_WEIGHTS) -> TermIndex:
+        # Postings by token first (the work per entity stays in C as far as it can), then
+        # the tokens of one term are merged: far fewer distinct tokens than (token, entity) pairs.
+        by_token: dict[str, dict[str, int]] = {}
+        lengths: dict[str, int] = {}
+        total = 0
+        for name, text in texts:
+            counts, length = _token_counts(text, weights)
+            lengths[name] = length
+            total += length
+            for token, count in counts.items():
+                holders = by_token.get(token)
+                if holders is None:
+                    by_token[token] = {name: count}
+                else:
+                    holders[name] = count
+        postings: dict[str, dict[str, int]] = {}
+        shared: set[str] = set()  # terms whose dict is still a token's, maybe another term's too
+        for token, holders in by_token.items():
+            for term in _index_terms(token):
+                merged = postings.get(term)
+                if merged is None:
+                    postings[term] = holders
+                    shared.add(term)
+                    continue
+                if term in shared:
+                    merged = postings[term] = dict(merged)
+                    shared.discard(term)
+                for name, count in holders.items():
+                    merged[name] = merged.get(name, 0) + count
+        return cls(postings, lengths, total, weights)
+
+    def updated(self, changes: Iterable[TermChange]) -> TermIndex:
+        """The index after the changes (at most one per entity); this one stays as it was."""
+        changes = list(changes)
+        if not changes:
+            return self
+        postings = dict(self.postings)
+        lengths = dict(self.lengths)
+        total = self.total
+        owned: set[str] = set()
+        for name, before, after in changes:
+            if before is not None:
+                old, _ = entity_terms(before, self.weights)
+                total -= lengths.pop(name, 0)
+            else:
+                old = {}
+            new, length = entity_terms(after, self.weights) if after is not None else ({}, 0)
+            if after is not None:
+                lengths[name] = length
+                total += length
+            for term in old.keys() | new.keys():
+                if old.get(term) == new.get(term):
+                    continue
+                if term not in owned:
+                    # Dicts are copied, never edited: the index before this change may still be searched.
+                    postings[term] = dict(postings.get(term, {}))
+                    owned.add(term)
+                holders = postings[term]
+                assert isinstance(holders, dict)
+                if term in new:
+                    holders[name] = new[term]
+                else:
+                    holders.pop(name, None)
+                if not holders:
+                    del postings[term]
+                    owned.discard(term)
+        return TermIndex(postings, lengths, total, self.weights)
+
+
+class Terms(Protocol):
+    """What ranking reads of an index: a :class:`TermIndex`, or the same held on disk."""
+
+    @property
+    def postings(self) -> Mapping[str, Mapping[str, int]]: ...
+    @property
+    def lengths(self) -> Mapping[str, int]: ...
+    @property
+    def total(self) -> int: ...
+
+
+class Ranker(NamedTuple):
+    """How word matches are scored."""
+
+    k1: float = 1.2
+    """BM25's saturation of repeated terms."""
+    b: float = 0.75
+    """BM25's pull of an entity's length."""
+    coverage: float = 0.0
+    """How much an entity gains for holding more of the query's distinct terms, by their weight
+    (0: plain BM25, the sum of the terms' scores)."""
+    question_words: bool = False
+    """Whether question phrasing (:data:`QUESTION_WORDS`) is dropped from the query."""
+    phrase: float = 0.0
+    """How much an entity among the best :data:`RERANKED` gains for holding the query's
+    neighbouring terms side by side (stop words between them do not count), by their share."""
+
+
+RERANKED: Final = 100
+
+
+PLAIN: Final = Ranker()
+DEFAULT: Final = Ranker(k1=0.9, b=0.4, coverage=1.0, question_words=True, phrase=1.0)
+
+
+def rank(index: Terms, query: str, ranker: Ranker = DEFAULT,
+         text_of: Callable[[str], str] | None = None) -> dict[str, float]:
+    """Scores of the entities holding at least one of the query's terms (none: an empty dict).
+    `text_of` gives an entity's search text by name, for the phrase bonus."""
+    wanted = query_terms(query, question_words=ranker.question_words)
+    count = len(index.lengths)
+    if not wanted or not count:
+        return {}
+    k1, b = ranker.k1, ranker.b
+    average = index.total / count or 1.0
+    lengths = index.lengths
+    scores: dict[str, float] = {}
+    weights: dict[str, float] = {}
+    covered: dict[str, float] = {}
+    for term in wanted:
+        holders = index.postings.get(term)
+        if not holders:
+            continue
+        idf = math.log(1.0 + (count - len(holders) + 0.5) / (len(holders) + 0.5))
+        weights[term] = idf
+        for name, tf in holders.items():
+            norm = tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * lengths[name] / average))
+            scores[name] = scores.get(name, 0.0) + idf * norm
+            covered[name] = covered.get(name, 0.0) + idf
+    if ranker.coverage and weights:
+        whole = sum(weights.values())
+        for name in scores:
+            scores[name] *= (covered[name] / whole) ** ranker.coverage
+    if ranker.phrase and text_of is not None and len(wanted) > 1:
+        pairs = set(itertools.pairwise(wanted))
+        best = heapq.nlargest(RERANKED, scores.items(), key=_score_then_name)
+        for name, score in best:
+            found = set(itertools.pairwise(terms(text_of(name))))
+            scores[name] = score * (1.0 + ranker.phrase * len(pairs & found) / len(pairs))
+    return scores
+
+
+def _score_then_name(item: tuple[str, float]) -> tuple[float, str]:
+    return item[1], item[0]

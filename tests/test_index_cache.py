@@ -1,0 +1,227 @@
+"""The on-disk index cache: answers equal to the graph's, used only for the bytes it was made of,
+rebuilt whatever happens to it, private, and never needed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import HealthCheck, given, settings
+from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
+
+from memory_server import graph as rules
+from memory_server import index_cache
+from memory_server.graph import EMPTY
+from memory_server.records import decode_file, join_lines
+from memory_server.store import GraphStore
+
+WAIT = 60.0
+
+
+def entity(name: str, entity_type: str = "person", *observations: str) -> dict[str, Any]:
+    return {"name": name, "entityType": entity_type, "observations": list(observations)}
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.05)
+
+
+def fresh_cache(memory: Path) -> bool:
+    """The cache beside `memory` matches the file's bytes now."""
+    cold = index_cache.ColdIndex.open(memory, index_cache.digest_of(memory.read_bytes()))
+    if cold is None:
+        return False
+    cold.close()
+    return True
+
+
+# -- cold answers equal warm answers ------------------------------------------------------------
+
+WORDS = ["tea", "Teas", "adopted", "adoption", "the", "café", "北京", "dog", "x\x00y", "Zoë", "chess"]
+text = st.lists(st.sampled_from(WORDS), max_size=3).map(" ".join)
+items = st.lists(st.fixed_dictionaries({"name": st.sampled_from(["Ann", "Bob", "tea", "Dé", "e", "x\x00y", "n"]),
+                                        "entityType": st.sampled_from(["person", "Tea", ""]),
+                                        "observations": st.lists(text, max_size=3)}), max_size=7)
+queries = st.one_of(text, st.sampled_from(WORDS), st.text(alphabet="aeté北京 \x00", max_size=3))
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(items, st.data())
+def test_answers_from_the_cache_equal_answers_from_the_graph(tmp_path: Path, entities: list[dict[str, Any]],
+                                                            data: st.DataObject) -> None:
+    graph = rules.create_entities(EMPTY, entities).graph
+    names = list(graph.entities)
+    if names:
+        pairs = data.draw(st.lists(st.tuples(st.sampled_from(names), st.sampled_from(names)), max_size=4))
+        graph = rules.create_relations(graph, [{"from": a, "to": b, "relationType": "r"} for a, b in pairs]).graph
+        graph = rules.delete_entities(graph, data.draw(st.lists(st.sampled_from(names), max_size=1))).graph
+    memory = tmp_path / "memory.jsonl"
+    content = join_lines(rules.file_lines(graph))
+    memory.write_bytes(content)
+    # Made from the graph as a store holds it after writes, read back against the file's bytes.
+    index_cache.build(memory, graph, index_cache.digest_of(content))
+    cold = index_cache.ColdIndex.open(memory, index_cache.digest_of(content))
+    assert cold is not None
+    try:
+        loaded = rules.graph_from_lines(decode_file(content))
+        assert cold.read_graph() == rules.read_graph(loaded)
+        wanted = data.draw(st.lists(st.sampled_from([*names, "nobody"]), max_size=4))
+        assert cold.open_nodes(wanted) == rules.open_nodes(loaded, wanted)
+        for query in data.draw(st.lists(queries, min_size=1, max_size=4)):
+            for limit in (None, 1, 3):
+                answer = cold.search_nodes(query, limit)
+                if answer is None:
+                    assert "\x00" in query  # the one kind of query left to the graph
+                else:
+                    assert answer == rules.search_nodes(loaded, query, limit), (query, limit)
+    finally:
+        cold.close()
+
+
+def test_a_cache_is_only_used_for_the_bytes_it_was_made_of(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    graph = rules.create_entities(EMPTY, [entity("Ann", "person", "likes tea")]).graph
+    content = join_lines(rules.file_lines(graph))
+    memory.write_bytes(content)
+    index_cache.build(memory, graph, index_cache.digest_of(content))
+    assert index_cache.ColdIndex.open(memory, index_cache.digest_of(content + b"\n")) is None
+    assert index_cache.cache_path(memory).stat().st_mode & 0o777 == 0o600
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["memory.jsonl", "memory.jsonl.index"]
+
+
+# -- the store and its cache --------------------------------------------------------------------
+
+
+def big_memory(memory: Path) -> list[dict[str, Any]]:
+    """A memory file large enough to be worth a cache, written by a store."""
+    entities = [entity(f"person {n}", "person", f"Observation about person {n}: enjoys tea and chess " * 3,
+                       "Mentioned the Zephyr initiative" if n % 100 == 0 else "Plays the cello")
+                for n in range(4500)]
+    store = GraphStore(memory, lock_timeout=WAIT)
+    store.create_entities(entities)
+    assert memory.stat().st_size >= index_cache.WORTH_CACHING
+    wait_for(lambda: fresh_cache(memory), "the cache of a new memory")
+    return entities
+
+
+ASKED: list[tuple[str, Any]] = [
+    ("search_nodes", "zephyr"),
+    ("search_nodes", "Who plays the cello, person 7?"),
+    ("open_nodes", ["person 1", "person 4499", "nobody"]),
+    ("read_graph", None),
+]
+
+
+def answers(store: GraphStore) -> list[dict[str, Any]]:
+    return [getattr(store, tool)(*([] if argument is None else [argument])) for tool, argument in ASKED]
+
+
+def warm_answers(memory: Path) -> list[dict[str, Any]]:
+    """The answers of the graph itself, after the store has loaded it (its cache then unused)."""
+    store = GraphStore(memory)
+    store._cache.done = True  # the graph answers
+    return answers(store)
+
+
+def test_a_new_store_answers_from_a_matching_cache_exactly_as_from_the_file(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    big_memory(memory)
+    cold = GraphStore(memory)
+    first = cold.search_nodes("zephyr")
+    assert cold._cache.answered == 1, "the cache matched the file and answered"
+    assert [item["name"] for item in first["entities"]][:2] == ["person 0", "person 100"]
+    assert [first, *answers(cold)[1:]] == warm_answers(memory)
+    # Loaded meanwhile; until its ranking index is made, the cache still ranks searches by words.
+    wait_for(lambda: cold._cache.done, "the graph loaded off the request path")
+    assert answers(cold) == warm_answers(memory)
+
+
+@pytest.mark.parametrize("damage", ["delete", "truncate", "corrupt", "empty"])
+def test_a_damaged_cache_is_not_used_and_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    memory = tmp_path / "memory.jsonl"
+    big_memory(memory)
+    expected = warm_answers(memory)
+    cache = index_cache.cache_path(memory)
+    if damage == "delete":
+        cache.unlink()
+    elif damage == "truncate":
+        with cache.open("r+b") as file:
+            file.truncate(cache.stat().st_size // 2)
+    elif damage == "corrupt":
+        with cache.open("r+b") as file:
+            file.seek(4096)
+            file.write(os.urandom(65536))
+    else:
+        cache.write_bytes(b"")
+    store = GraphStore(memory)
+    assert answers(store) == expected
+    wait_for(lambda: fresh_cache(memory), "the rebuilt cache")
+    assert answers(GraphStore(memory)) == expected
+    assert cache.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_cache_made_stale_by_another_process_is_not_used_and_is_rebuilt(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    big_memory(memory)
+    writer = ("import sys; from memory_server.store import GraphStore; "
+              "GraphStore(sys.argv[1]).add_observations([{'entityName': 'person 7', 'contents': ['zephyr fan']}])")
+    subprocess.run([sys.executable, "-c", writer, str(memory)], check=True, timeout=WAIT)
+    store = GraphStore(memory)
+    found = store.search_nodes("zephyr")
+    assert "person 7" in [item["name"] for item in found["entities"]]
+    assert [found, *answers(store)[1:]] == warm_answers(memory)
+    wait_for(lambda: fresh_cache(memory), "the cache of the changed file")
+
+
+def test_a_rewrite_that_keeps_size_inode_and_time_is_caught_by_content(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    big_memory(memory)
+    before = os.stat(memory)
+    content = memory.read_bytes()
+    # A plain writer (no server, no lock) changes one letter in place and puts the time back.
+    changed = content.replace(b"Plays the cello", b"Plays the cellO", 1)
+    assert len(changed) == len(content) and changed != content
+    with memory.open("r+b") as file:
+        file.write(changed)
+    os.utime(memory, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(memory)
+    assert (after.st_size, after.st_ino, after.st_mtime_ns) == (before.st_size, before.st_ino, before.st_mtime_ns)
+    store = GraphStore(memory)
+    assert answers(store) == warm_answers(memory)
+    assert store.search_nodes("cellO")["entities"][0]["observations"][1] == "Plays the cellO"
+    wait_for(lambda: fresh_cache(memory), "the cache of the rewritten file")
+
+
+def test_writes_keep_the_cache_up_to_date_and_answers_follow_the_file(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    big_memory(memory)
+    store = GraphStore(memory)
+    assert store.search_nodes("zephyr")["entities"]
+    store.create_entities([entity("Quinn", "person", "Zephyr initiative lead")])
+    assert store.search_nodes("Quinn")["entities"] == [entity("Quinn", "person", "Zephyr initiative lead")]
+    wait_for(lambda: fresh_cache(memory), "the cache after a write")
+    assert answers(GraphStore(memory)) == warm_answers(memory)
+
+
+def test_a_server_started_on_a_cached_memory_answers_as_the_file_says(memory_servers: MemoryServers, era: str,
+                                                                      tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    big_memory(memory)
+    expected = warm_answers(memory)
+    client = memory_servers.client(era, memory)
+    # Small answers only: a long one may come in pages.
+    assert client.ok("search_nodes", {"query": "zephyr"}) == expected[0]
+    assert client.ok("open_nodes", {"names": ["person 1", "person 4499", "nobody"]}) == expected[2]
+    client.ok("add_observations", {"observations": [{"entityName": "person 1", "contents": ["zephyr too"]}]})
+    assert "person 1" in [item["name"] for item in client.ok("search_nodes", {"query": "zephyr"})["entities"]]

@@ -1,0 +1,230 @@
+"""search_nodes ranks: a query some entities hold whole finds exactly those (the reference's rule),
+best first; any other query is taken as words, matched by stem, and ranked by a BM25-family score."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import hypothesis.strategies as st
+from hypothesis import given, settings
+from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
+
+from memory_server import graph as rules
+from memory_server import ranking
+from memory_server.graph import EMPTY, Graph
+from memory_server.records import decode_file, join_lines
+from memory_server.store import GraphStore
+
+Entity = dict[str, Any]
+
+
+def entity(name: str, entity_type: str = "person", *observations: str) -> Entity:
+    return {"name": name, "entityType": entity_type, "observations": list(observations)}
+
+
+def build(*entities: Entity, relations: list[dict[str, str]] | None = None) -> Graph:
+    graph = rules.create_entities(EMPTY, list(entities)).graph
+    return rules.create_relations(graph, relations).graph if relations else graph
+
+
+def names(result: dict[str, Any]) -> list[str]:
+    return [item["name"] for item in result["entities"]]
+
+
+def reloaded(graph: Graph) -> Graph:
+    return rules.graph_from_lines(decode_file(join_lines(rules.file_lines(graph))))
+
+
+# -- the model: the reference's substring rule ---------------------------------------------------
+
+# Words that share stems, stop words, accents, a no-space script, punctuation: queries hit
+# whole, hit by word, or miss.
+WORDS = ["tea", "teas", "Tea", "adopted", "adoption", "the", "what", "café", "cafe", "北京", "大学", "dog",
+         "dogs,", "a", "x_y", "did", "Zoë"]
+text = st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join)
+graphs = st.lists(st.fixed_dictionaries({"name": st.sampled_from(["Ann", "Bob", "Tea Co", "dog", "Dé", "e"]),
+                                         "entityType": st.sampled_from(["person", "Tea", "place", ""]),
+                                         "observations": st.lists(text, max_size=3)}), max_size=6)
+queries = st.one_of(text, st.sampled_from(WORDS), st.text(alphabet="ateoé北京 ,", max_size=4))
+
+
+def substring_matches(items: list[Entity], query: str) -> list[str]:
+    needle = query.lower()
+    return [item["name"] for item in items
+            if any(needle in part.lower() for part in (item["name"], item["entityType"], *item["observations"]))]
+
+
+def touching(graph: Graph, found: list[str]) -> list[dict[str, str]]:
+    return [edge for edge in rules.read_graph(graph)["relations"] if edge["from"] in found or edge["to"] in found]
+
+
+@settings(max_examples=300)
+@given(graphs, queries, st.data())
+def test_a_query_some_entities_hold_whole_finds_exactly_those(items: list[Entity], query: str,
+                                                              data: st.DataObject) -> None:
+    graph = build(*items)
+    stored = rules.read_graph(graph)["entities"]
+    if len(stored) >= 2:
+        pairs = data.draw(st.lists(st.tuples(st.sampled_from(stored), st.sampled_from(stored)), max_size=3))
+        graph = rules.create_relations(graph, [{"from": a["name"], "to": b["name"], "relationType": "r"}
+                                               for a, b in pairs]).graph
+    expected = substring_matches(stored, query)
+    result = rules.search_nodes(graph, query)
+    if expected:
+        assert sorted(names(result)) == sorted(expected)
+    else:
+        # Taken as words: only entities sharing a term with the query, each once.
+        wanted = set(ranking.query_terms(query))
+        assert len(set(names(result))) == len(names(result))
+        for item in result["entities"]:
+            held = set(ranking.terms(" ".join((item["name"], item["entityType"], *item["observations"]))))
+            assert wanted & held, (query, item)
+    assert result["relations"] == touching(graph, names(result))
+    for limit in (1, 2, 5):
+        limited = rules.search_nodes(graph, query, limit)
+        assert limited["entities"] == result["entities"][:limit]
+        assert limited["relations"] == touching(graph, names(limited))
+
+
+@settings(max_examples=200)
+@given(graphs, graphs, queries)
+def test_ranking_is_the_same_for_an_index_kept_up_to_date_and_one_built_afresh(
+        first: list[Entity], more: list[Entity], query: str) -> None:
+    kept = rules.with_term_index(build(*first))
+    for operation, argument in (
+            (rules.create_entities, more),
+            (rules.add_observations, [{"entityName": item["name"], "contents": ["adopted dogs", query]}
+                                      for item in more]),
+            (rules.delete_observations, [{"entityName": item["name"], "observations": item["observations"][:1]}
+                                         for item in first]),
+            (rules.delete_entities, [item["name"] for item in first[:1]])):
+        kept = operation(kept, argument).graph
+    assert kept.terms is not None
+    fresh = reloaded(kept)
+    assert fresh.terms is None
+    answer = rules.search_nodes(kept, query)
+    assert answer == rules.search_nodes(fresh, query) == rules.search_nodes(rules.with_term_index(fresh), query)
+    assert rules.search_nodes(kept, query) == answer  # and the same again
+    assert ranking.rank(kept.terms, query) == ranking.rank(ranking.TermIndex.build(
+        (name, node.text) for name, node in fresh.entities.items()), query)
+
+
+# -- whole-query matches, best first -------------------------------------------------------------
+
+
+def test_whole_query_matches_rank_name_then_type_then_observations_ties_in_graph_order() -> None:
+    graph = build(entity("note", "thing", "about tea"), entity("teapot", "thing"), entity("Bob", "tea lover"),
+                  entity("steam", "thing"), entity("tea", "drink"), entity("other", "thing", "tea, tea and tea"),
+                  entity("late", "thing", "tea"))
+    assert names(rules.search_nodes(graph, "TEA")) == ["tea", "teapot", "steam", "Bob", "other", "note", "late"]
+
+
+def test_a_blank_query_matches_everything_in_graph_order() -> None:
+    graph = build(entity("b"), entity("a", "thing", "a a a"))
+    assert names(rules.search_nodes(graph, "")) == ["b", "a"]
+    assert names(rules.search_nodes(graph, " ")) == ["a"]  # the only field holding a space
+
+
+# -- queries taken as words ----------------------------------------------------------------------
+
+CAROLINE = build(
+    entity("Caroline", "person", "lives in Boston"),
+    entity("Melanie", "person", "paints landscapes", "went camping with Caroline"),
+    entity("turn-1", "dialog_turn", "Caroline: I researched adoption agencies last week"),
+    entity("turn-2", "dialog_turn", "Melanie: what did you think of the film?"),
+    entity("turn-3", "dialog_turn", "Caroline: my dogs love the park"),
+    relations=[{"from": "Caroline", "to": "Melanie", "relationType": "knows"}])
+
+
+def test_a_natural_question_finds_the_entities_that_answer_it_first() -> None:
+    assert names(rules.search_nodes(CAROLINE, "What did Caroline research?"))[0] == "turn-1"
+    assert names(rules.search_nodes(CAROLINE, "Caroline adopted"))[0] == "turn-1"
+    assert names(rules.search_nodes(CAROLINE, "which dog does Caroline have"))[0] == "turn-3"
+
+
+def test_word_forms_match_by_stem() -> None:
+    assert names(rules.search_nodes(CAROLINE, "adopting")) == ["turn-1"]
+    assert names(rules.search_nodes(CAROLINE, "dog")) == ["turn-3"]  # "dog" is in no text whole... but "dogs" holds it
+    assert names(rules.search_nodes(CAROLINE, "painted camps")) == ["Melanie"]
+
+
+def test_stop_words_never_match_on_their_own() -> None:
+    assert rules.search_nodes(CAROLINE, "what did they do") == {"entities": [], "relations": []}
+    assert rules.search_nodes(CAROLINE, "was it them?") == {"entities": [], "relations": []}
+    # Held whole, a stop word is still found as the reference finds it.
+    assert names(rules.search_nodes(CAROLINE, "what did")) == ["turn-2"]
+
+
+def test_a_query_sharing_no_word_with_the_memory_finds_nothing() -> None:
+    assert rules.search_nodes(CAROLINE, "quantum chromodynamics lecture") == {"entities": [], "relations": []}
+    assert rules.search_nodes(CAROLINE, "?!") == {"entities": [], "relations": []}
+
+
+def test_relations_of_word_matches_touch_a_returned_entity() -> None:
+    result = rules.search_nodes(CAROLINE, "Boston painting")
+    assert names(result) == ["Caroline", "Melanie"] or names(result) == ["Melanie", "Caroline"]
+    assert result["relations"] == [{"from": "Caroline", "to": "Melanie", "relationType": "knows"}]
+    assert rules.search_nodes(CAROLINE, "Boston painting", limit=1)["relations"] == result["relations"]
+
+
+def test_a_name_hit_outranks_an_observation_hit_and_more_query_words_outrank_fewer() -> None:
+    graph = build(entity("notes", "thing", "Paris is lovely"), entity("Paris", "city"),
+                  entity("trip", "thing", "Paris trip in spring"))
+    assert names(rules.search_nodes(graph, "Paris in May")) == ["Paris", "notes", "trip"]
+    assert names(rules.search_nodes(graph, "spring Paris visit"))[0] == "trip"
+
+
+def test_words_are_unicode_and_accents_fold() -> None:
+    graph = build(entity("Zoë", "person", "runs the Café on Ærø"), entity("Zoe2", "person", "drinks cafe au lait"))
+    assert names(rules.search_nodes(graph, "zoë café"))[0] == "Zoë"
+    assert set(names(rules.search_nodes(graph, "cafés nearby"))) == {"Zoë", "Zoe2"}
+    assert names(rules.search_nodes(graph, "ærø island")) == ["Zoë"]
+
+
+def test_text_without_spaces_matches_by_its_characters() -> None:
+    graph = build(entity("李明", "person", "在北京大学读书"), entity("王芳", "person", "住在上海"))
+    assert names(rules.search_nodes(graph, "北京")) == ["李明"]  # a substring, as the reference finds it
+    assert names(rules.search_nodes(graph, "我想去北京玩")) == ["李明"]  # no entity holds it whole
+    assert names(rules.search_nodes(graph, "上海和北京")) == ["王芳", "李明"] or names(
+        rules.search_nodes(graph, "上海和北京")) == ["李明", "王芳"]
+    assert rules.search_nodes(graph, "东京") == {"entities": [], "relations": []}
+
+
+def test_terms() -> None:
+    assert ranking.terms("What did Caroline research about Adoption? Dogs, café; x_y 北京大学") == [
+        "carolin", "research", "adopt", "dog", "cafe", "x", "y", "北京", "京大", "大学"]
+    assert ranking.query_terms("What kind of dogs does Maria have? Dogs!") == ["dog", "maria"]
+    assert ranking.query_terms("how many") == ["mani"]  # a question of nothing but question words keeps them
+
+
+# -- through the store ---------------------------------------------------------------------------
+
+
+def test_the_store_ranks_with_a_limit_and_keeps_its_index_through_writes_and_reloads(tmp_path: Path) -> None:
+    path = tmp_path / "memory.jsonl"
+    store = GraphStore(path)
+    store.create_entities([entity("Maria", "person", "adopted a dog named Rex"),
+                           entity("Rex", "dog", "likes the beach")])
+    assert names(store.search_nodes("Which dogs did Maria adopt?")) == ["Maria", "Rex"]
+    assert names(store.search_nodes("Which dogs did Maria adopt?", limit=1)) == ["Maria"]
+    store.add_observations([{"entityName": "Rex", "contents": ["adopted by Maria, Maria's dog"]}])
+    answer = store.search_nodes("Which dogs did Maria adopt?")
+    assert sorted(names(answer)) == ["Maria", "Rex"]
+    other = GraphStore(path)  # another process's view, read from the file
+    assert other.search_nodes("Which dogs did Maria adopt?") == answer
+    other.delete_entities(["Rex"])
+    assert names(store.search_nodes("Which dogs did Maria adopt?")) == ["Maria"]
+
+
+def test_a_question_sent_to_the_server_finds_by_words_best_first(memory_servers: MemoryServers, era: str,
+                                                                 tmp_path: Path) -> None:
+    client = memory_servers.client(era, tmp_path / "memory.jsonl")
+    client.ok("create_entities", {"entities": [entity("Caroline", "person", "lives in Boston"),
+                                               entity("turn-1", "dialog_turn", "Caroline: I researched adoption"),
+                                               entity("turn-2", "dialog_turn", "Melanie: the film was long")]})
+    client.ok("create_relations", {"relations": [{"from": "turn-1", "to": "Caroline", "relationType": "said_by"}]})
+    found = client.ok("search_nodes", {"query": "What did Caroline research?"})
+    assert names(found) == ["turn-1", "Caroline"]
+    assert found["relations"] == [{"from": "turn-1", "to": "Caroline", "relationType": "said_by"}]
+    assert client.ok("search_nodes", {"query": "What did they do?"}) == {"entities": [], "relations": []}
