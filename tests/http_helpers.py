@@ -89,9 +89,9 @@ class HttpServers:
         self.started: list[HttpServerProcess] = []
 
     def memory(self, memory_file: Path, *, token: str | None = None, args: tuple[str, ...] = (),
-               ready: bool = True) -> HttpServerProcess:
+               ready: bool = True, extra_env: dict[str, str] | None = None) -> HttpServerProcess:
         port = free_port()
-        env = server_environment(memory_file)
+        env = {**server_environment(memory_file), **(extra_env or {})}
         env.pop("MCP_MEMORY_HTTP_TOKEN", None)
         if token:
             env["MCP_MEMORY_HTTP_TOKEN"] = token

@@ -398,7 +398,8 @@ async def test_fifty_clients_writing_at_once_lose_nothing(http_servers: HttpServ
 def test_a_reader_that_stops_slows_only_its_own_responses(http_servers: HttpServers, tmp_path: Path) -> None:
     memory_file = tmp_path / "memory.jsonl"
     GraphStore(memory_file).create_entities([entity(f"entity-{n:05d}" + "-padding" * 20) for n in range(5000)])
-    server = http_servers.memory(memory_file)
+    # Whole graphs, not pages: the answer budget would cut each to a few hundred KB.
+    server = http_servers.memory(memory_file, extra_env={"MEMORY_ANSWER_BUDGET": str(1 << 40)})
     body = json.dumps(modern_request(1, "tools/call", {"name": "read_graph", "arguments": {}})).encode()
     head = "".join(f"{k}: {v}\r\n" for k, v in modern_headers("tools/call", "read_graph").items())
     raw = (f"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n{head}content-length: {len(body)}\r\n\r\n").encode() + body
