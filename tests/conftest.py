@@ -429,3 +429,17 @@ EXAMPLE_SERVER = REPO / "tests" / "example_server.py"
 @pytest.fixture
 def example_server(stdio_process: Any) -> StdioProcess:
     return stdio_process(EXAMPLE_SERVER)
+
+
+@pytest.fixture
+def children() -> Iterator[list[subprocess.Popen[str]]]:
+    """Processes a test starts (append them): killed if still running, and reaped, at its end."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.wait(60)
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()

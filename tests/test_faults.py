@@ -14,7 +14,6 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,19 +57,6 @@ def create(client: MemoryClient, *names: str) -> dict[str, Any]:
 def error_text(result: dict[str, Any]) -> str:
     assert result.get("isError") is True, f"expected a tool error: {result}"
     return "\n".join(texts(result))
-
-
-@pytest.fixture
-def children() -> Iterator[list[subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.wait(30)
-        for stream in (process.stdin, process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
 
 
 def python(code: str, *args: str) -> subprocess.Popen[str]:

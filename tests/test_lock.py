@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,19 +50,6 @@ def finish(process: subprocess.Popen[str]) -> None:
     process.stdin.write("done\n")
     process.stdin.flush()
     assert process.wait(WAIT) == 0, process.communicate()[1]
-
-
-@pytest.fixture
-def children() -> Iterator[list[subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.wait(WAIT)
-        for stream in (process.stdin, process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
 
 
 def a_gone_pid() -> int:

@@ -11,7 +11,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -90,19 +89,6 @@ def expect_line(process: subprocess.Popen[str], expected: str) -> None:
     assert process.stdout is not None
     line = process.stdout.readline().strip()
     assert line == expected, f"expected {expected!r}, got {line!r}; stderr: {line != expected and stderr_of(process)}"
-
-
-@pytest.fixture
-def children() -> Iterator[list[subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.wait(WAIT)
-        for stream in (process.stdin, process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
 
 
 def mode(path: Path) -> int:
