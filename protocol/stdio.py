@@ -1,7 +1,9 @@
-"""The only code that touches streams: stdin and stdout as daemon threads, signals, shutdown.
+"""The only code that touches streams: stdin, stdout, signals, shutdown.
 
-Blocking reads and writes live in daemon threads so that a peer that stops reading,
-or never closes its end, can never keep the process alive past shutdown.
+Nothing that can block runs on the event loop: a pipe (or socket) on stdin is read by the loop
+only once it has data, anything else by a daemon thread; an answer is written by the loop only
+when it surely fits the empty stdout pipe, otherwise by a daemon thread. So a peer that stops
+reading, or never closes its end, can never keep the process alive past shutdown.
 """
 
 from __future__ import annotations
