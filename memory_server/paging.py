@@ -18,15 +18,12 @@ import base64
 import hashlib
 import hmac
 import itertools
-import operator
 import secrets
 import struct
 import threading
-from bisect import bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
 from operator import itemgetter
 from typing import Any, Final
 
@@ -196,18 +193,20 @@ def take_fitting(units: list[Any], start: int, stop: int, room: int) -> tuple[li
     while index < stop:
         chunk = units[index:min(stop, index + guess)]
         blob = _encoder.encode_lines(chunk)
-        # JSON escapes every newline inside strings, so each newline ends one unit.
-        lines = blob.split(b"\n")
-        lines.pop()
-        ends = list(map(operator.add, accumulate(map(len, lines)), itertools.count(1)))
-        fitting = bisect_right(ends, room - used)
-        if fitting:
-            pieces.append(blob[:ends[fitting - 1] - 1])
-            used += ends[fitting - 1]
-            index += fitting
-        if fitting < len(chunk):
-            break
-        guess = max(8, int((room - used) * len(chunk) / ends[-1]) + 2)
+        # JSON escapes every newline inside strings, so each newline ends one unit, and a unit
+        # with its comma takes as many bytes as its line with the newline.
+        if len(blob) <= room - used:
+            pieces.append(blob[:-1])
+            used += len(blob)
+            index += len(chunk)
+            guess = max(8, int((room - used) * len(chunk) / len(blob)) + 2)
+            continue
+        end = blob.rfind(b"\n", 0, room - used) + 1  # after the last unit that fits; 0: none does
+        if end:
+            pieces.append(blob[:end - 1])
+            used += end
+            index += blob.count(b"\n", 0, end)
+        break
     return pieces, index, used
 
 

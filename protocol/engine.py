@@ -102,15 +102,17 @@ class Peer:
             listen.closing.set()
 
     def context(self, request: Request, era: Era | None) -> RequestContext:
-        version, info, capabilities = self.protocol_version, self.client_info, self.client_capabilities
-        if era is Era.MODERN:
-            meta = request.params.get("_meta")
-            meta = meta if isinstance(meta, dict) else {}
-            version = meta.get(PROTOCOL_VERSION)
-            info = meta.get(CLIENT_INFO) if isinstance(meta.get(CLIENT_INFO), dict) else None
-            capabilities = meta.get(CLIENT_CAPABILITIES)
-        return RequestContext(request.id, request.method, era, version, info, capabilities,
+        return RequestContext(request.id, request.method, era, *self.identity(request, era),
                               self.transport, self.session_id)
+
+    def identity(self, request: Request, era: Era | None) -> tuple[str | None, dict[str, Any] | None, Any]:
+        """The protocol version, client info and client capabilities that `request` is served under."""
+        if era is not Era.MODERN:
+            return self.protocol_version, self.client_info, self.client_capabilities
+        meta = request.params.get("_meta")
+        meta = meta if isinstance(meta, dict) else {}
+        info = meta.get(CLIENT_INFO)
+        return meta.get(PROTOCOL_VERSION), info if isinstance(info, dict) else None, meta.get(CLIENT_CAPABILITIES)
 
     async def listen(self, request_id: RequestId, filters: dict[str, Any]) -> None:
         """Acknowledge a subscription, deliver to it until it is closed, then return."""
@@ -147,7 +149,9 @@ async def respond(peer: Peer, request: Request,
         if context is None:
             context = peer.context(request, era)
         else:
-            _fill(context, peer.context(request, era))
+            # A context made before the era was known (to be cancellable early) learns what the peer knows.
+            context.era = era
+            context.protocol_version, context.client_info, context.client_capabilities = peer.identity(request, era)
         reply = await method.handler(peer, Call(request.id, request.method, request.params, era, context))
         peer.eras.served(era)
         return encode_result(request.id, stamp(era, reply.result, reply.cache, peer.server.info)), None
@@ -156,10 +160,3 @@ async def respond(peer: Peer, request: Request,
     except Exception:
         log.exception("internal error while serving %s", request.method)
         return encode_error(request.id, ProtocolError(INTERNAL_ERROR, "Internal error")), INTERNAL_ERROR
-
-
-def _fill(context: RequestContext, known: RequestContext) -> None:
-    """A context made before the era was known (to be cancellable early) learns what the peer knows."""
-    for name in ("era", "protocol_version", "client_info", "client_capabilities"):
-        setattr(context, name, getattr(known, name))
-

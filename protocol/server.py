@@ -70,9 +70,11 @@ class Tool:
     annotations: dict[str, Any] | None = None
     _validator: Any = field(default=None, repr=False)
     takes_context: bool = field(default=False, init=False)
+    _accepts: Callable[[Any], bool] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.takes_context = wants_context(self.handler)
+        self._accepts = _quick_check(self.input_schema)
 
     def describe(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": self.name}
@@ -88,6 +90,9 @@ class Tool:
 
     def argument_errors(self, arguments: dict[str, Any]) -> list[str]:
         """Why `arguments` break the input schema, one line per violation, offending path first."""
+        # Arguments that plainly fit a plain schema need no validator; anything else gets jsonschema's word.
+        if self._accepts is not None and self._accepts(arguments):
+            return []
         if self._validator is None:
             # jsonschema is slow to import: pay for it on the first call, not at start-up
             from jsonschema import Draft202012Validator, validators
@@ -213,3 +218,70 @@ class Server:
 def _json_path(path: Any) -> str:
     parts = list(path)
     return "/" + "/".join(str(part) for part in parts) if parts else "the top level"
+
+
+# -- a quick yes for plain schemas --------------------------------------------------------------------
+
+_PLAIN_TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda value: isinstance(value, dict),
+    "array": lambda value: isinstance(value, list),
+    "string": lambda value: isinstance(value, str),
+    "boolean": lambda value: isinstance(value, bool),
+    # An integral float (2.0) is an integer to JSON Schema: that rarer case is left to jsonschema.
+    "integer": lambda value: isinstance(value, int) and not isinstance(value, bool),
+    "number": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
+}
+_ANNOTATIONS = frozenset({"description", "title", "examples", "default", "deprecated", "readOnly", "writeOnly"})
+_PLAIN_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "items", "minimum"}) | _ANNOTATIONS
+
+
+def _quick_check(schema: Any) -> Callable[[Any], bool] | None:
+    """A predicate that is True only for values the schema surely accepts, or None when the schema
+    uses more than this knows (then jsonschema always decides). Tool calls are mostly valid, and a
+    validator walk costs more than the call itself for a page of a read; a False sends the value to
+    jsonschema, so every error is reported exactly as before."""
+    if not isinstance(schema, dict) or not schema.keys() <= _PLAIN_KEYWORDS:
+        return None
+    checks: list[Callable[[Any], bool]] = []
+    kind = schema.get("type")
+    if kind is not None:
+        if not isinstance(kind, str) or kind not in _PLAIN_TYPES:
+            return None
+        checks.append(_PLAIN_TYPES[kind])
+    if "minimum" in schema:
+        minimum = schema["minimum"]
+        if kind not in ("integer", "number") or isinstance(minimum, bool) or not isinstance(minimum, (int, float)):
+            return None
+        checks.append(lambda value: value >= minimum)
+    if "properties" in schema or "required" in schema or "additionalProperties" in schema:
+        if kind != "object":
+            return None
+        properties = schema.get("properties", {})
+        required = schema.get("required", [])
+        closed = schema.get("additionalProperties", True)
+        if (not isinstance(properties, dict) or not isinstance(required, list)
+                or not all(isinstance(name, str) for name in required) or not isinstance(closed, bool)):
+            return None
+        inner: dict[str, Callable[[Any], bool]] = {}
+        for name, sub in properties.items():
+            if (check := _quick_check(sub)) is None:
+                return None
+            inner[name] = check
+        known = properties.keys()
+
+        def fits_object(value: dict[str, Any]) -> bool:
+            if any(name not in value for name in required):
+                return False
+            if not closed and not value.keys() <= known:
+                return False
+            return all(check(value[name]) for name, check in inner.items() if name in value)
+        checks.append(fits_object)
+    if "items" in schema:
+        if kind != "array":
+            return None
+        item = _quick_check(schema["items"])
+        if item is None:
+            return None
+        checks.append(lambda value: all(map(item, value)))
+    # Each check after the first may assume the type holds, as they come in that order.
+    return lambda value: all(check(value) for check in checks)
