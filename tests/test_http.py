@@ -427,9 +427,7 @@ def test_a_reader_that_stops_slows_only_its_own_responses(http_servers: HttpServ
                 raise AssertionError((stalled.index(connection), len(received), length, server.stderr)) from None
             assert chunk, ("the connection closed before the whole answer arrived", len(received), length)
             received += chunk
-        # read_graph pages a memory this large: the whole answer is its first page.
-        page = json.loads(received)["result"]["structuredContent"]
-        assert page["entities"][0]["name"].startswith("entity-00000-") and "nextCursor" in page
+        assert len(json.loads(received)["result"]["structuredContent"]["entities"]) >= 5000
         connection.close()
 
 
