@@ -164,6 +164,7 @@ class GraphStore:
         self._indexing = threading.Lock()
         self._unindexable: Graph | None = None  # the graph whose index failed, not to be tried again
         self._unrankable: Graph | None = None  # the same for the ranking's index
+        self._index_pending: Graph | None = None  # the graph whose word index a thread is about to make
         # Frees the replaced memory file while the answer goes out (see hold_open).
         self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
         # Compares the file with the bytes last read or written while a write works out its change.
@@ -184,7 +185,7 @@ class GraphStore:
         self._cache.last_activity = time.monotonic()
         if (answer := self._cold_answer(lambda cold: cold.search_nodes(query, limit))) is not None:
             return answer
-        graph = self._indexed_graph()
+        graph = self._searchable_graph()
         matched = rules.contains_query(graph, query)
         if matched is None:
             # Only a search by words needs the ranking's index, made on its first use (or when
@@ -200,6 +201,28 @@ class GraphStore:
         if (answer := self._cold_answer(lambda cold: cold.open_nodes(names))) is not None:
             return answer
         return rules.open_nodes(self._graph(), names)
+
+    def _searchable_graph(self) -> Graph:
+        """The graph for a search by the whole query: with its word index when it has one. Just
+        after a load it has none yet, and one scan of every entity costs far less than making the
+        index (a new process's first answer waits for it): the search scans, and the index is made
+        off the request path (a poll of the watcher makes it too)."""
+        graph = self._graph()
+        if graph.words is None and graph is not self._unindexable:
+            self._index_soon(graph)
+        return graph
+
+    def _index_soon(self, graph: Graph) -> None:
+        with self._loading:
+            if self._index_pending is graph:
+                return
+            self._index_pending = graph
+        threading.Thread(target=self._index_later, name="memory-word-index", daemon=True).start()
+
+    def _index_later(self) -> None:
+        time.sleep(index_cache.WARM_UP_DELAY)  # until the answer that asked for it is out
+        with suppress(GraphError):
+            self._indexed_graph()
 
     def _cold_answer(self, ask: Callable[[index_cache.ColdIndex], dict[str, Any] | None]) -> dict[str, Any] | None:
         """The answer from the on-disk cache until the graph and its indexes are ready, or None:
@@ -231,8 +254,10 @@ class GraphStore:
         cache = self._cache
         cold = index_cache.ColdIndex.open(self._file, None)
         if cold is None:
+            # The graph answers: this call loads it. The warm-up (the word index, then the end of
+            # the cold path) waits until the answer is out rather than share the interpreter with it.
             if index_cache.worth_caching(stat_signature(self._file)):
-                self._start_warm_up(None, None, delay=0.0)
+                self._start_warm_up(None, None, delay=index_cache.WARM_UP_DELAY)
             return None
         # The file is read and hashed in another thread (both let go of the interpreter) while
         # the cache answers; the answer is given only if the cache was made of these bytes.
