@@ -17,6 +17,7 @@ import msgspec
 
 from .context import wants_context
 from .eras import CacheHint
+from .quick_schema import surely_valid
 from .subscriptions import Subscriptions
 
 _encoder = msgspec.json.Encoder()
@@ -88,8 +89,11 @@ class Tool:
 
     def argument_errors(self, arguments: dict[str, Any]) -> list[str]:
         """Why `arguments` break the input schema, one line per violation, offending path first."""
+        if surely_valid(self.input_schema, arguments):
+            return []
         if self._validator is None:
-            # jsonschema is slow to import: pay for it on the first call, not at start-up
+            # jsonschema is slow to import: paid for by the first call it has to judge, never at
+            # start-up nor by a first call whose arguments are plainly valid (see quick_schema)
             from jsonschema import Draft202012Validator, validators
 
             # A schema without $schema is 2020-12 (MCP's default dialect); a declared one is honoured.
