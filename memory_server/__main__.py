@@ -67,7 +67,6 @@ def main(argv: list[str] | None = None) -> None:
 
 def serve(args: argparse.Namespace) -> None:
     # Imported after argument parsing so that --help and --version touch nothing.
-    from .app import build_server
     from .paths import fragile_location_warning, resolve_memory_path
     from .store import GraphStore
 
@@ -79,7 +78,12 @@ def serve(args: argparse.Namespace) -> None:
     log(f"Knowledge Graph MCP Server: memory file {path}")
     if warning := fragile_location_warning(path, server_dir):
         log(warning)
-    server = build_server(GraphStore(path))
+    store = GraphStore(path)
+    # The file is read and hashed (and its cache opened) while the protocol engine is imported.
+    store.look_ahead()
+    from .app import build_server
+
+    server = build_server(store)
     if args.http is not None:
         from .http import serve_http
 

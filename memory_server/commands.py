@@ -10,30 +10,31 @@ and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import sys
 from collections.abc import Callable, Iterable
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
-from .export import EXPORTERS, ExportView
-from .graph import Graph, GraphError, graph_from_lines, merge_graph
-from .importer import ImportFormatError, Incoming, describe_merge, parse_import, summary, total_items
-from .inspection import FilePlace, check, count_extended, describe_stats, numbered_lines, stats
 from .paths import (
     fragile_location_warning,
     memory_path_for_reading,
     resolve_memory_path,
 )
-from .records import decode_file
+
+if TYPE_CHECKING:
+    from .importer import Incoming
+
+# The modules that do a command's work are imported by its runner: serving (no command) is the
+# common case, and a client waits for the server's start-up.
 
 SERVER_DIR: Final = Path(__file__).resolve().parent
 PROGRESS_ABOVE: Final = 10_000
 """Items (entities plus relations) beyond which a command reports its progress on stderr."""
 NEWLINE: Final = b"\n"
+EXPORT_FORMATS: Final = ("jsonl", "json", "graphml", "dot", "markdown", "html")
+"""The keys of export.EXPORTERS, spelled out so that parsing the command line need not import it."""
 TROUBLE: Final = 2
 """Exit status when a command could not do its work (as diff and grep use it)."""
 
@@ -132,6 +133,8 @@ def human_size(size: int) -> str:
 
 
 def _local_time(timestamp: float) -> str:
+    import datetime
+
     return datetime.datetime.fromtimestamp(timestamp).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
@@ -141,6 +144,9 @@ def _local_time(timestamp: float) -> str:
 
 
 def run_stats(args: argparse.Namespace) -> int:
+    from .graph import graph_from_lines
+    from .inspection import FilePlace, count_extended, describe_stats, numbered_lines, stats
+
     path, data, status = read_memory(args)
     lines = numbered_lines(data)
     figures = stats(graph_from_lines(line for _, line in lines), extended_records=count_extended(lines), top=args.top)
@@ -168,6 +174,9 @@ def _file_option(args: argparse.Namespace) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    from .graph import graph_from_lines
+    from .inspection import check, numbered_lines
+
     path, data, _ = read_memory(args)
     lines = numbered_lines(data)
     findings = check(lines)
@@ -189,6 +198,10 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from .export import EXPORTERS, ExportView
+    from .graph import graph_from_lines
+    from .records import decode_file
+
     path, data, _ = read_memory(args)
     graph = graph_from_lines(decode_file(data))
     total = len(graph.entities) + len(graph.relations)
@@ -235,6 +248,9 @@ def _write_file(pieces: Iterable[str], target: Path) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    from .graph import GraphError
+    from .importer import ImportFormatError, describe_merge, parse_import, summary, total_items
+
     source = Path(os.path.expanduser(args.source))
     data, _ = read_bytes(source, "file to import")
     try:
@@ -266,6 +282,9 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def _merge_preview(target: Path, incoming: Incoming) -> dict[str, Any]:
+    from .graph import Graph, graph_from_lines, merge_graph
+    from .records import decode_file
+
     try:
         data, _ = read_bytes(target, "memory file")
     except CommandError:
@@ -281,13 +300,19 @@ def _merge_preview(target: Path, incoming: Incoming) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Command:
-    name: str
-    summary: str
-    description: str
-    arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
+    """One row of the table (a plain class: a dataclass costs start-up time to create)."""
+
+    __slots__ = ("name", "summary", "description", "arguments", "run")
+
+    def __init__(self, name: str, summary: str, description: str,
+                 arguments: Callable[[argparse.ArgumentParser], None],
+                 run: Callable[[argparse.Namespace], int]) -> None:
+        self.name = name
+        self.summary = summary
+        self.description = description
+        self.arguments = arguments
+        self.run = run
 
 
 def _at_least_one(text: str) -> int:
@@ -307,7 +332,7 @@ def _no_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _export_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", required=True, choices=list(EXPORTERS), help="the output format")
+    parser.add_argument("--format", required=True, choices=EXPORT_FORMATS, help="the output format")
     parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE (replaced whole once complete) "
                         "instead of stdout")
 

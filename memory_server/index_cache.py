@@ -89,6 +89,8 @@ class CacheState:
         """When the store last answered a call (time.monotonic)."""
         self.answered = 0
         """How many answers the cache gave."""
+        self.ahead: Any = None
+        """The store's look ahead at the cache and the file, until the first read takes it."""
 
 
 _BETWEEN: Final = "\n"  # any character: a hit is checked to lie within one text

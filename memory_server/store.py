@@ -139,6 +139,20 @@ class _Snapshot(NamedTuple):
     the file still holds them (a stat signature can repeat); None when unknown."""
 
 
+FIRST_LOOK_WAIT: Final = 30.0
+"""Seconds the first read waits for the look ahead (a slow disk) before doing the work itself."""
+
+
+class _LookAhead:
+    """What the look ahead found: the cache (None: no usable one) and the file's bytes, their
+    stat signature and digest (empty: not read)."""
+
+    def __init__(self) -> None:
+        self.finished = threading.Event()
+        self.cold: index_cache.ColdIndex | None = None
+        self.checked: list[tuple[bytes, Signature, str]] = []
+
+
 class _StaleStart(Exception):
     """The file no longer holds the bytes a write started from: it starts again from the file."""
 
@@ -164,6 +178,8 @@ class GraphStore:
         self._indexing = threading.Lock()
         self._unindexable: Graph | None = None  # the graph whose index failed, not to be tried again
         self._unrankable: Graph | None = None  # the same for the ranking's index
+        self._index_pending: Graph | None = None  # the graph whose word index a thread is about to make
+        self._read_ahead: tuple[bytes, Signature] | None = None  # the file's bytes read by look_ahead
         # Frees the replaced memory file while the answer goes out (see hold_open).
         self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
         # Compares the file with the bytes last read or written while a write works out its change.
@@ -184,7 +200,7 @@ class GraphStore:
         self._cache.last_activity = time.monotonic()
         if (answer := self._cold_answer(lambda cold: cold.search_nodes(query, limit))) is not None:
             return answer
-        graph = self._indexed_graph()
+        graph = self._searchable_graph()
         matched = rules.contains_query(graph, query)
         if matched is None:
             # Only a search by words needs the ranking's index, made on its first use (or when
@@ -200,6 +216,28 @@ class GraphStore:
         if (answer := self._cold_answer(lambda cold: cold.open_nodes(names))) is not None:
             return answer
         return rules.open_nodes(self._graph(), names)
+
+    def _searchable_graph(self) -> Graph:
+        """The graph for a search by the whole query: with its word index when it has one. Just
+        after a load it has none yet, and one scan of every entity costs far less than making the
+        index (a new process's first answer waits for it): the search scans, and the index is made
+        off the request path (a poll of the watcher makes it too)."""
+        graph = self._graph()
+        if graph.words is None and graph is not self._unindexable:
+            self._index_soon(graph)
+        return graph
+
+    def _index_soon(self, graph: Graph) -> None:
+        with self._loading:
+            if self._index_pending is graph:
+                return
+            self._index_pending = graph
+        threading.Thread(target=self._index_later, name="memory-word-index", daemon=True).start()
+
+    def _index_later(self) -> None:
+        time.sleep(index_cache.WARM_UP_DELAY)  # until the answer that asked for it is out
+        with suppress(GraphError):
+            self._indexed_graph()
 
     def _cold_answer(self, ask: Callable[[index_cache.ColdIndex], dict[str, Any] | None]) -> dict[str, Any] | None:
         """The answer from the on-disk cache until the graph and its indexes are ready, or None:
@@ -227,23 +265,63 @@ class GraphStore:
             cache.done = True  # the file changed since, or the cache failed: the graph answers
             return None
 
+    def look_ahead(self) -> None:
+        """Starts, in another thread, what the first read will need: the cache opened, the file
+        read and hashed. Called while the server is still starting (a client waits for its first
+        answer): the reading and hashing let go of the interpreter, so they overlap the imports."""
+        cache = self._cache
+        with cache.lock:
+            if cache.tried or cache.ahead is not None:
+                return
+            ahead = cache.ahead = _LookAhead()
+        threading.Thread(target=self._look, args=(ahead,), name="memory-first-look", daemon=True).start()
+
+    def _look(self, ahead: _LookAhead) -> None:
+        try:
+            ahead.cold = index_cache.ColdIndex.open(self._file, None)
+            self._read_and_digest(ahead.checked)
+        except Exception as error:  # only time is lost: the first read does it all again
+            _log(f"Could not look at the memory file ahead of the first call ({error!r}).")
+            ahead.checked.clear()
+        finally:
+            ahead.finished.set()
+
+    def _looked_ahead(self) -> tuple[index_cache.ColdIndex | None, list[tuple[bytes, Signature, str]]] | None:
+        """What look_ahead found, or None when it was not asked for or found nothing usable. Bytes
+        the file no longer has (its stat signature changed since they were read) are let go."""
+        ahead, self._cache.ahead = self._cache.ahead, None
+        if ahead is None or not ahead.finished.wait(FIRST_LOOK_WAIT):
+            return None
+        checked = ahead.checked
+        with suppress(OSError):
+            if checked and stat_signature(self._file) == checked[0][1]:
+                return ahead.cold, checked
+        return (ahead.cold, []) if ahead.cold is not None else None
+
     def _first_cold_answer(self, ask: Callable[[index_cache.ColdIndex], dict[str, Any] | None]) -> dict[str, Any] | None:
         cache = self._cache
-        cold = index_cache.ColdIndex.open(self._file, None)
+        looked = self._looked_ahead()
+        cold, checked = looked if looked is not None else (index_cache.ColdIndex.open(self._file, None), [])
+        if cold is None and checked:
+            self._read_ahead = checked[0][:2]  # the graph answers: loaded from these bytes (see _load)
         if cold is None:
+            # The graph answers: this call loads it. The warm-up (the word index, then the end of
+            # the cold path) waits until the answer is out rather than share the interpreter with it.
             if index_cache.worth_caching(stat_signature(self._file)):
-                self._start_warm_up(None, None, delay=0.0)
+                self._start_warm_up(None, None, delay=index_cache.WARM_UP_DELAY)
             return None
-        # The file is read and hashed in another thread (both let go of the interpreter) while
-        # the cache answers; the answer is given only if the cache was made of these bytes.
-        checked: list[tuple[bytes, Signature, str]] = []
-        checker = threading.Thread(target=self._read_and_digest, args=(checked,), daemon=True,
-                                   name="memory-file-check")
-        checker.start()
-        try:
+        if checked:  # read and hashed ahead
             answer = ask(cold)
-        finally:
-            checker.join()
+        else:
+            # The file is read and hashed in another thread (both let go of the interpreter) while
+            # the cache answers; the answer is given only if the cache was made of these bytes.
+            checker = threading.Thread(target=self._read_and_digest, args=(checked,), daemon=True,
+                                       name="memory-file-check")
+            checker.start()
+            try:
+                answer = ask(cold)
+            finally:
+                checker.join()
         if not checked:
             return None
         data, signature, digest = checked[0]
@@ -390,6 +468,9 @@ class GraphStore:
             snapshot = self._snapshot
             if snapshot is not None and snapshot.signature == self._stat():
                 return snapshot.graph
+            ahead, self._read_ahead = self._read_ahead, None
+            if snapshot is None and ahead is not None and ahead[1] == self._stat():
+                return self._load_bytes(*ahead, first=True)
             return self._load(first=snapshot is None)
 
     def _indexed_graph(self) -> Graph:

@@ -94,7 +94,8 @@ class Tool:
         if self._accepts is not None and self._accepts(arguments):
             return []
         if self._validator is None:
-            # jsonschema is slow to import: pay for it on the first call, not at start-up
+            # jsonschema is slow to import: paid for by the first call it has to judge, never at
+            # start-up nor by a first call whose arguments are plainly valid (see _quick_check)
             from jsonschema import Draft202012Validator, validators
 
             # A schema without $schema is 2020-12 (MCP's default dialect); a declared one is honoured.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import compileall
 import datetime
 import json
 import math
@@ -625,6 +626,12 @@ def install_reference(prefix: Path, package: str, timeout: float) -> tuple[list[
 
 
 def our_command() -> list[str]:
+    # Byte-compiled first, as pip leaves an installed package: with PYTHONDONTWRITEBYTECODE set
+    # (or an unwritable checkout) every start would otherwise compile the sources again, a cost no
+    # installed server pays.
+    checkout = Path(__file__).resolve().parent.parent
+    for package in ("protocol", "memory_server"):
+        compileall.compile_dir(checkout / package, quiet=1)
     return [sys.executable, "-m", "memory_server"]
 
 

@@ -225,3 +225,44 @@ def test_a_server_started_on_a_cached_memory_answers_as_the_file_says(memory_ser
     assert client.ok("open_nodes", {"names": ["person 1", "person 4499", "nobody"]}) == expected[2]
     client.ok("add_observations", {"observations": [{"entityName": "person 1", "contents": ["zephyr too"]}]})
     assert "person 1" in [item["name"] for item in client.ok("search_nodes", {"query": "zephyr"})["entities"]]
+
+
+def looked_ahead(memory: Path) -> GraphStore:
+    """A store that has looked at its cache and file ahead of its first read, as a server does at start."""
+    store = GraphStore(memory)
+    store.look_ahead()
+    assert store._cache.ahead is not None
+    wait_for(store._cache.ahead.finished.is_set, "the look ahead")
+    return store
+
+
+def test_a_look_ahead_at_a_cached_memory_gives_the_caches_answers(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    big_memory(memory)
+    store = looked_ahead(memory)
+    first = store.search_nodes("zephyr")
+    assert store._cache.answered == 1, "the cache matched the bytes read ahead and answered"
+    assert [first, *answers(store)[1:]] == warm_answers(memory)
+
+
+def test_a_write_after_the_look_ahead_is_in_the_first_answer(tmp_path: Path) -> None:
+    # Bytes read ahead are used only while the file's stat signature is theirs.
+    memory = tmp_path / "memory.jsonl"
+    big_memory(memory)
+    store = looked_ahead(memory)
+    GraphStore(memory).add_observations([{"entityName": "person 7", "contents": ["zephyr fan"]}])
+    found = store.search_nodes("zephyr")
+    assert "person 7" in [item["name"] for item in found["entities"]]
+    assert [found, *answers(store)[1:]] == warm_answers(memory)
+
+
+@pytest.mark.parametrize("present", [True, False])
+def test_a_look_ahead_without_a_cache_loads_from_what_it_read(tmp_path: Path, present: bool) -> None:
+    memory = tmp_path / "memory.jsonl"
+    if present:
+        big_memory(memory)
+        index_cache.cache_path(memory).unlink()
+    store = looked_ahead(memory)
+    assert answers(store) == warm_answers(memory)
+    assert store._cache.answered == 0
+    assert memory.exists() is present  # a missing file stays missing: reading creates nothing

@@ -527,3 +527,23 @@ def test_when_the_word_index_cannot_be_made_searches_scan_and_the_poller_goes_on
     assert "word index could not be made" in capfd.readouterr().err
     store.add_observations([{"entityName": "Bob", "contents": ["drinks tea"]}])
     assert [e["name"] for e in store.search_nodes("tea")["entities"]] == ["Alice", "Bob"]
+
+
+def test_a_first_search_after_a_load_answers_as_the_index_would_and_the_index_follows(memory: Path) -> None:
+    # Just after a load the graph has no word index: the first search answers by scanning every
+    # entity (a new process's first answer does not wait for the index), and the index is made
+    # off the request path without any further call.
+    writer = GraphStore(memory)
+    writer.create_entities([entity(f"person {n}", "person", f"drinks {'tea' if n % 3 else 'coffee'}")
+                            for n in range(40)] + [entity("Tea Club", "club")])
+    assert writer.poll_external_change() is False  # the poller makes the writer's index
+    assert writer._snapshot is not None and writer._snapshot.graph.words is not None
+    expected = [writer.search_nodes(query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")]
+
+    reader = GraphStore(memory)
+    assert [reader.search_nodes(query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")] == expected
+    deadline = time.monotonic() + WAIT
+    while reader._snapshot is None or reader._snapshot.graph.words is None:
+        assert time.monotonic() < deadline, "the word index was never made"
+        time.sleep(0.02)
+    assert [reader.search_nodes(query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")] == expected
