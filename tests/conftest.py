@@ -13,6 +13,7 @@ import os
 import queue
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -443,3 +444,19 @@ def children() -> Iterator[list[subprocess.Popen[str]]]:
         for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
+
+
+def python(code: str, *args: str) -> subprocess.Popen[str]:
+    """A Python process running `code` with this checkout importable, speaking over pipes."""
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def expect_line(process: subprocess.Popen[str], expected: str) -> None:
+    """The next line `process` prints is `expected`; otherwise it is killed and its stderr shown."""
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    if line != expected:
+        process.kill()
+        raise AssertionError(f"expected {expected!r}, got {line!r}; stderr: {process.communicate()[1]}")

@@ -10,15 +10,13 @@ import os
 import signal
 import stat
 import subprocess
-import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Deadline, cancel
+from conftest import Deadline, cancel, expect_line, python
 from memory_helpers import (
     MemoryClient,
     MemoryServers,
@@ -57,20 +55,6 @@ def create(client: MemoryClient, *names: str) -> dict[str, Any]:
 def error_text(result: dict[str, Any]) -> str:
     assert result.get("isError") is True, f"expected a tool error: {result}"
     return "\n".join(texts(result))
-
-
-def python(code: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
-
-
-def expect_line(process: subprocess.Popen[str], expected: str) -> None:
-    assert process.stdout is not None
-    line = process.stdout.readline().strip()
-    if line != expected:
-        process.kill()
-        raise AssertionError(f"expected {expected!r}, got {line!r}; stderr: {process.communicate()[1]}")
 
 
 def wait_until(condition: Any, timeout: float = 15.0) -> None:

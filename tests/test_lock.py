@@ -7,10 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import expect_line, python
 
 from memory_server.lock import (
     LOCK_REFRESH_EVERY,
@@ -27,22 +27,7 @@ from memory_server.lock import (
 )
 from memory_server.store import GraphStore, LockTimeout
 
-REPO = Path(__file__).resolve().parents[1]
 WAIT = 60.0
-
-
-def python(code: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
-
-
-def expect_line(process: subprocess.Popen[str], expected: str) -> None:
-    assert process.stdout is not None
-    line = process.stdout.readline().strip()
-    if line != expected:
-        process.kill()
-        raise AssertionError(f"expected {expected!r}, got {line!r}; stderr: {process.communicate()[1]}")
 
 
 def finish(process: subprocess.Popen[str]) -> None:
