@@ -296,9 +296,15 @@ class _Marker:
         """Renames a new record over the lock file if it is still ``stale``: the new descriptor, or None."""
         candidate, fd = self._candidate(token)
         try:
-            current = os.lstat(self.path)
-            if not _same_file(current, stale) or current.st_mtime_ns != stale.st_mtime_ns:
+            try:
+                current: os.stat_result | None = os.lstat(self.path)
+            except FileNotFoundError:  # released meanwhile: the next attempt creates it afresh
+                current = None
+            if current is None or not _same_file(current, stale) or current.st_mtime_ns != stale.st_mtime_ns:
+                # Someone else got there first: the candidate is left unused, so it goes (the next
+                # attempt names its candidate the same way).
                 os.close(fd)
+                os.unlink(candidate)
                 return None
             os.replace(candidate, self.path)
         except BaseException:
