@@ -3,14 +3,15 @@ commands that look after the memory file (stats, check, export, import: see comm
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
-from .commands import add_commands
-from .commands import run as run_command
+
+if TYPE_CHECKING:
+    import argparse
 
 DESCRIPTION = """\
 Knowledge-graph memory for MCP clients, served over stdio to both protocol eras
@@ -30,6 +31,10 @@ in pages, each with a nextCursor to pass back as cursor.
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from .commands import add_commands
+
     server_dir = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(
         prog="mcp-server-memory",
@@ -59,13 +64,21 @@ def add_http_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else argv
+    if not arguments:
+        # How clients start the server: nothing to parse, so argparse and the commands stay
+        # unimported while a client waits for the first answer.
+        serve()
+        return
+    args = parse_args(arguments)
     if args.command is not None:
+        from .commands import run as run_command
+
         sys.exit(run_command(args))
-    serve(args)
+    serve(http=args.http, allow_unauthenticated=args.allow_unauthenticated, allowed_origins=args.allow_origin)
 
 
-def serve(args: argparse.Namespace) -> None:
+def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allowed_origins: list[str] | None = None) -> None:
     # Imported after argument parsing so that --help and --version touch nothing.
     from .paths import fragile_location_warning, resolve_memory_path
     from .store import GraphStore
@@ -84,11 +97,10 @@ def serve(args: argparse.Namespace) -> None:
     from .app import build_server
 
     server = build_server(store)
-    if args.http is not None:
+    if http is not None:
         from .http import serve_http
 
-        serve_http(server, args.http, allow_unauthenticated=args.allow_unauthenticated,
-                   allowed_origins=args.allow_origin)
+        serve_http(server, http, allow_unauthenticated=allow_unauthenticated, allowed_origins=allowed_origins or [])
         return
     server.run_stdio()
 

@@ -37,9 +37,10 @@ import msgspec
 
 from . import graph as rules
 from .graph import Graph
+from .paging import full_summary
 from .search import FIELD_SEPARATOR
 
-FORMAT: Final = "1"
+FORMAT: Final = "2"
 WORTH_CACHING: Final = 1 << 20
 """Bytes of memory file below which no cache is made: such a file loads in a few tens of ms."""
 REFRESH_DELAY: Final = 2.0
@@ -165,9 +166,13 @@ def _fill(db: sqlite3.Connection, graph: Graph, digest: str) -> None:
     db.executemany("INSERT INTO postings VALUES (?, ?, ?)",
                    ((number, seq_of[name], tf)
                     for number, holders in enumerate(terms.postings.values()) for name, tf in holders.items()))
+    # Counted here once, so that the first page of a read_graph from the cache need not read
+    # every object to head it.
+    summary = full_summary((node.view for node in graph.entities.values()),
+                           [edge.view for edge in graph.relations.values()])
     db.executemany("INSERT INTO meta VALUES (?, ?)", [
         ("format", FORMAT), ("digest", digest), ("count", str(len(terms.lengths))), ("total", str(terms.total)),
-        ("weights", ",".join(map(str, terms.weights)))])
+        ("weights", ",".join(map(str, terms.weights))), ("summary", encode(summary).decode())])
 
 
 def _stray_temporaries(target: Path) -> list[Path]:
@@ -186,8 +191,9 @@ def _stray_temporaries(target: Path) -> list[Path]:
 class ColdIndex:
     """A cache that matched the memory file's bytes when opened; answers as the graph would."""
 
-    def __init__(self, db: sqlite3.Connection, count: int, total: int, digest: str) -> None:
+    def __init__(self, db: sqlite3.Connection, count: int, total: int, digest: str, summary: str) -> None:
         self._db = db
+        self._summary = summary
         self.digest = digest
         """The digest of the memory file bytes this cache was made of."""
         self._count = count
@@ -249,7 +255,7 @@ class ColdIndex:
                     or meta.get("weights") != ",".join(map(str, FIELD_WEIGHTS))):
                 db.close()
                 return None
-            return cls(db, int(meta["count"]), int(meta["total"]), str(meta["digest"]))
+            return cls(db, int(meta["count"]), int(meta["total"]), str(meta["digest"]), str(meta["summary"]))
         except (sqlite3.Error, KeyError, ValueError, OSError):
             if db is not None:
                 db.close()
@@ -262,6 +268,15 @@ class ColdIndex:
         # Each table's objects as one JSON array, decoded in one call rather than one per row.
         return {"entities": self._array("SELECT view FROM entities ORDER BY seq"),
                 "relations": self._array("SELECT view FROM relations ORDER BY seq")}
+
+    def graph_units(self) -> dict[str, Any]:
+        """read_graph for the pager: each entity and relation as its JSON (msgspec.Raw), unparsed,
+        and the graph's full summary. A page takes only what it shows, so the first page of a large
+        graph costs reading the rows, not decoding them all."""
+        raw = msgspec.Raw
+        return {"entities": [raw(view) for (view,) in self._db.execute("SELECT view FROM entities ORDER BY seq")],
+                "relations": [raw(view) for (view,) in self._db.execute("SELECT view FROM relations ORDER BY seq")],
+                "summary": self._decode(self._summary)}
 
     def _array(self, sql: str) -> list[Any]:
         views = [view for (view,) in self._db.execute(sql)]

@@ -22,7 +22,7 @@ import secrets
 import struct
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Final
@@ -50,6 +50,7 @@ _EVENTS_PER_PAGE: Final = 3
 """Split entities and unshowable units a page tells about, at most; more wait for the next page."""
 
 _encoder: Final = msgspec.json.Encoder()
+_decoder: Final = msgspec.json.Decoder()
 _PAYLOAD: Final = struct.Struct(">QQI")  # answer id; the page's first unit and, in a split entity, part
 _TAG_BYTES: Final = 16
 CURSOR_LENGTH: Final = len(base64.urlsafe_b64encode(bytes(_PAYLOAD.size + _TAG_BYTES)).rstrip(b"="))
@@ -115,16 +116,31 @@ def summarise(entities: Sequence[Mapping[str, Any]], relations: Sequence[Mapping
               limit: int) -> dict[str, Any]:
     """Counts by entity type and the most connected names: what a model needs to choose what to open,
     cut to `limit` bytes of JSON."""
-    types = Counter(map(itemgetter("entityType"), entities)).most_common()
+    return fit_summary(full_summary(entities, relations), limit)
+
+
+def full_summary(entities: Iterable[Mapping[str, Any]], relations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The summary of a graph before it is cut to fit: the SUMMARY_TYPES most common entity types and
+    the SUMMARY_CONNECTED most connected names (ties in graph order), with the counts of all."""
+    types = Counter(map(itemgetter("entityType"), entities))
     degrees = Counter(map(itemgetter("from"), relations))
     degrees.update(map(itemgetter("to"), relations))
-    listed = [{"entityType": kind, "count": count} for kind, count in types[:SUMMARY_TYPES]]
-    connected = [{"name": name, "relations": count} for name, count in degrees.most_common(SUMMARY_CONNECTED)]
+    listed = [{"entityType": kind, "count": count} for kind, count in types.most_common(SUMMARY_TYPES)]
+    return {"entities": types.total(), "relations": len(relations), "entityTypes": listed,
+            "moreEntityTypes": len(types) - len(listed),
+            "mostConnected": [{"name": name, "relations": count} for name, count in degrees.most_common(SUMMARY_CONNECTED)]}
+
+
+def fit_summary(summary: Mapping[str, Any], limit: int) -> dict[str, Any]:
+    """A full_summary cut to at most `limit` bytes of JSON: the least common types and the least
+    connected names go first."""
+    listed, connected = list(summary["entityTypes"]), list(summary["mostConnected"])
+    more = summary["moreEntityTypes"] + len(listed)
     while True:
-        summary = {"entities": len(entities), "relations": len(relations), "entityTypes": listed,
-                   "moreEntityTypes": len(types) - len(listed), "mostConnected": connected}
-        if len(_encoder.encode(summary)) <= limit or not (listed or connected):
-            return summary
+        cut = {"entities": summary["entities"], "relations": summary["relations"], "entityTypes": listed,
+               "moreEntityTypes": more - len(listed), "mostConnected": connected}
+        if len(_encoder.encode(cut)) <= limit or not (listed or connected):
+            return cut
         if len(connected) >= len(listed):
             connected = connected[:-1]
         else:
@@ -240,16 +256,23 @@ class Pager:
     # -- the first page ------------------------------------------------------------------------
 
     def first_page(self, tool: str, request: bytes, entities: list[Any], relations: list[Any], *,
-                   summarise_graph: bool = False) -> Page:
+                   summarise_graph: bool = False, summary: Mapping[str, Any] | None = None) -> Page:
         """The whole answer when it fits the budget (exactly as an uncut answer is encoded),
-        else the first page of it."""
+        else the first page of it, led by the graph's summary when `summarise_graph`: `summary`
+        (a full_summary of these entities and relations) when known, else counted here.
+
+        Entities and relations are their objects, or their JSON as msgspec.Raw (an answer read
+        from the index cache, not decoded until a page needs more than its bytes)."""
         smallest = _SMALLEST_ENTITY * len(entities) + _SMALLEST_RELATION * len(relations)
         if smallest <= self.budget:
             encoded = _encoder.encode({"entities": entities, "relations": relations})
             if len(encoded) <= self.budget:
                 return Page(encoded)
-        summary = _encoder.encode(summarise(entities, relations, self.budget // 4)) if summarise_graph else None
-        answer = Answer(tool, request, entities + relations, len(entities), summary)
+        heading = None
+        if summarise_graph:
+            counted = summary if summary is not None else full_summary(entities, relations)
+            heading = _encoder.encode(fit_summary(counted, self.budget // 4))
+        answer = Answer(tool, request, entities + relations, len(entities), heading)
         with self._lock:
             answer_id = next(self._ids)
             self._answers[answer_id] = answer
@@ -336,6 +359,8 @@ class Pager:
     def _fill_parts(self, answer: Answer, fill: _Fill, room: int, target: list[bytes]) -> bool:
         """Parts of a unit too large for any page, from fill.part on, while they fit; False when the page is full."""
         unit = answer.units[fill.unit]
+        if isinstance(unit, msgspec.Raw):
+            unit = _decoder.decode(unit)
         parts = entity_parts(unit, self._unit_room - 1) if fill.unit < answer.entities else []
         if not parts:
             kind = (f"the entity {_shown(unit['name'])}" if fill.unit < answer.entities else
@@ -425,6 +450,8 @@ __all__ = [
     "Pager",
     "budget_from",
     "entity_parts",
+    "fit_summary",
+    "full_summary",
     "request_key",
     "summarise",
     "take_fitting",

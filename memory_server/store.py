@@ -195,6 +195,14 @@ class GraphStore:
             return answer
         return rules.read_graph(self._graph())
 
+    def read_graph_for_pages(self) -> dict[str, Any]:
+        """read_graph as the pager takes it: from the cache, the objects as their unparsed JSON
+        (msgspec.Raw) with the graph's "summary" (see paging.full_summary); else read_graph."""
+        self._cache.last_activity = time.monotonic()
+        if (answer := self._cold_answer(lambda cold: cold.graph_units())) is not None:
+            return answer
+        return rules.read_graph(self._graph())
+
     def search_nodes(self, query: str, limit: int | None = None) -> dict[str, Any]:
         """The best `limit` (default: all) entities for the query, best first; see :func:`rules.search_nodes`."""
         self._cache.last_activity = time.monotonic()

@@ -131,7 +131,7 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                 return pager.next_page(cursor, tool, request)
             value = answer()
             return pager.first_page(tool, request, value["entities"], value["relations"],
-                                    summarise_graph=tool == "read_graph")
+                                    summarise_graph=tool == "read_graph", summary=value.get("summary"))
         try:
             # A later page is pure work bounded by the budget (no file, no lock): no thread needed.
             result = page() if "cursor" in arguments else await anyio.to_thread.run_sync(page)
@@ -219,7 +219,7 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                  input_schema=_object({"cursor": CURSOR_INPUT}, optional=("cursor",)),
                  output_schema=GRAPH_PAGE_OUTPUT, annotations=READ)
     async def read_graph(arguments: dict[str, Any]) -> ToolResult:
-        return await read("read_graph", arguments, store.read_graph)
+        return await read("read_graph", arguments, store.read_graph_for_pages)
 
     @server.tool("search_nodes", title="Search Nodes",
                  description="Search for nodes in the knowledge graph based on a query",

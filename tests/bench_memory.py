@@ -12,7 +12,11 @@ bytes. Servers run interleaved (A B B A per round) so a noisy neighbour hurts bo
 alike. Every tool call is timed from the request being written to its response line being
 read, beside the server's CPU time over the same window (/proc/PID/stat) and its peak RSS.
 Reading the whole graph by pages is timed from the first request to the last page; the first
-answer of a fresh process (spawn to the answer of its first read) is timed per read tool.
+answer of a fresh process (spawn to the answer of its first read) is timed per read tool, twice
+for this server: with the index cache it leaves beside a memory file it has served before (made
+once per size by an untimed process, then copied beside each copy of the seed: the everyday
+case), and without it (the first start on a file another program wrote). The reference keeps no
+cache, so its two rows time the same case.
 The exit code is 0 whatever the figures are; it is non-zero only when something crashed.
 """
 
@@ -54,7 +58,11 @@ READ_ALL = "read_graph, all pages"
 OPERATIONS = (READS[0], READ_ALL, *READS[1:], *WRITES)
 STARTUP = "start-up"
 # Spawn to the answer of the first call of a fresh process, one process per read tool.
-FIRST_ANSWERS = {f"first {read}": read for read in ("search_nodes", "open_nodes", "read_graph")}
+# Row -> (read, whether our index cache lies beside the memory file).
+FIRST_ANSWERS = {
+    **{f"first {read}": (read, True) for read in ("search_nodes", "open_nodes", "read_graph")},
+    **{f"first {read}, no cache": (read, False) for read in ("search_nodes", "open_nodes", "read_graph")},
+}
 ROWS = (STARTUP, *FIRST_ANSWERS, *OPERATIONS)
 
 OBSERVATIONS_PER_ENTITY = 5
@@ -564,13 +572,49 @@ def read_all_pages(client: StdioServer, request_id: int, size: int, pass_number:
     return sample, request_id
 
 
+def cache_beside(memory_file: Path) -> Path:
+    return memory_file.with_name(memory_file.name + ".index")
+
+
+def make_cache(command: Sequence[str], seed_file: Path, size: int, timeout: float, workdir: Path) -> Path | None:
+    """Our index cache for the seed, made as everyday use makes it: a server answers a read, then
+    builds the cache once the memory has been quiet for a while. None when the server makes none
+    (a memory file below the cache's size threshold). Untimed."""
+    memory_file = workdir / "memory.jsonl"
+    shutil.copyfile(seed_file, memory_file)
+    client = StdioServer(command, memory_file, workdir / "stderr.log")
+    deadline = time.perf_counter() + timeout
+    try:
+        client.send(initialize_request(0))
+        client.await_response(0, deadline)
+        client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        client.send(tool_call_request(1, "search_nodes", tool_arguments("search_nodes", size, 0)))
+        client.await_line(1, deadline)
+        # Made in a temporary file and renamed into place: once it exists, it is whole. A file
+        # below the threshold gets none; the quiet time (2 s) plus the build bound the wait.
+        wait_until = min(deadline, time.perf_counter() + 15 + size / 5_000)
+        while not cache_beside(memory_file).exists() and time.perf_counter() < wait_until:
+            if client.process.poll() is not None:
+                raise BenchError(client._died("exited while making the index cache"))
+            time.sleep(0.1)
+    finally:
+        client.close(timeout=min(timeout, 30))
+    if not cache_beside(memory_file).exists():
+        return None
+    kept = cache_beside(seed_file)
+    shutil.move(cache_beside(memory_file), kept)
+    return kept
+
+
 def run_first_answer(server: str, command: Sequence[str], seed_file: Path, size: int, row: str,
                      timeout: float, workdir: Path) -> Sample:
     """A fresh process on an existing memory file: spawn to the answer of its first call, as a
     client that starts a server per chat waits for it."""
     memory_file = workdir / "memory.jsonl"
     shutil.copyfile(seed_file, memory_file)
-    operation = FIRST_ANSWERS[row]
+    operation, with_cache = FIRST_ANSWERS[row]
+    if with_cache and cache_beside(seed_file).exists():
+        shutil.copyfile(cache_beside(seed_file), cache_beside(memory_file))
     started = time.perf_counter()
     client = StdioServer(command, memory_file, workdir / "stderr.log")
     try:
@@ -937,6 +981,11 @@ def run_size(
                                     options.calls, options.timeout, workdir))
         shutil.rmtree(workdir)
     first_answers = []
+    if OURS in servers:
+        workdir = scratch / f"{size}-cache"
+        workdir.mkdir()
+        make_cache(commands[OURS], seed_file, size, options.timeout, workdir)
+        shutil.rmtree(workdir)
     for number, server in enumerate(schedule, start=1):
         print(f"  {size:,} entities: first answers {number}/{len(schedule)} ({server})",
               file=sys.stderr, flush=True)
@@ -948,6 +997,7 @@ def run_size(
             first_answers.append(FirstAnswer(server, row, sample))
             shutil.rmtree(workdir)
     seed_file.unlink()
+    cache_beside(seed_file).unlink(missing_ok=True)
     return SizeResult(size=size, seed_bytes=len(seed), runs=runs, skipped=skipped,
                       first_answers=first_answers)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
@@ -19,6 +20,7 @@ from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fi
 from memory_server import graph as rules
 from memory_server import index_cache
 from memory_server.graph import EMPTY
+from memory_server.paging import DEFAULT_BUDGET, Page, Pager, request_key
 from memory_server.records import decode_file, join_lines
 from memory_server.store import GraphStore
 
@@ -266,3 +268,32 @@ def test_a_look_ahead_without_a_cache_loads_from_what_it_read(tmp_path: Path, pr
     assert answers(store) == warm_answers(memory)
     assert store._cache.answered == 0
     assert memory.exists() is present  # a missing file stays missing: reading creates nothing
+
+
+def test_read_graph_pages_from_the_cache_equal_the_graphs(tmp_path: Path) -> None:
+    # The first read_graph of a new process: the cache gives each object's JSON unparsed and the
+    # summary counted when it was made; every page must be what the graph itself gives.
+    memory = tmp_path / "memory.jsonl"
+    big_memory(memory)
+    GraphStore(memory).create_relations([{"from": "person 3", "to": f"person {n}", "relationType": "knows"}
+                                         for n in range(10, 40)])
+    wait_for(lambda: fresh_cache(memory), "the cache after a write")
+    cold_store = GraphStore(memory)
+    cold = cold_store.read_graph_for_pages()
+    assert cold_store._cache.answered == 1 and isinstance(cold["entities"][0], msgspec.Raw)
+    assert cold["summary"]["mostConnected"][0] == {"name": "person 3", "relations": 30}
+    warm_store = GraphStore(memory)
+    warm_store._cache.done = True
+    warm = warm_store.read_graph_for_pages()
+    assert "summary" not in warm
+
+    def pages(value: dict[str, Any]) -> list[Page]:
+        pager, request = Pager(DEFAULT_BUDGET, key=b"k" * 32), request_key("read_graph", {})
+        found = [pager.first_page("read_graph", request, value["entities"], value["relations"],
+                                  summarise_graph=True, summary=value.get("summary"))]
+        while (cursor := msgspec.json.decode(found[-1].json).get("nextCursor")) is not None:
+            found.append(pager.next_page(cursor, "read_graph", request))
+        return found
+
+    cold_pages = pages(cold)
+    assert len(cold_pages) > 10 and cold_pages == pages(warm)

@@ -25,6 +25,7 @@ from memory_server.paging import (
     Page,
     Pager,
     budget_from,
+    full_summary,
     request_key,
     summarise,
 )
@@ -38,9 +39,10 @@ def page_size(page: Page) -> int:
 
 
 def all_pages(pager: Pager, entities: list[Any], relations: list[Any], tool: str = "read_graph",
-              arguments: dict[str, Any] | None = None) -> list[Page]:
+              arguments: dict[str, Any] | None = None, summary: dict[str, Any] | None = None) -> list[Page]:
     request = request_key(tool, arguments or {})
-    pages = [pager.first_page(tool, request, entities, relations, summarise_graph=tool == "read_graph")]
+    pages = [pager.first_page(tool, request, entities, relations, summarise_graph=tool == "read_graph",
+                              summary=summary)]
     while (cursor := json.loads(pages[-1].json).get("nextCursor")) is not None:
         assert isinstance(cursor, str) and len(cursor) == CURSOR_LENGTH
         pages.append(pager.next_page(cursor, tool, request))
@@ -148,6 +150,22 @@ def test_search_and_open_pages_have_no_summary_and_say_how_to_narrow() -> None:
         assert all("summary" not in json.loads(page.json) for page in pages)
         assert narrow in pages[0].notes[0] and f"call {tool} again" in pages[0].notes[0]
 
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=graphs(), budget=st.integers(MINIMUM_BUDGET, 12_000), oversized=st.booleans())
+def test_pages_of_unparsed_json_with_a_known_summary_equal_pages_of_the_objects(
+        graph: tuple[list[dict[str, Any]], list[dict[str, Any]]], budget: int, oversized: bool) -> None:
+    # What a read_graph answered from the index cache gives the pager: each object's JSON as
+    # msgspec.Raw and the summary counted when the cache was made. The pages must not differ.
+    entities, relations = graph
+    if oversized:  # an entity larger than a page: split, which needs its fields
+        entities = [*entities, {"name": "big", "entityType": "person", "observations": ["y" * 90] * (budget // 40)}]
+    raw = [msgspec.Raw(msgspec.json.encode(item)) for item in entities], \
+        [msgspec.Raw(msgspec.json.encode(item)) for item in relations]
+    key = b"k" * 32
+    assert all_pages(Pager(budget, key=key), *raw, summary=full_summary(entities, relations)) == \
+        all_pages(Pager(budget, key=key), entities, relations)
 
 def test_summary_counts_types_and_connections_and_fits_its_share() -> None:
     entities = [{"name": f"n{i}", "entityType": f"type {i % 30}", "observations": []} for i in range(300)]

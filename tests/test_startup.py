@@ -19,18 +19,33 @@ def test_the_export_formats_offered_on_the_command_line_are_the_exporters() -> N
     assert EXPORT_FORMATS == tuple(EXPORTERS)
 
 
-def test_serving_imports_no_subcommand_module() -> None:
-    # What `mcp-server-memory` imports before it serves: the argument parsing of __main__, then
-    # what serve() imports. Checked in a fresh interpreter, as the console script starts one.
+def modules_loaded_by_serving(argv: list[str]) -> set[str]:
+    """What `mcp-server-memory ARGV` has imported once it serves: main() runs in a fresh
+    interpreter, as the console script starts one, and the modules are listed at the start of the
+    stdio runner (which then sees end of input and returns)."""
     program = (
         "import json, sys\n"
-        "from memory_server import __main__ as main\n"
-        "args = main.parse_args([])\n"
-        "assert args.command is None\n"
-        "import memory_server.app, memory_server.paths, memory_server.store, protocol.stdio\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
+        "import protocol.stdio\n"
+        "serve = protocol.stdio.run\n"
+        "def listing(*args, **kwargs):\n"
+        "    print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+        "protocol.stdio.run = listing\n"
+        "from memory_server.__main__ import main\n"
+        f"main({argv!r})\n"
     )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True)
-    loaded = set(json.loads(done.stdout))
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True,
+                          stdin=subprocess.DEVNULL)
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def test_serving_imports_no_subcommand_module() -> None:
+    loaded = modules_loaded_by_serving([])
     assert "memory_server.app" in loaded
     assert loaded.isdisjoint(COMMAND_MODULES), sorted(loaded & set(COMMAND_MODULES))
+
+
+def test_a_plain_start_parses_no_command_line() -> None:
+    # Clients start the server without arguments; argparse and the commands' table would only
+    # delay the first answer. An argument (here --allow-origin) still goes through the parser.
+    assert modules_loaded_by_serving([]).isdisjoint({"argparse", "memory_server.commands"})
+    assert {"argparse", "memory_server.commands"} <= modules_loaded_by_serving(["--allow-origin", "http://a.test"])
