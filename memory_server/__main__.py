@@ -3,6 +3,7 @@ commands that look after the memory file (stats, check, export, import: see comm
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -94,9 +95,14 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
     store = GraphStore(path)
     # The file is read and hashed (and its cache opened) while the protocol engine is imported.
     store.look_ahead()
+    # Imports make many objects and no garbage worth a collection: the collector waits until they
+    # are done (a client waits for the first answer), and then leaves what they made alone.
+    gc.disable()
     from .app import build_server
 
     server = build_server(store)
+    gc.freeze()
+    gc.enable()
     if http is not None:
         from .http import serve_http
 
