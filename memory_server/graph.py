@@ -11,16 +11,18 @@ must treat every returned structure as read-only.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
+from functools import partial
 from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias
 
 import msgspec
 
+from .paging import Listing, cut_summary, most_connected
 from .records import (
     EntityRecord,
     Extended,
@@ -100,6 +102,9 @@ class Graph:
     terms: TermIndex | None = field(default=None, compare=False)
     """The ranking's index, made by the store for the first search by words (see :func:`with_term_index`),
     then kept up to date by every write."""
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """What reads work out from this graph and keep for the next read of it (a new graph, after a
+    write, starts empty): the summary of a cut read_graph."""
 
 
 EMPTY: Final = Graph({}, {}, {})
@@ -225,10 +230,28 @@ def file_lines(graph: Graph) -> Iterator[bytes]:
 
 
 def read_graph(graph: Graph) -> dict[str, Any]:
+    """The whole graph; its entities can also summarise it, for the first page of a cut answer."""
     return {
-        "entities": [node.view for node in graph.entities.values()],
+        "entities": Listing([node.view for node in graph.entities.values()], partial(summary, graph)),
         "relations": [edge.view for edge in graph.relations.values()],
     }
+
+
+def summary(graph: Graph, limit: int) -> dict[str, Any]:
+    """:func:`paging.summarise` of the whole graph, from its endpoint index: the same value, worked
+    out once per graph."""
+    key = ("summary", limit)
+    if (known := graph.memo.get(key)) is None:
+        types = Counter(node.record.entityType for node in graph.entities.values()).most_common()
+        links = graph.links
+        # The index holds a relation to itself once; it counts twice, as one start and one end.
+        loops = Counter(source for source, target, _ in graph.relations if source == target)
+        degrees: Iterable[int] = map(len, links.values())
+        if loops:
+            degrees = (len(triples) + loops[name] for name, triples in links.items())
+        connected = most_connected(links.keys(), degrees)
+        known = graph.memo[key] = cut_summary(len(graph.entities), len(graph.relations), types, connected, limit)
+    return known
 
 
 def with_word_index(graph: Graph) -> Graph:
