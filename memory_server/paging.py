@@ -96,6 +96,10 @@ class Page:
     """The structured content as compact JSON; also the first text item."""
     notes: tuple[str, ...] = ()
     """Further text items for the model."""
+    following: tuple[int, int, int] | None = None
+    """Where the next page of the answer starts (answer id, unit, part): see :meth:`Pager.prepare`."""
+    text: bytes | None = None
+    """`json` encoded as a JSON string, when the page was prepared ahead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +271,7 @@ class Pager:
         self._answers: OrderedDict[int, Answer] = OrderedDict()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._ahead: tuple[tuple[int, int, int], Page] | None = None  # see prepare
         # The largest unit (with its comma) a page without a summary holds; larger entities are split.
         self._unit_room = budget - _ENVELOPE - _NOTE_ROOM
 
@@ -316,7 +321,27 @@ class Pager:
             raise CursorError(f"This cursor continues a {tool} call with other arguments: pass the same arguments "
                               f"as for the first page together with the cursor, or call {tool} again without a "
                               "cursor to start over.")
+        with self._lock:
+            ahead = self._ahead
+        if ahead is not None and ahead[0] == (answer_id, unit, part):
+            return ahead[1]
         return self._page(answer_id, answer, unit, part, first=False)
+
+    def prepare(self, page: Page) -> None:
+        """Makes the page after `page` now, text included, for the cursor `page` gave. A client that
+        follows cursors reads one page while the next is made, and finds it ready when it asks (the
+        checks of its cursor stay the same); only the latest one is kept."""
+        if page.following is None:
+            return
+        answer_id, unit, part = page.following
+        with self._lock:
+            answer = self._answers.get(answer_id)
+        if answer is None:
+            return
+        made = self._page(answer_id, answer, unit, part, first=False)
+        made = Page(made.json, made.notes, made.following, _encoder.encode(made.json.decode()))
+        with self._lock:
+            self._ahead = (page.following, made)
 
     def _cursor(self, answer_id: int, unit: int, part: int) -> str:
         payload = _PAYLOAD.pack(answer_id, unit, part)
@@ -412,7 +437,8 @@ class Pager:
         if fill.unit < len(answer.units):
             pieces += [b',"nextCursor":"', self._cursor(answer_id, fill.unit, fill.part).encode("ascii"), b'"']
         pieces.append(b"}")
-        return Page(b"".join(pieces), (self._note(answer, unit, fill, first),))
+        following = (answer_id, fill.unit, fill.part) if fill.unit < len(answer.units) else None
+        return Page(b"".join(pieces), (self._note(answer, unit, fill, first),), following)
 
     def _note(self, answer: Answer, start: int, fill: _Fill, first: bool) -> str:
         split = answer.entities
