@@ -15,6 +15,7 @@ within about three times the budget.
 from __future__ import annotations
 
 import base64
+import hashlib
 import heapq
 import hmac
 import itertools
@@ -345,7 +346,7 @@ class Pager:
 
     def _cursor(self, answer_id: int, unit: int, part: int) -> str:
         payload = _PAYLOAD.pack(answer_id, unit, part)
-        tag = hmac.digest(self._key, payload, "sha256")[:_TAG_BYTES]
+        tag = _signature(self._key, payload)
         return base64.urlsafe_b64encode(payload + tag).rstrip(b"=").decode("ascii")
 
     def _open(self, cursor: str, start_again: str) -> tuple[int, int, int]:
@@ -358,7 +359,7 @@ class Pager:
         except ValueError:
             raise invalid from None
         payload, tag = raw[:_PAYLOAD.size], raw[_PAYLOAD.size:]
-        expected = hmac.digest(self._key, payload, "sha256")[:_TAG_BYTES]
+        expected = _signature(self._key, payload)
         if len(raw) != _PAYLOAD.size + _TAG_BYTES or not hmac.compare_digest(tag, expected):
             raise invalid
         answer_id, unit, part = _PAYLOAD.unpack(payload)
@@ -469,6 +470,12 @@ class Pager:
             lines.append("Pages show the memory as it was when the first page was made; changes since then are "
                          "not in them.")
         return " ".join(lines + fill.events)
+
+
+def _signature(key: bytes, payload: bytes) -> bytes:
+    """A cursor's tag: keyed BLAKE2b, a MAC in one call of the standard library (HMAC through
+    OpenSSL looks its digest up again on every call, which a page paid for twice)."""
+    return hashlib.blake2b(payload, key=key[:64], digest_size=_TAG_BYTES).digest()
 
 
 def _span(one: str, many: str, first: int, last: int) -> str:
