@@ -46,6 +46,8 @@ _SMALLEST_ENTITY: Final = len(b'{"name":"","entityType":"","observations":[]},')
 _SMALLEST_RELATION: Final = len(b'{"from":"","to":"","relationType":""},')
 _NOTE_ROOM: Final = 2_500
 """Bytes kept free for a page's note; a page whose note runs longer gives up units instead."""
+_NOTE_SLACK: Final = 64
+"""Bytes a page's note may take beyond the longest note of its answer's counts."""
 _SHOWN_NAME: Final = 60
 _EVENTS_PER_PAGE: Final = 3
 """Split entities and unshowable units a page tells about, at most; more wait for the next page."""
@@ -369,7 +371,11 @@ class Pager:
 
     def _page(self, answer_id: int, answer: Answer, unit: int, part: int, *, first: bool) -> Page:
         summary = answer.summary if first else None
-        room = self.budget - _ENVELOPE - _NOTE_ROOM - (len(summary) + len(b'"summary":,') if summary else 0)
+        # Room for the note as long as it can be (its numbers at their longest), not more: a page
+        # holds as many units as fit. Notes about split entities, rare, take their room when made.
+        longest = self._note(answer, unit, _Fill(max(unit, len(answer.units) - 1), 0), first)
+        note_room = min(_NOTE_ROOM, len(longest.encode()) + _NOTE_SLACK)
+        room = self.budget - _ENVELOPE - note_room - (len(summary) + len(b'"summary":,') if summary else 0)
         while True:
             fill = self._fill(answer, unit, part, room)
             page = self._render(answer_id, answer, unit, fill, summary, first)
