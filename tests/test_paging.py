@@ -255,6 +255,42 @@ def test_the_oldest_cut_answers_expire() -> None:
         pager.next_page(cursor, "read_graph", READ_GRAPH)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=graphs(), budget=st.integers(MINIMUM_BUDGET, 9_000))
+def test_a_page_made_ahead_is_the_page_a_cursor_gets_anyway(
+        graph: tuple[list[dict[str, Any]], list[dict[str, Any]]], budget: int) -> None:
+    entities, relations = graph
+    key = b"the same key, so the same cursors"
+    plain = all_pages(Pager(budget, key=key), entities, relations)
+    pager = Pager(budget, key=key)
+    pages = [pager.first_page("read_graph", READ_GRAPH, entities, relations, summarise_graph=True)]
+    while (cursor := json.loads(pages[-1].json).get("nextCursor")) is not None:
+        pager.prepare(pages[-1])
+        page = pager.next_page(cursor, "read_graph", READ_GRAPH)
+        assert page.text == msgspec.json.encode(page.json.decode()), "its text is its JSON as a JSON string"
+        pages.append(page)
+    assert [(page.json, page.notes) for page in pages] == [(page.json, page.notes) for page in plain]
+
+
+def test_a_page_made_ahead_is_given_only_for_its_own_cursor_tool_and_arguments() -> None:
+    pager = Pager(MINIMUM_BUDGET, keep=1)
+    request = request_key("search_nodes", {"query": "fact"})
+    first = pager.first_page("search_nodes", request, many(200), [])
+    pager.prepare(first)
+    cursor = json.loads(first.json)["nextCursor"]
+    with pytest.raises(CursorError, match="not of read_graph"):
+        pager.next_page(cursor, "read_graph", READ_GRAPH)
+    with pytest.raises(CursorError, match="other arguments"):
+        pager.next_page(cursor, "search_nodes", request_key("search_nodes", {"query": "other"}))
+    second = pager.next_page(cursor, "search_nodes", request)
+    assert second.text is not None, "made ahead"
+    pager.prepare(second)
+    later = json.loads(second.json)["nextCursor"]
+    pager.first_page("read_graph", READ_GRAPH, many(200), [])  # the search's pages expire (keep=1)
+    with pytest.raises(CursorError, match="expired"):
+        pager.next_page(later, "search_nodes", request)
+
+
 def test_pages_continue_the_answer_as_it_was_at_the_first_page() -> None:
     pager = Pager(MINIMUM_BUDGET)
     entities = many(200)
