@@ -33,7 +33,7 @@ def taking_turns(items: Iterable[_T], every: int = TURN) -> Iterator[_T]:
     An index is mostly built in a background thread while answers and writes go on. A thread that
     never blocks keeps the interpreter until another one has waited the switch interval (5 ms) for
     it, and a write waits that long for each of its many system calls; with a turn given every few
-    hundred entities, the others wait far less. In the thread that needs the index, the turns cost
+    dozen entities, the others wait far less. In the thread that needs the index, the turns cost
     nothing worth measuring."""
     for count, item in enumerate(items, 1):
         yield item
