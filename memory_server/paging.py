@@ -25,6 +25,7 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from operator import itemgetter
 from typing import Any, Final
 
@@ -114,6 +115,8 @@ class Answer:
     entities: int
     """units[:entities] are the entities."""
     summary: bytes | None = None
+    note_rooms: dict[bool, int] = field(default_factory=dict, compare=False)
+    """The room a note of a first page (True) and of a later one (False) takes at most, once known."""
 
 
 @dataclass(slots=True)
@@ -147,9 +150,10 @@ def most_connected(names: Iterable[str], degrees: Iterable[int]) -> list[tuple[s
     if not names:
         return []
     least = heapq.nlargest(SUMMARY_CONNECTED, degrees)[-1]
-    above = sorted(((-degree, name) for name, degree in zip(names, degrees, strict=True) if degree > least))
-    tied = heapq.nsmallest(SUMMARY_CONNECTED - len(above),
-                           (name for name, degree in zip(names, degrees, strict=True) if degree == least))
+    # Fewer than SUMMARY_CONNECTED names have more; those with just as many are picked by name.
+    above = sorted((-degree, name) for name, degree in zip(compress(names, map(least.__lt__, degrees)),
+                                                          filter(least.__lt__, degrees), strict=True))
+    tied = heapq.nsmallest(SUMMARY_CONNECTED - len(above), compress(names, map(least.__eq__, degrees)))
     return [(name, -negative) for negative, name in above] + [(name, least) for name in tied]
 
 
@@ -373,8 +377,9 @@ class Pager:
         summary = answer.summary if first else None
         # Room for the note as long as it can be (its numbers at their longest), not more: a page
         # holds as many units as fit. Notes about split entities, rare, take their room when made.
-        longest = self._note(answer, unit, _Fill(max(unit, len(answer.units) - 1), 0), first)
-        note_room = min(_NOTE_ROOM, len(longest.encode()) + _NOTE_SLACK)
+        if (note_room := answer.note_rooms.get(first)) is None:
+            longest = self._note(answer, 0, _Fill(len(answer.units) - 1, 0), first)
+            note_room = answer.note_rooms[first] = min(_NOTE_ROOM, len(longest.encode()) + _NOTE_SLACK)
         room = self.budget - _ENVELOPE - note_room - (len(summary) + len(b'"summary":,') if summary else 0)
         while True:
             fill = self._fill(answer, unit, part, room)
