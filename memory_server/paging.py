@@ -125,8 +125,9 @@ class _Fill:
 
     unit: int
     part: int
-    entities: list[bytes] = field(default_factory=list)
-    relations: list[bytes] = field(default_factory=list)
+    entities: list[memoryview] = field(default_factory=list)
+    """The entities' JSON, each followed by a comma, in pieces (see take_fitting)."""
+    relations: list[memoryview] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     """Notes about split entities, cut observations and what could not be shown."""
     used: int = 0
@@ -225,13 +226,15 @@ def _shown(name: str) -> str:
     return text if len(text) <= _SHOWN_NAME else text[:_SHOWN_NAME] + "...'"
 
 
-def take_fitting(units: list[Any], start: int, stop: int, room: int) -> tuple[list[bytes], int, int]:
+def take_fitting(units: list[Any], start: int, stop: int, room: int) -> tuple[list[memoryview], int, int]:
     """Whole units from units[start:stop] while their JSON, with a comma after each, takes at most
-    `room` bytes: their JSON (newline-separated pieces), where they end, and the bytes they take.
+    `room` bytes: that JSON, each unit followed by its comma (in pieces), where they end, and the
+    bytes they take.
 
     Encodes a chunk at a time in C, each chunk sized from the ones before, so a page costs about
-    what it holds whatever the length of the answer."""
-    pieces: list[bytes] = []
+    what it holds whatever the length of the answer; a piece is a view of its chunk's bytes, copied
+    once more only into the page."""
+    pieces: list[memoryview] = []
     used, index, guess = 0, start, 32
     while index < stop:
         chunk = units[index:min(stop, index + guess)]
@@ -239,19 +242,19 @@ def take_fitting(units: list[Any], start: int, stop: int, room: int) -> tuple[li
         # JSON escapes every newline inside strings, so each newline ends one unit, and a unit
         # with its comma takes as many bytes as its line with the newline.
         if len(blob) <= room - used:
-            pieces.append(blob[:-1])
+            pieces.append(memoryview(blob.replace(b"\n", b",")))
             used += len(blob)
             index += len(chunk)
             guess = max(8, int((room - used) * len(chunk) / len(blob)) + 2)
             continue
         end = blob.rfind(b"\n", 0, room - used) + 1  # after the last unit that fits; 0: none does
         if end:
-            pieces.append(blob[:end - 1])
+            pieces.append(memoryview(blob.replace(b"\n", b","))[:end])
             used += end
             # The units after the cut are few (the chunk was sized to fit): count those.
             index += len(chunk) - blob.count(b"\n", end)
         break
-    return [piece.replace(b"\n", b",") for piece in pieces], index, used
+    return pieces, index, used
 
 
 def request_key(tool: str, arguments: Mapping[str, Any]) -> bytes:
@@ -408,7 +411,7 @@ class Pager:
                 break
         return fill
 
-    def _fill_parts(self, answer: Answer, fill: _Fill, room: int, target: list[bytes]) -> bool:
+    def _fill_parts(self, answer: Answer, fill: _Fill, room: int, target: list[memoryview]) -> bool:
         """Parts of a unit too large for any page, from fill.part on, while they fit; False when the page is full."""
         unit = answer.units[fill.unit]
         parts = entity_parts(unit, self._unit_room - 1) if fill.unit < answer.entities else []
@@ -424,7 +427,7 @@ class Pager:
             encoded = _encoder.encode(piece)
             if fill.used + len(encoded) + 1 > room:
                 return False
-            target.append(encoded)
+            target.append(memoryview(encoded + b","))
             fill.used += len(encoded) + 1
             fill.part += 1
             event = (f"The entity {_shown(unit['name'])} is too large for one page: here is its part {fill.part} "
@@ -442,10 +445,11 @@ class Pager:
 
     def _render(self, answer_id: int, answer: Answer, unit: int, fill: _Fill, summary: bytes | None,
                 first: bool) -> Page:
-        pieces = [b"{"]
+        pieces: list[bytes | memoryview] = [b"{"]
         if summary is not None:
             pieces += [b'"summary":', summary, b","]
-        pieces += [b'"entities":[', b",".join(fill.entities), b'],"relations":[', b",".join(fill.relations), b"]"]
+        pieces += [b'"entities":[', *_without_last_comma(fill.entities), b'],"relations":[',
+                   *_without_last_comma(fill.relations), b"]"]
         if fill.unit < len(answer.units):
             pieces += [b',"nextCursor":"', self._cursor(answer_id, fill.unit, fill.part).encode("ascii"), b'"']
         pieces.append(b"}")
@@ -481,6 +485,10 @@ class Pager:
             lines.append("Pages show the memory as it was when the first page was made; changes since then are "
                          "not in them.")
         return " ".join(lines + fill.events)
+
+
+def _without_last_comma(pieces: list[memoryview]) -> list[memoryview]:
+    return [*pieces[:-1], pieces[-1][:-1]] if pieces else []
 
 
 def _signature(key: bytes, payload: bytes) -> bytes:
