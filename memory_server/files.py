@@ -105,24 +105,31 @@ def holds(file: Path, content: Sequence[bytes]) -> bool:
     missing file holds nothing).
 
     Read through one small buffer, so no copy of the file is made. (A mapping of the file would
-    save a copy, but a file truncated meanwhile by another program would kill the process.)"""
+    save a copy, but a file truncated meanwhile by another program would kill the process.) Each
+    read fills the buffer whatever the pieces' sizes: a read lets go of the interpreter and has to
+    take it back, which costs when another thread is busy."""
     fd = open_memory_file(file)
     if fd is None:
         return not any(content)
     try:
         if os.fstat(fd).st_size != sum(map(len, content)):
             return False
-        buffer = bytearray(_COMPARE_CHUNK)
-        view = memoryview(buffer)
+        view = memoryview(bytearray(_COMPARE_CHUNK))
+        filled = start = 0  # bytes in the buffer, and where the part not compared yet starts
         for piece in content:
             offset = 0
             while offset < len(piece):
-                count = os.readv(fd, [view[:min(_COMPARE_CHUNK, len(piece) - offset)]])
+                if start == filled:
+                    filled, start = os.readv(fd, [view]), 0
+                    if filled == 0:
+                        return False
+                count = min(filled - start, len(piece) - offset)
                 # startswith compares with memcmp; a memoryview comparison goes item by item.
-                if count == 0 or not piece.startswith(view[:count], offset):
+                if not piece.startswith(view[start:start + count], offset):
                     return False
                 offset += count
-        return os.readv(fd, [view[:1]]) == 0
+                start += count
+        return start == filled and os.readv(fd, [view[:1]]) == 0
     finally:
         os.close(fd)
 
@@ -147,10 +154,42 @@ def _open_private(path: Path, flags: int) -> int:
     return fd
 
 
-def write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def _iov_max() -> int:
+    """How many buffers one writev takes (POSIX promises 16; Linux and the BSDs take 1024)."""
+    try:
+        value = os.sysconf("SC_IOV_MAX")
+    except (AttributeError, ValueError, OSError):
+        return 16
+    return value if value > 0 else 16
+
+
+_IOV_MAX: Final = _iov_max()
+
+
+def write_pieces(fd: int, pieces: Sequence[bytes]) -> None:
+    """The pieces one after the other, in as few system calls as the system takes (one for a memory
+    file of up to about 100 MB): each call lets go of the interpreter and has to take it back, which
+    costs when another thread is busy."""
+    if not hasattr(os, "writev"):  # Windows
+        for piece in pieces:
+            write_all(fd, piece)
+        return
+    index = 0
+    while index < len(pieces):
+        batch = pieces[index:index + _IOV_MAX]
+        written = os.writev(fd, batch)
+        for piece in batch:
+            index += 1
+            if written < len(piece):  # a short write: the rest of this piece by hand, then on
+                write_all(fd, memoryview(piece)[written:])
+                break
+            written -= len(piece)
 
 
 # -- temporary files -------------------------------------------------------------------------------
@@ -241,12 +280,11 @@ def staged(file: Path, pieces: Iterable[bytes]) -> Iterator[Staged]:
     except BaseException:
         _saving.discard(path.name)
         raise
-    content = []
     try:
         try:
-            for piece in pieces:
-                write_all(fd, piece)
-                content.append(piece)
+            # Kept for the next write to compare the file with, so all of them are made either way.
+            content = list(pieces)
+            write_pieces(fd, content)
             os.fsync(fd)
             signature = signature_of(os.fstat(fd))
         finally:

@@ -10,17 +10,18 @@ must treat every returned structure as read-only.
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
+from functools import partial
 from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias
 
 import msgspec
 
+from .paging import Listing, cut_summary, most_connected
 from .records import (
     EntityRecord,
     Extended,
@@ -100,6 +101,9 @@ class Graph:
     terms: TermIndex | None = field(default=None, compare=False)
     """The ranking's index, made by the store for the first search by words (see :func:`with_term_index`),
     then kept up to date by every write."""
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """What reads work out from this graph and keep for the next read of it (a new graph, after a
+    write, starts empty): the summary of a cut read_graph."""
 
 
 EMPTY: Final = Graph({}, {}, {})
@@ -225,10 +229,34 @@ def file_lines(graph: Graph) -> Iterator[bytes]:
 
 
 def read_graph(graph: Graph) -> dict[str, Any]:
+    """The whole graph; its entities can also summarise it, for the first page of a cut answer."""
     return {
-        "entities": [node.view for node in graph.entities.values()],
+        "entities": Listing([node.view for node in graph.entities.values()], partial(summary, graph)),
         "relations": [edge.view for edge in graph.relations.values()],
     }
+
+
+def summary(graph: Graph, limit: int) -> dict[str, Any]:
+    """:func:`paging.summarise` of the whole graph, from its endpoint index: the same value, worked
+    out once per graph."""
+    key = ("summary", limit)
+    if (known := graph.memo.get(key)) is None:
+        types, connected = summary_counts(graph)
+        known = graph.memo[key] = cut_summary(len(graph.entities), len(graph.relations), types, connected, limit)
+    return known
+
+
+def summary_counts(graph: Graph) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """What a summary of the graph is cut from: every entity type with its count (most common
+    first) and the most connected names (see paging.most_connected)."""
+    types = Counter(node.record.entityType for node in graph.entities.values()).most_common()
+    links = graph.links
+    # The index holds a relation to itself once; it counts twice, as one start and one end.
+    loops = Counter(source for source, target, _ in graph.relations if source == target)
+    degrees: Iterable[int] = map(len, links.values())
+    if loops:
+        degrees = (len(triples) + loops[name] for name, triples in links.items())
+    return types, most_connected(links.keys(), degrees)
 
 
 def with_word_index(graph: Graph) -> Graph:
@@ -309,7 +337,6 @@ def contains_query(graph: Graph, query: str) -> list[Node] | None:
 def relevance(needle: str) -> Callable[[str, str, str, int], tuple[int, bool, int, int]]:
     """The sort key of an entity containing the lower-cased `needle`, from its name, type,
     search text and place in the graph: lowest first."""
-    whole_word = re.compile(r"(?<!\w)" + re.escape(needle) + r"(?!\w)")
 
     def key(name: str, entity_type: str, text: str, seq: int) -> tuple[int, bool, int, int]:
         name = name.lower()
@@ -323,9 +350,25 @@ def relevance(needle: str) -> Callable[[str, str, str, int], tuple[int, bool, in
             tier = 3
         else:
             tier = 4
-        return tier, whole_word.search(text) is None, -text.count(needle), seq
+        return tier, not stands_alone(needle, text), -text.count(needle), seq
 
     return key
+
+
+def stands_alone(needle: str, text: str) -> bool:
+    """Whether `needle` occurs in `text` as a whole word: with no word character (a letter, digit or
+    underscore, as the regular expression \\w) right before or after it. A few finds beat a regular
+    expression scanning the whole text."""
+    at, size = text.find(needle), len(needle)
+    while at >= 0:
+        if not (at and _wordy(text[at - 1])) and not _wordy(text[at + size:at + size + 1]):
+            return True
+        at = text.find(needle, at + 1)
+    return False
+
+
+def _wordy(character: str) -> bool:
+    return character.isalnum() or character == "_"
 
 
 def ranked_by_words(graph: Graph, query: str, ranker: Ranker | None = None) -> list[Node]:

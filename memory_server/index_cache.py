@@ -30,6 +30,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping
 from contextlib import closing, suppress
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -37,7 +38,7 @@ import msgspec
 
 from . import graph as rules
 from .graph import Graph
-from .paging import full_summary
+from .paging import Listing, cut_summary
 from .search import FIELD_SEPARATOR
 
 FORMAT: Final = "2"
@@ -168,8 +169,9 @@ def _fill(db: sqlite3.Connection, graph: Graph, digest: str) -> None:
                     for number, holders in enumerate(terms.postings.values()) for name, tf in holders.items()))
     # Counted here once, so that the first page of a read_graph from the cache need not read
     # every object to head it.
-    summary = full_summary((node.view for node in graph.entities.values()),
-                           [edge.view for edge in graph.relations.values()])
+    types, connected = rules.summary_counts(graph)
+    summary = {"entities": len(graph.entities), "relations": len(graph.relations), "types": types,
+               "connected": connected}
     db.executemany("INSERT INTO meta VALUES (?, ?)", [
         ("format", FORMAT), ("digest", digest), ("count", str(len(terms.lengths))), ("total", str(terms.total)),
         ("weights", ",".join(map(str, terms.weights))), ("summary", encode(summary).decode())])
@@ -271,12 +273,16 @@ class ColdIndex:
 
     def graph_units(self) -> dict[str, Any]:
         """read_graph for the pager: each entity and relation as its JSON (msgspec.Raw), unparsed,
-        and the graph's full summary. A page takes only what it shows, so the first page of a large
-        graph costs reading the rows, not decoding them all."""
+        the entities a Listing that summarises the graph from the counts made with the cache. A
+        page takes only what it shows, so the first page of a large graph costs reading the rows,
+        not decoding them all."""
         raw = msgspec.Raw
-        return {"entities": [raw(view) for (view,) in self._db.execute("SELECT view FROM entities ORDER BY seq")],
-                "relations": [raw(view) for (view,) in self._db.execute("SELECT view FROM relations ORDER BY seq")],
-                "summary": self._decode(self._summary)}
+        counts = self._decode(self._summary)
+        types = [(kind, count) for kind, count in counts["types"]]
+        connected = [(name, count) for name, count in counts["connected"]]
+        return {"entities": Listing((raw(view) for (view,) in self._db.execute("SELECT view FROM entities ORDER BY seq")),
+                                    partial(cut_summary, counts["entities"], counts["relations"], types, connected)),
+                "relations": [raw(view) for (view,) in self._db.execute("SELECT view FROM relations ORDER BY seq")]}
 
     def _array(self, sql: str) -> list[Any]:
         views = [view for (view,) in self._db.execute(sql)]

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import heapq
 import hmac
 import itertools
 import secrets
 import struct
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from operator import itemgetter
 from typing import Any, Final
 
@@ -45,6 +47,8 @@ _SMALLEST_ENTITY: Final = len(b'{"name":"","entityType":"","observations":[]},')
 _SMALLEST_RELATION: Final = len(b'{"from":"","to":"","relationType":""},')
 _NOTE_ROOM: Final = 2_500
 """Bytes kept free for a page's note; a page whose note runs longer gives up units instead."""
+_NOTE_SLACK: Final = 64
+"""Bytes a page's note may take beyond the longest note of its answer's counts."""
 _SHOWN_NAME: Final = 60
 _EVENTS_PER_PAGE: Final = 3
 """Split entities and unshowable units a page tells about, at most; more wait for the next page."""
@@ -79,12 +83,27 @@ def budget_from(environ: Mapping[str, str]) -> int:
 # --------------------------------------------------------------------------------------------
 
 
+class Listing(list[Any]):
+    """The entities of a whole graph that also know how to summarise it: `summarise(limit)` gives
+    what :func:`summarise` would, cheaper (from the graph's own indexes, once per graph)."""
+
+    __slots__ = ("summarise",)
+
+    def __init__(self, units: Iterable[Any], summarise: Callable[[int], dict[str, Any]]) -> None:
+        super().__init__(units)
+        self.summarise = summarise
+
+
 @dataclass(frozen=True, slots=True)
 class Page:
     json: bytes
     """The structured content as compact JSON; also the first text item."""
     notes: tuple[str, ...] = ()
     """Further text items for the model."""
+    following: tuple[int, int, int] | None = None
+    """Where the next page of the answer starts (answer id, unit, part): see :meth:`Pager.prepare`."""
+    text: bytes | None = None
+    """`json` encoded as a JSON string, when the page was prepared ahead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +116,8 @@ class Answer:
     entities: int
     """units[:entities] are the entities."""
     summary: bytes | None = None
+    note_rooms: dict[bool, int] = field(default_factory=dict, compare=False)
+    """The room a note of a first page (True) and of a later one (False) takes at most, once known."""
 
 
 @dataclass(slots=True)
@@ -105,8 +126,9 @@ class _Fill:
 
     unit: int
     part: int
-    entities: list[bytes] = field(default_factory=list)
-    relations: list[bytes] = field(default_factory=list)
+    entities: list[memoryview] = field(default_factory=list)
+    """The entities' JSON, each followed by a comma, in pieces (see take_fitting)."""
+    relations: list[memoryview] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     """Notes about split entities, cut observations and what could not be shown."""
     used: int = 0
@@ -116,33 +138,40 @@ def summarise(entities: Sequence[Mapping[str, Any]], relations: Sequence[Mapping
               limit: int) -> dict[str, Any]:
     """Counts by entity type and the most connected names: what a model needs to choose what to open,
     cut to `limit` bytes of JSON."""
-    return fit_summary(full_summary(entities, relations), limit)
-
-
-def full_summary(entities: Iterable[Mapping[str, Any]], relations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The summary of a graph before it is cut to fit: the SUMMARY_TYPES most common entity types and
-    the SUMMARY_CONNECTED most connected names (ties in graph order), with the counts of all."""
-    types = Counter(map(itemgetter("entityType"), entities))
+    types = Counter(map(itemgetter("entityType"), entities)).most_common()
     degrees = Counter(map(itemgetter("from"), relations))
     degrees.update(map(itemgetter("to"), relations))
-    listed = [{"entityType": kind, "count": count} for kind, count in types.most_common(SUMMARY_TYPES)]
-    return {"entities": types.total(), "relations": len(relations), "entityTypes": listed,
-            "moreEntityTypes": len(types) - len(listed),
-            "mostConnected": [{"name": name, "relations": count} for name, count in degrees.most_common(SUMMARY_CONNECTED)]}
+    return cut_summary(len(entities), len(relations), types, most_connected(degrees.keys(), degrees.values()), limit)
 
 
-def fit_summary(summary: Mapping[str, Any], limit: int) -> dict[str, Any]:
-    """A full_summary cut to at most `limit` bytes of JSON: the least common types and the least
-    connected names go first."""
-    listed, connected = list(summary["entityTypes"]), list(summary["mostConnected"])
-    more = summary["moreEntityTypes"] + len(listed)
+def most_connected(names: Iterable[str], degrees: Iterable[int]) -> list[tuple[str, int]]:
+    """The SUMMARY_CONNECTED names with the most relations, most first, ties by name: the same
+    whichever order the names come in (the graph counts them from its endpoint index, a cold
+    answer from its lists). Cheap when most names tie, as in a graph of even degrees."""
+    names, degrees = list(names), list(degrees)
+    if not names:
+        return []
+    least = heapq.nlargest(SUMMARY_CONNECTED, degrees)[-1]
+    # Fewer than SUMMARY_CONNECTED names have more; those with just as many are picked by name.
+    above = sorted((-degree, name) for name, degree in zip(compress(names, map(least.__lt__, degrees)),
+                                                          filter(least.__lt__, degrees), strict=True))
+    tied = heapq.nsmallest(SUMMARY_CONNECTED - len(above), compress(names, map(least.__eq__, degrees)))
+    return [(name, -negative) for negative, name in above] + [(name, least) for name in tied]
+
+
+def cut_summary(entities: int, relations: int, types: list[tuple[str, int]], connected: list[tuple[str, int]],
+                limit: int) -> dict[str, Any]:
+    """The summary of a graph from its counts, its entity types (most common first) and its most
+    connected names, cut to `limit` bytes of JSON."""
+    listed = [{"entityType": kind, "count": count} for kind, count in types[:SUMMARY_TYPES]]
+    shown = [{"name": name, "relations": count} for name, count in connected[:SUMMARY_CONNECTED]]
     while True:
-        cut = {"entities": summary["entities"], "relations": summary["relations"], "entityTypes": listed,
-               "moreEntityTypes": more - len(listed), "mostConnected": connected}
-        if len(_encoder.encode(cut)) <= limit or not (listed or connected):
-            return cut
-        if len(connected) >= len(listed):
-            connected = connected[:-1]
+        summary = {"entities": entities, "relations": relations, "entityTypes": listed,
+                   "moreEntityTypes": len(types) - len(listed), "mostConnected": shown}
+        if len(_encoder.encode(summary)) <= limit or not (listed or shown):
+            return summary
+        if len(shown) >= len(listed):
+            shown = shown[:-1]
         else:
             listed = listed[:-1]
 
@@ -198,13 +227,15 @@ def _shown(name: str) -> str:
     return text if len(text) <= _SHOWN_NAME else text[:_SHOWN_NAME] + "...'"
 
 
-def take_fitting(units: list[Any], start: int, stop: int, room: int) -> tuple[list[bytes], int, int]:
+def take_fitting(units: list[Any], start: int, stop: int, room: int) -> tuple[list[memoryview], int, int]:
     """Whole units from units[start:stop] while their JSON, with a comma after each, takes at most
-    `room` bytes: their JSON (newline-separated pieces), where they end, and the bytes they take.
+    `room` bytes: that JSON, each unit followed by its comma (in pieces), where they end, and the
+    bytes they take.
 
     Encodes a chunk at a time in C, each chunk sized from the ones before, so a page costs about
-    what it holds whatever the length of the answer."""
-    pieces: list[bytes] = []
+    what it holds whatever the length of the answer; a piece is a view of its chunk's bytes, copied
+    once more only into the page."""
+    pieces: list[memoryview] = []
     used, index, guess = 0, start, 32
     while index < stop:
         chunk = units[index:min(stop, index + guess)]
@@ -212,16 +243,17 @@ def take_fitting(units: list[Any], start: int, stop: int, room: int) -> tuple[li
         # JSON escapes every newline inside strings, so each newline ends one unit, and a unit
         # with its comma takes as many bytes as its line with the newline.
         if len(blob) <= room - used:
-            pieces.append(blob[:-1])
+            pieces.append(memoryview(blob.replace(b"\n", b",")))
             used += len(blob)
             index += len(chunk)
             guess = max(8, int((room - used) * len(chunk) / len(blob)) + 2)
             continue
         end = blob.rfind(b"\n", 0, room - used) + 1  # after the last unit that fits; 0: none does
         if end:
-            pieces.append(blob[:end - 1])
+            pieces.append(memoryview(blob.replace(b"\n", b","))[:end])
             used += end
-            index += blob.count(b"\n", 0, end)
+            # The units after the cut are few (the chunk was sized to fit): count those.
+            index += len(chunk) - blob.count(b"\n", end)
         break
     return pieces, index, used
 
@@ -250,16 +282,17 @@ class Pager:
         self._answers: OrderedDict[int, Answer] = OrderedDict()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._ahead: tuple[tuple[int, int, int], Page] | None = None  # see prepare
         # The largest unit (with its comma) a page without a summary holds; larger entities are split.
         self._unit_room = budget - _ENVELOPE - _NOTE_ROOM
 
     # -- the first page ------------------------------------------------------------------------
 
     def first_page(self, tool: str, request: bytes, entities: list[Any], relations: list[Any], *,
-                   summarise_graph: bool = False, summary: Mapping[str, Any] | None = None) -> Page:
+                   summarise_graph: bool = False) -> Page:
         """The whole answer when it fits the budget (exactly as an uncut answer is encoded),
-        else the first page of it, led by the graph's summary when `summarise_graph`: `summary`
-        (a full_summary of these entities and relations) when known, else counted here.
+        else the first page of it, led by the graph's summary when `summarise_graph` (from the
+        entities' own `summarise` when they are a Listing, else counted here).
 
         Entities and relations are their objects, or their JSON as msgspec.Raw (an answer read
         from the index cache, not decoded until a page needs more than its bytes)."""
@@ -268,11 +301,13 @@ class Pager:
             encoded = _encoder.encode({"entities": entities, "relations": relations})
             if len(encoded) <= self.budget:
                 return Page(encoded)
-        heading = None
+        summary = None
         if summarise_graph:
-            counted = summary if summary is not None else full_summary(entities, relations)
-            heading = _encoder.encode(fit_summary(counted, self.budget // 4))
-        answer = Answer(tool, request, entities + relations, len(entities), heading)
+            limit = self.budget // 4
+            graph_summary = entities.summarise if isinstance(entities, Listing) else None
+            summary = _encoder.encode(graph_summary(limit) if graph_summary is not None
+                                      else summarise(entities, relations, limit))
+        answer = Answer(tool, request, entities + relations, len(entities), summary)
         with self._lock:
             answer_id = next(self._ids)
             self._answers[answer_id] = answer
@@ -301,11 +336,31 @@ class Pager:
             raise CursorError(f"This cursor continues a {tool} call with other arguments: pass the same arguments "
                               f"as for the first page together with the cursor, or call {tool} again without a "
                               "cursor to start over.")
+        with self._lock:
+            ahead = self._ahead
+        if ahead is not None and ahead[0] == (answer_id, unit, part):
+            return ahead[1]
         return self._page(answer_id, answer, unit, part, first=False)
+
+    def prepare(self, page: Page) -> None:
+        """Makes the page after `page` now, text included, for the cursor `page` gave. A client that
+        follows cursors reads one page while the next is made, and finds it ready when it asks (the
+        checks of its cursor stay the same); only the latest one is kept."""
+        if page.following is None:
+            return
+        answer_id, unit, part = page.following
+        with self._lock:
+            answer = self._answers.get(answer_id)
+        if answer is None:
+            return
+        made = self._page(answer_id, answer, unit, part, first=False)
+        made = Page(made.json, made.notes, made.following, _encoder.encode(made.json.decode()))
+        with self._lock:
+            self._ahead = (page.following, made)
 
     def _cursor(self, answer_id: int, unit: int, part: int) -> str:
         payload = _PAYLOAD.pack(answer_id, unit, part)
-        tag = hmac.new(self._key, payload, hashlib.sha256).digest()[:_TAG_BYTES]
+        tag = _signature(self._key, payload)
         return base64.urlsafe_b64encode(payload + tag).rstrip(b"=").decode("ascii")
 
     def _open(self, cursor: str, start_again: str) -> tuple[int, int, int]:
@@ -318,7 +373,7 @@ class Pager:
         except ValueError:
             raise invalid from None
         payload, tag = raw[:_PAYLOAD.size], raw[_PAYLOAD.size:]
-        expected = hmac.new(self._key, payload, hashlib.sha256).digest()[:_TAG_BYTES]
+        expected = _signature(self._key, payload)
         if len(raw) != _PAYLOAD.size + _TAG_BYTES or not hmac.compare_digest(tag, expected):
             raise invalid
         answer_id, unit, part = _PAYLOAD.unpack(payload)
@@ -328,7 +383,12 @@ class Pager:
 
     def _page(self, answer_id: int, answer: Answer, unit: int, part: int, *, first: bool) -> Page:
         summary = answer.summary if first else None
-        room = self.budget - _ENVELOPE - _NOTE_ROOM - (len(summary) + len(b'"summary":,') if summary else 0)
+        # Room for the note as long as it can be (its numbers at their longest), not more: a page
+        # holds as many units as fit. Notes about split entities, rare, take their room when made.
+        if (note_room := answer.note_rooms.get(first)) is None:
+            longest = self._note(answer, 0, _Fill(len(answer.units) - 1, 0), first)
+            note_room = answer.note_rooms[first] = min(_NOTE_ROOM, len(longest.encode()) + _NOTE_SLACK)
+        room = self.budget - _ENVELOPE - note_room - (len(summary) + len(b'"summary":,') if summary else 0)
         while True:
             fill = self._fill(answer, unit, part, room)
             page = self._render(answer_id, answer, unit, fill, summary, first)
@@ -356,7 +416,7 @@ class Pager:
                 break
         return fill
 
-    def _fill_parts(self, answer: Answer, fill: _Fill, room: int, target: list[bytes]) -> bool:
+    def _fill_parts(self, answer: Answer, fill: _Fill, room: int, target: list[memoryview]) -> bool:
         """Parts of a unit too large for any page, from fill.part on, while they fit; False when the page is full."""
         unit = answer.units[fill.unit]
         if isinstance(unit, msgspec.Raw):
@@ -374,7 +434,7 @@ class Pager:
             encoded = _encoder.encode(piece)
             if fill.used + len(encoded) + 1 > room:
                 return False
-            target.append(encoded)
+            target.append(memoryview(encoded + b","))
             fill.used += len(encoded) + 1
             fill.part += 1
             event = (f"The entity {_shown(unit['name'])} is too large for one page: here is its part {fill.part} "
@@ -392,15 +452,16 @@ class Pager:
 
     def _render(self, answer_id: int, answer: Answer, unit: int, fill: _Fill, summary: bytes | None,
                 first: bool) -> Page:
-        pieces = [b"{"]
+        pieces: list[bytes | memoryview] = [b"{"]
         if summary is not None:
             pieces += [b'"summary":', summary, b","]
-        pieces += [b'"entities":[', b",".join(fill.entities).replace(b"\n", b","), b'],"relations":[',
-                   b",".join(fill.relations).replace(b"\n", b","), b"]"]
+        pieces += [b'"entities":[', *_without_last_comma(fill.entities), b'],"relations":[',
+                   *_without_last_comma(fill.relations), b"]"]
         if fill.unit < len(answer.units):
             pieces += [b',"nextCursor":"', self._cursor(answer_id, fill.unit, fill.part).encode("ascii"), b'"']
         pieces.append(b"}")
-        return Page(b"".join(pieces), (self._note(answer, unit, fill, first),))
+        following = (answer_id, fill.unit, fill.part) if fill.unit < len(answer.units) else None
+        return Page(b"".join(pieces), (self._note(answer, unit, fill, first),), following)
 
     def _note(self, answer: Answer, start: int, fill: _Fill, first: bool) -> str:
         split = answer.entities
@@ -433,6 +494,16 @@ class Pager:
         return " ".join(lines + fill.events)
 
 
+def _without_last_comma(pieces: list[memoryview]) -> list[memoryview]:
+    return [*pieces[:-1], pieces[-1][:-1]] if pieces else []
+
+
+def _signature(key: bytes, payload: bytes) -> bytes:
+    """A cursor's tag: keyed BLAKE2b, a MAC in one call of the standard library (HMAC through
+    OpenSSL looks its digest up again on every call, which a page paid for twice)."""
+    return hashlib.blake2b(payload, key=key[:64], digest_size=_TAG_BYTES).digest()
+
+
 def _span(one: str, many: str, first: int, last: int) -> str:
     if last < first:
         return f"no {many}"
@@ -446,12 +517,13 @@ __all__ = [
     "MINIMUM_BUDGET",
     "Answer",
     "CursorError",
+    "Listing",
     "Page",
     "Pager",
     "budget_from",
+    "cut_summary",
     "entity_parts",
-    "fit_summary",
-    "full_summary",
+    "most_connected",
     "request_key",
     "summarise",
     "take_fitting",

@@ -197,7 +197,7 @@ class GraphStore:
 
     def read_graph_for_pages(self) -> dict[str, Any]:
         """read_graph as the pager takes it: from the cache, the objects as their unparsed JSON
-        (msgspec.Raw) with the graph's "summary" (see paging.full_summary); else read_graph."""
+        (msgspec.Raw), the entities a paging.Listing that summarises the graph; else read_graph."""
         self._cache.last_activity = time.monotonic()
         if (answer := self._cold_answer(lambda cold: cold.graph_units())) is not None:
             return answer

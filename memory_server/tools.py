@@ -3,9 +3,11 @@ extended where our README adds result fields) and the thin handlers that call th
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -131,15 +133,24 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                 return pager.next_page(cursor, tool, request)
             value = answer()
             return pager.first_page(tool, request, value["entities"], value["relations"],
-                                    summarise_graph=tool == "read_graph", summary=value.get("summary"))
+                                    summarise_graph=tool == "read_graph")
         try:
             # A later page is pure work bounded by the budget (no file, no lock): no thread needed.
             result = page() if "cursor" in arguments else await anyio.to_thread.run_sync(page)
         except (GraphError, CursorError) as error:
             raise ToolError(str(error)) from error
-        # The same shape as ToolResult.of: the JSON once as structured content, once as text.
-        texts = [result.json.decode(), *result.notes]
-        return ToolResult([{"type": "text", "text": text} for text in texts], msgspec.Raw(result.json))
+        if result.following is not None:
+            # Right after this answer is written out (this handler returns to the engine, which
+            # encodes and sends the answer in the same step of the event loop): the next page is made
+            # while the client reads this one. A bounded piece of pure work, like a later page itself.
+            # (Under another event loop than asyncio's, pages are made when asked for.)
+            with suppress(RuntimeError):
+                asyncio.get_running_loop().call_soon(pager.prepare, result)
+        # The same shape as ToolResult.of: the JSON once as structured content, once as text
+        # (already encoded as a JSON string when the page was prepared ahead).
+        text: str | msgspec.Raw = result.json.decode() if result.text is None else msgspec.Raw(result.text)
+        items: list[str | msgspec.Raw] = [text, *result.notes]
+        return ToolResult([{"type": "text", "text": item} for item in items], msgspec.Raw(result.json))
 
     def search(query: str, limit: int | None) -> dict[str, Any]:
         # The store ranks and keeps the best `limit`, with the relations touching those.

@@ -5,10 +5,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory_server import graph as rules
 from memory_server.graph import EMPTY, Graph, GraphError
+from memory_server.paging import summarise
 from memory_server.records import decode_file, join_lines
 
 Entity = dict[str, Any]
@@ -385,3 +389,47 @@ def test_an_unpaired_surrogate_fails_the_whole_write_naming_the_record(write: An
     # The message goes back to the client as UTF-8, so the surrogate in it must be escaped.
     assert message.encode("utf-8").decode("utf-8") == message
     assert file_of(PEOPLE) == before
+
+
+# -- the summary of a cut read_graph, from the graph's endpoint index -----------------------------------
+
+
+@st.composite
+def summarised_files(draw: st.DrawFn) -> bytes:
+    """Memory files whose relations tie, loop back to their entity, or end at names no entity has."""
+    names = draw(st.lists(st.sampled_from("abcdefghijklmn"), unique=True, min_size=1, max_size=12))
+    ends = st.sampled_from([*names, "ghost", "phantom"])
+    lines = [{"type": "entity", "name": name, "entityType": draw(st.sampled_from(["person", "place", "thing"])),
+              "observations": []} for name in names]
+    triples = draw(st.lists(st.tuples(ends, ends, st.sampled_from(["knows", "likes"])), unique=True, max_size=40))
+    lines += [{"type": "relation", "from": a, "to": b, "relationType": kind} for a, b, kind in triples]
+    return b"\n".join(msgspec.json.encode(line) for line in lines)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=summarised_files(), limit=st.sampled_from([20_000, 400, 150]),
+       created=st.lists(st.tuples(st.sampled_from("abcxyz"), st.sampled_from("abcxyz")), max_size=4),
+       gone=st.lists(st.sampled_from("abcdef"), max_size=2))
+def test_the_graph_summarises_itself_as_its_lists_would_also_after_writes(
+        data: bytes, limit: int, created: list[tuple[str, str]], gone: list[str]) -> None:
+    graph = from_file(data)
+    for step in range(3):
+        listed = rules.read_graph(graph)
+        expected = summarise(list(listed["entities"]), listed["relations"], limit)
+        assert rules.summary(graph, limit) == expected
+        assert listed["entities"].summarise(limit) == expected
+        assert rules.summary(graph, limit) == expected, "kept for the next read of the same graph"
+        if step == 0:
+            names = [name for pair in created for name in pair]
+            graph = rules.create_entities(graph, [entity(name, "new") for name in names]).graph
+            graph = rules.create_relations(graph, [relation(a, b, "met") for a, b in created]).graph
+        else:
+            graph = rules.delete_entities(graph, gone).graph
+
+
+def test_the_most_connected_tie_by_name_and_a_loop_counts_twice() -> None:
+    graph = build(*(entity(name) for name in "dcba"), relations=(
+        relation("d", "d"), relation("c", "a"), relation("b", "a", "likes"), relation("c", "b")))
+    connected = rules.summary(graph, 20_000)["mostConnected"]
+    assert connected == [{"name": "a", "relations": 2}, {"name": "b", "relations": 2},
+                         {"name": "c", "relations": 2}, {"name": "d", "relations": 2}]

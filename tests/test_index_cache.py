@@ -281,16 +281,16 @@ def test_read_graph_pages_from_the_cache_equal_the_graphs(tmp_path: Path) -> Non
     cold_store = GraphStore(memory)
     cold = cold_store.read_graph_for_pages()
     assert cold_store._cache.answered == 1 and isinstance(cold["entities"][0], msgspec.Raw)
-    assert cold["summary"]["mostConnected"][0] == {"name": "person 3", "relations": 30}
+    assert cold["entities"].summarise(DEFAULT_BUDGET)["mostConnected"][0] == {"name": "person 3", "relations": 30}
     warm_store = GraphStore(memory)
     warm_store._cache.done = True
     warm = warm_store.read_graph_for_pages()
-    assert "summary" not in warm
+    assert not isinstance(warm["entities"][0], msgspec.Raw)
 
     def pages(value: dict[str, Any]) -> list[Page]:
         pager, request = Pager(DEFAULT_BUDGET, key=b"k" * 32), request_key("read_graph", {})
         found = [pager.first_page("read_graph", request, value["entities"], value["relations"],
-                                  summarise_graph=True, summary=value.get("summary"))]
+                                  summarise_graph=True)]
         while (cursor := msgspec.json.decode(found[-1].json).get("nextCursor")) is not None:
             found.append(pager.next_page(cursor, "read_graph", request))
         return found

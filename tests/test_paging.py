@@ -24,8 +24,8 @@ from memory_server.paging import (
     CursorError,
     Page,
     Pager,
+    Listing,
     budget_from,
-    full_summary,
     request_key,
     summarise,
 )
@@ -39,10 +39,9 @@ def page_size(page: Page) -> int:
 
 
 def all_pages(pager: Pager, entities: list[Any], relations: list[Any], tool: str = "read_graph",
-              arguments: dict[str, Any] | None = None, summary: dict[str, Any] | None = None) -> list[Page]:
+              arguments: dict[str, Any] | None = None) -> list[Page]:
     request = request_key(tool, arguments or {})
-    pages = [pager.first_page(tool, request, entities, relations, summarise_graph=tool == "read_graph",
-                              summary=summary)]
+    pages = [pager.first_page(tool, request, entities, relations, summarise_graph=tool == "read_graph")]
     while (cursor := json.loads(pages[-1].json).get("nextCursor")) is not None:
         assert isinstance(cursor, str) and len(cursor) == CURSOR_LENGTH
         pages.append(pager.next_page(cursor, tool, request))
@@ -161,10 +160,11 @@ def test_pages_of_unparsed_json_with_a_known_summary_equal_pages_of_the_objects(
     entities, relations = graph
     if oversized:  # an entity larger than a page: split, which needs its fields
         entities = [*entities, {"name": "big", "entityType": "person", "observations": ["y" * 90] * (budget // 40)}]
-    raw = [msgspec.Raw(msgspec.json.encode(item)) for item in entities], \
-        [msgspec.Raw(msgspec.json.encode(item)) for item in relations]
+    raw_entities = Listing((msgspec.Raw(msgspec.json.encode(item)) for item in entities),
+                           lambda limit: summarise(entities, relations, limit))
+    raw_relations = [msgspec.Raw(msgspec.json.encode(item)) for item in relations]
     key = b"k" * 32
-    assert all_pages(Pager(budget, key=key), *raw, summary=full_summary(entities, relations)) == \
+    assert all_pages(Pager(budget, key=key), raw_entities, raw_relations) == \
         all_pages(Pager(budget, key=key), entities, relations)
 
 def test_summary_counts_types_and_connections_and_fits_its_share() -> None:
@@ -271,6 +271,42 @@ def test_the_oldest_cut_answers_expire() -> None:
         pager.next_page(cursors[0], "read_graph", READ_GRAPH)
     for cursor in cursors[1:]:
         pager.next_page(cursor, "read_graph", READ_GRAPH)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=graphs(), budget=st.integers(MINIMUM_BUDGET, 9_000))
+def test_a_page_made_ahead_is_the_page_a_cursor_gets_anyway(
+        graph: tuple[list[dict[str, Any]], list[dict[str, Any]]], budget: int) -> None:
+    entities, relations = graph
+    key = b"the same key, so the same cursors"
+    plain = all_pages(Pager(budget, key=key), entities, relations)
+    pager = Pager(budget, key=key)
+    pages = [pager.first_page("read_graph", READ_GRAPH, entities, relations, summarise_graph=True)]
+    while (cursor := json.loads(pages[-1].json).get("nextCursor")) is not None:
+        pager.prepare(pages[-1])
+        page = pager.next_page(cursor, "read_graph", READ_GRAPH)
+        assert page.text == msgspec.json.encode(page.json.decode()), "its text is its JSON as a JSON string"
+        pages.append(page)
+    assert [(page.json, page.notes) for page in pages] == [(page.json, page.notes) for page in plain]
+
+
+def test_a_page_made_ahead_is_given_only_for_its_own_cursor_tool_and_arguments() -> None:
+    pager = Pager(MINIMUM_BUDGET, keep=1)
+    request = request_key("search_nodes", {"query": "fact"})
+    first = pager.first_page("search_nodes", request, many(200), [])
+    pager.prepare(first)
+    cursor = json.loads(first.json)["nextCursor"]
+    with pytest.raises(CursorError, match="not of read_graph"):
+        pager.next_page(cursor, "read_graph", READ_GRAPH)
+    with pytest.raises(CursorError, match="other arguments"):
+        pager.next_page(cursor, "search_nodes", request_key("search_nodes", {"query": "other"}))
+    second = pager.next_page(cursor, "search_nodes", request)
+    assert second.text is not None, "made ahead"
+    pager.prepare(second)
+    later = json.loads(second.json)["nextCursor"]
+    pager.first_page("read_graph", READ_GRAPH, many(200), [])  # the search's pages expire (keep=1)
+    with pytest.raises(CursorError, match="expired"):
+        pager.next_page(later, "search_nodes", request)
 
 
 def test_pages_continue_the_answer_as_it_was_at_the_first_page() -> None:

@@ -66,6 +66,8 @@ def follow(client: MemoryClient, tool: str, arguments: dict[str, Any], budget: i
         assert not result.get("isError"), result
         assert sum(len(text) for text in texts(result)) <= budget, "the text the model gets stays in the budget"
         assert len(last_line(client)) <= 4 * budget, "the line carries the page twice at most, escaped"
+        # Later pages are made ahead, their text encoded then: still the very JSON of the page.
+        assert json.loads(texts(result)[0]) == result["structuredContent"]
         pages.append(result["structuredContent"])
         cursor = result["structuredContent"].get("nextCursor")
         if cursor is None:

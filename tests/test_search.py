@@ -3,6 +3,7 @@ and an index kept up to date write by write must answer as one built afresh."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -154,3 +155,14 @@ def test_a_word_held_by_many_loses_exactly_the_holders_that_dropped_it() -> None
     assert index.candidates("tea", UNLIMITED) == set(names) - {"e7", "e30"}
     assert index.candidates("likes", UNLIMITED) == set(names) - {"e30"}
     assert index.candidates("coffee", UNLIMITED) == {"e7"}
+
+
+# Word characters of several kinds (letters with and without accents, digits, the underscore, a
+# Roman numeral that is numeric) and a few that are not, so that boundaries fall everywhere.
+word_texts = st.text(alphabet="ab_1Ⅻé -.\x00\u3000", max_size=16)
+
+
+@given(st.text(alphabet="ab_1Ⅻé -.\x00\u3000", min_size=1, max_size=4), word_texts)
+def test_a_whole_word_is_found_as_the_regular_expression_finds_it(needle: str, text: str) -> None:
+    expected = re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", text) is not None
+    assert rules.stands_alone(needle, text) == expected
