@@ -561,6 +561,11 @@ class GraphStore:
         """How many times this store has saved the memory file; writes saved together count once."""
         return self._writes.saves
 
+    @property
+    def queued_writes(self) -> int:
+        """Writes of this store waiting for their turn or for the file lock (not yet in a batch)."""
+        return len(self._writes.queue)
+
     def _write(self, operation: Callable[[Graph], Change], abandon: threading.Event | None = None) -> WriteResult:
         """``operation`` on the file's current graph, saved; ``abandon`` set while the write still
         waits for its turn gives it up (WriteAbandoned), later it completes either way.
