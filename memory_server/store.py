@@ -660,7 +660,11 @@ class GraphStore:
         changes nothing. A failing save raises, so every write of the batch gets its error: the
         answers of the writes after the first change were worked out on graphs that never reached
         the disk, and even the ones before it are simply tried again, so the rule is the same for all."""
-        graph = before
+        start = before
+        if len(operations) >= INDEX_ONCE_FROM and (before.words is not None or before.terms is not None):
+            # Each write would bring the search indexes up to date (copying them); a batch does it once.
+            start = replace(before, words=None, terms=None)
+        graph = start
         changes: list[Change | Exception] = []
         for operation in operations:
             try:
@@ -671,11 +675,14 @@ class GraphStore:
             changes.append(change)
             if change.changed:
                 graph = change.graph
-        if graph is before:
+        if graph is start:
             # Nothing to save; but answers (and broken rules) worked out on an outdated graph are no answers.
             self._confirm(check)
             notes: list[str] = []
         else:
+            if start is not before:
+                # None when so much changed that new indexes cost less: the read side makes them when needed.
+                graph = rules.carry_word_index(before, graph) or graph
             notes = self._commit(graph, check)
         results: list[WriteResult | Exception] = []
         for outcome in changes:
@@ -774,6 +781,10 @@ class GraphStore:
 
 MAX_BATCH: Final = 256
 """Writes saved together at most; later ones wait for the next turn."""
+INDEX_ONCE_FROM: Final = 3
+"""Batches of this many writes bring the search indexes up to date once, after the last write,
+rather than after each (measured at 10,000 entities: 1 write 0.97 ms each way round would cost
+1.7 ms, 4 writes 4.4 ms against 2.4 ms, 15 writes 17.5 ms against 4.9 ms)."""
 
 
 class _Queued:

@@ -313,6 +313,31 @@ def test_more_writes_than_a_batch_takes_are_saved_in_as_many_batches_as_needed(m
     assert sorted(record["name"] for record in file_records(memory)) == [f"e{n:03d}" for n in range(count)]
 
 
+def test_a_batch_leaves_the_search_indexes_as_a_fresh_load_would_make_them(memory: Path,
+                                                                          children: list[subprocess.Popen[str]]) -> None:
+    store = GraphStore(memory, lock_timeout=WAIT)
+    store.create_entities([entity("Alice", "drinks tea"), entity("Bob", "plays chess"), entity("Carol", "likes tea")])
+    queries = ["tea", "chess", "jam", "Dora", "tea chess jam", "likes jam tea"]
+    store.search_nodes("tea chess")  # a search by words: both indexes are made
+    wait_for(lambda: store.poll_external_change() is False and store._snapshot is not None
+             and store._snapshot.graph.words is not None and store._snapshot.graph.terms is not None)
+    holder = Holder(memory, children)
+    writers = queue_in_order(store, [
+        lambda: store.add_observations([{"entityName": "Bob", "contents": ["likes jam"]}]),
+        lambda: store.create_entities([entity("Dora", "drinks tea with jam")]),
+        lambda: store.delete_observations([{"entityName": "Alice", "observations": ["drinks tea"]}]),
+        lambda: store.delete_entities(["Carol"]),
+    ])
+    holder.release()
+    assert all(writer.result().changed for writer in writers)
+    assert store.saves == 2
+    graph = store._snapshot.graph if store._snapshot is not None else None
+    assert graph is not None and graph.words is not None and graph.terms is not None  # kept up to date, not dropped
+    fresh = GraphStore(memory)
+    assert [store.search_nodes(query) for query in queries] == [fresh.search_nodes(query) for query in queries]
+    assert [e["name"] for e in store.search_nodes("jam")["entities"]] == ["Bob", "Dora"]
+
+
 # -- giving up while queued ------------------------------------------------------------------------------
 
 
