@@ -756,12 +756,23 @@ class GraphStore:
                 # Readers noticing the new file wait for the new snapshot instead of loading it again.
                 with self._loading:
                     os.replace(temporary.path, self._file)
-                    self._snapshot = _Snapshot(graph, temporary.signature, temporary.content)
+                    self._snapshot = _Snapshot(self._with_indexes_published_meanwhile(graph), temporary.signature,
+                                               temporary.content)
                     self._writes.saves += 1
         except OSError as error:
             raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
                              "Nothing was changed.") from error
         fsync_directory(self._file.parent)
+
+    def _with_indexes_published_meanwhile(self, graph: Graph) -> Graph:
+        """`graph` with the search indexes the read side published while the batch was worked out
+        from the graph before them (under _loading). Dropped, they would be made again from scratch
+        at the next search or poll; with writes landing back to back that could repeat forever."""
+        current = self._snapshot
+        if current is None or ((graph.words is not None or current.graph.words is None)
+                               and (graph.terms is not None or current.graph.terms is None)):
+            return graph
+        return rules.carry_word_index(current.graph, graph) or graph
 
     def _release(self, fd: int) -> None:
         try:

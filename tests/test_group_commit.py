@@ -338,6 +338,23 @@ def test_a_batch_leaves_the_search_indexes_as_a_fresh_load_would_make_them(memor
     assert [e["name"] for e in store.search_nodes("jam")["entities"]] == ["Bob", "Dora"]
 
 
+def test_an_index_made_while_a_batch_is_worked_out_is_carried_to_the_new_graph(memory: Path) -> None:
+    store = GraphStore(memory, lock_timeout=WAIT)
+    store.create_entities([entity("Alice", "drinks tea")])
+    assert store._snapshot is not None and store._snapshot.graph.words is None  # no search or poll yet
+
+    def index_meanwhile(graph: rules.Graph) -> rules.Change:
+        store.poll_external_change()  # the poller makes the word index of the graph this write started from
+        assert store._snapshot is not None and store._snapshot.graph.words is not None
+        return rules.create_entities(graph, [entity("Bob", "plays chess")])
+
+    assert store._write(index_meanwhile).changed
+    graph = store._snapshot.graph
+    assert graph.words is not None  # not dropped by the save
+    assert [e["name"] for e in store.search_nodes("chess")["entities"]] == ["Bob"]
+    assert [e["name"] for e in store.search_nodes("tea")["entities"]] == ["Alice"]
+
+
 # -- giving up while queued ------------------------------------------------------------------------------
 
 
