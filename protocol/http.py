@@ -109,6 +109,42 @@ class _Outbox:
         return None if self.closed else b""
 
 
+class _Slots:
+    """At most `limit` requests answered at once; the others wait in the order they came.
+
+    anyio's CapacityLimiter passes through the event loop even when a slot is free (a checkpoint),
+    which under many clients costs as much as the rest of taking a request; a free slot here is a
+    counter. A slot freed while others wait is handed straight to the first of them."""
+
+    def __init__(self, limit: int) -> None:
+        self._free = limit
+        self._waiting: deque[anyio.Event] = deque()
+
+    async def __aenter__(self) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        turn = anyio.Event()
+        self._waiting.append(turn)
+        try:
+            await turn.wait()
+        except BaseException:
+            if turn.is_set():
+                self._release()  # handed a slot as it was cancelled: the next one gets it
+            else:
+                self._waiting.remove(turn)
+            raise
+
+    async def __aexit__(self, *_: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self._waiting:
+            self._waiting.popleft().set()
+        else:
+            self._free += 1
+
+
 class _LegacySession:
     def __init__(self, server: Server, session_id: str) -> None:
         self.id = session_id
@@ -155,8 +191,7 @@ class StreamableHTTP:
         self.max_sessions = max_sessions
         self._sessions: dict[str, _LegacySession] = {}
         self._listening: set[Peer] = set()  # modern peers with an open listen stream
-        self._slots: anyio.CapacityLimiter | None = None
-        self._max_concurrent = max_concurrent_requests
+        self._slots = _Slots(max_concurrent_requests)
         self.closing = False
 
     # -- lifetime -------------------------------------------------------------------------------------
@@ -368,8 +403,6 @@ class StreamableHTTP:
             raise _Reject(400, ProtocolError(
                 INVALID_REQUEST, f"Invalid Request: id {request.id!r} is already in use by a request in flight"),
                 request.id)
-        if self._slots is None:
-            self._slots = anyio.CapacityLimiter(self._max_concurrent)
         outcome: tuple[bytearray, int | None] | None = None
         async with anyio.create_task_group() as tasks:
             if session is not None:
