@@ -263,3 +263,27 @@ async def test_requests_beyond_the_concurrency_cap_wait_their_turn_and_one_that_
                 release[4].set()
     assert answers == {1: "done 1", 2: "done 2", 4: "done 4"}
     assert peak[0] == 2 and 3 not in entered
+
+
+@pytest.mark.anyio
+async def test_a_request_longer_than_the_idle_time_keeps_its_session_and_idle_ones_go_at_the_next_initialize() -> None:
+    idle = 1.0  # far above a loaded machine's pause between two requests
+    app = example_server.server.asgi_app(session_idle_seconds=idle)
+    async with serving(app) as base:
+        url = f"{base}/mcp"
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            async def session() -> str:
+                opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
+                return opened.headers["mcp-session-id"]
+
+            busy, forgotten = await session(), await session()
+            slept = await http.post(url, json=request(1, "tools/call", {"name": "sleep", "arguments": {
+                "seconds": idle * 1.5}}), headers={"accept": ACCEPT, "mcp-session-id": busy})
+            assert slept.json()["result"]["content"][0]["text"] == f"slept {idle * 1.5}"
+            # Idle from the end of its request on: still there; the other one has been idle all along.
+            assert (await http.post(url, json=request(2, "ping"), headers={"mcp-session-id": busy})).status_code == 200
+            assert set(app._sessions) == {busy, forgotten}
+            fresh = await session()  # a new session sweeps out the expired ones
+            assert set(app._sessions) == {busy, fresh}
+            gone = await http.post(url, json=request(3, "ping"), headers={"mcp-session-id": forgotten})
+            assert gone.status_code == 404
