@@ -19,6 +19,7 @@ import pytest
 from conftest import REPO, Deadline, expect_line, python
 from http_helpers import HttpServers, http_servers, modern_post  # noqa: F401  (a fixture)
 
+from memory_server import files
 from memory_server import graph as rules
 from memory_server.records import EntityRecord, encode_file
 from memory_server.store import MAX_BATCH, GraphError, GraphStore, LockTimeout, WriteAbandoned, WriteResult
@@ -353,6 +354,17 @@ def test_an_index_made_while_a_batch_is_worked_out_is_carried_to_the_new_graph(m
     assert graph.words is not None  # not dropped by the save
     assert [e["name"] for e in store.search_nodes("chess")["entities"]] == ["Bob"]
     assert [e["name"] for e in store.search_nodes("tea")["entities"]] == ["Alice"]
+
+
+def test_pieces_beyond_one_writev_and_empty_ones_are_all_written_in_order(tmp_path: Path) -> None:
+    pieces = [f"piece {n}\n".encode() * (n % 7) for n in range(3 * files._IOV_MAX + 5)]  # every 7th is empty
+    target = tmp_path / "pieces"
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        files.write_pieces(fd, pieces)
+    finally:
+        os.close(fd)
+    assert target.read_bytes() == b"".join(pieces)
 
 
 # -- giving up while queued ------------------------------------------------------------------------------
