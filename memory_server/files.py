@@ -161,35 +161,32 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
 
 
 def _iov_max() -> int:
-    """How many buffers one writev takes (POSIX promises 16; Linux and the BSDs take 1024)."""
+    """How many buffers one writev takes here (16 at least, as POSIX promises)."""
     try:
-        value = os.sysconf("SC_IOV_MAX")
+        return max(16, os.sysconf("SC_IOV_MAX"))
     except (AttributeError, ValueError, OSError):
         return 16
-    return value if value > 0 else 16
 
 
 _IOV_MAX: Final = _iov_max()
 
 
 def write_pieces(fd: int, pieces: Sequence[bytes]) -> None:
-    """The pieces one after the other, in as few system calls as the system takes (one for a memory
-    file of up to about 100 MB): each call lets go of the interpreter and has to take it back, which
-    costs when another thread is busy."""
-    if not hasattr(os, "writev"):  # Windows
+    """All the pieces, in one system call where the platform has writev. Each call lets go of the
+    interpreter lock and must win it back, which in a busy server can take longer than the write."""
+    if not hasattr(os, "writev"):
         for piece in pieces:
             write_all(fd, piece)
         return
-    index = 0
-    while index < len(pieces):
-        batch = pieces[index:index + _IOV_MAX]
-        written = os.writev(fd, batch)
-        for piece in batch:
-            index += 1
-            if written < len(piece):  # a short write: the rest of this piece by hand, then on
-                write_all(fd, memoryview(piece)[written:])
-                break
-            written -= len(piece)
+    views = [memoryview(piece) for piece in pieces if piece]
+    first = 0
+    while first < len(views):
+        written = os.writev(fd, views[first:first + _IOV_MAX])
+        while first < len(views) and written >= len(views[first]):
+            written -= len(views[first])
+            first += 1
+        if written:
+            views[first] = views[first][written:]
 
 
 # -- temporary files -------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
@@ -174,7 +175,7 @@ class GraphStore:
                                     refresh_every=timings.refresh_every if refresh_every is None else refresh_every)
         self._snapshot: _Snapshot | None = None
         self._loading = threading.Lock()
-        self._writing = threading.Lock()
+        self._writes = _WriteQueue()
         self._indexing = threading.Lock()
         self._unindexable: Graph | None = None  # the graph whose index failed, not to be tried again
         self._unrankable: Graph | None = None  # the same for the ranking's index
@@ -563,41 +564,144 @@ class GraphStore:
             self._schedule_cache_refresh()
         return graph
 
+    @property
+    def saves(self) -> int:
+        """How many times this store has saved the memory file; writes saved together count once."""
+        return self._writes.saves
+
+    @property
+    def queued_writes(self) -> int:
+        """Writes of this store waiting for their turn or for the file lock (not yet in a batch)."""
+        return len(self._writes.queue)
+
     def _write(self, operation: Callable[[Graph], Change], abandon: threading.Event | None = None) -> WriteResult:
         """``operation`` on the file's current graph, saved; ``abandon`` set while the write still
-        waits for its turn gives it up (WriteAbandoned), later it completes either way."""
-        deadline = time.monotonic() + self._lock_timeout
-        # Threads of this process take turns here, so only one of them waits on the file lock.
-        self._take_turn(deadline, abandon)
+        waits for its turn gives it up (WriteAbandoned), later it completes either way.
+
+        Writes of this process that wait at the same time are saved together (see _WriteQueue):
+        whichever thread gets the turn does the writes queued by the time it holds the file lock,
+        its own among them, and each thread gets its own result or error."""
+        queued = _Queued(operation, abandon, time.monotonic() + self._lock_timeout)
+        self._writes.join(queued)
+        # A leader behind more than MAX_BATCH earlier writes did theirs, not its own: it goes on.
+        while self._take_turn(queued):
+            try:
+                self._lead(queued)
+            finally:
+                self._writes.end_turn()
+        if queued.error is not None:
+            raise queued.error
+        assert queued.result is not None
+        return queued.result
+
+    def _take_turn(self, queued: _Queued) -> bool:
+        """True when this thread gets the turn to lead a batch, False once the queued write is
+        done. WriteAbandoned or LockTimeout while it waits untaken."""
+        writes = self._writes
+        with writes.changed:
+            while not queued.done:
+                if queued.taken:
+                    writes.changed.wait()  # a leader does it, and wakes every waiter when done
+                    continue
+                if queued.abandon is not None and queued.abandon.is_set():
+                    writes.queue.remove(queued)
+                    raise self._lock.abandoned_error()
+                if not writes.leading:
+                    writes.leading = True
+                    return True
+                remaining = queued.deadline - time.monotonic()
+                if remaining <= 0:
+                    writes.queue.remove(queued)
+                    break
+                # Woken when the turn is free or this write is done; the poll looks at abandon and deadline.
+                writes.changed.wait(min(POLL_INTERVAL, remaining))
+            else:
+                return False
+        raise self._lock.timeout_error()  # reads the holder's record: outside the condition
+
+    def _lead(self, own: _Queued) -> None:
+        """Holding the turn: the file lock, then the writes queued by then, done and saved together.
+
+        Until the batch is taken, a failure (the lock not had in time, the write abandoned, the
+        directory not creatable) is the leading write's own: the others wait for the next turn.
+        After it, every write of the batch has its outcome from _run_batch, or shares its error."""
+        batch: list[_Queued] = []
         try:
             self._create_directory()
-            with self._lock.held(deadline, abandon):
-                snapshot = self._snapshot
-                if snapshot is None or snapshot.content is None:
-                    return self._apply(operation, self._reload(), None)
-                # The stat signature is not enough here: a rewrite of the same size can keep it
-                # (coarse timestamps and a reused inode, a tool that restores the modification
-                # time), and saving over it would undo that rewrite. So the file's bytes are
-                # compared with the ones the graph came from, alongside the work on the change;
-                # nothing on disk changes before the comparison has said they are the same.
-                check = self._checker.submit(holds, self._file, snapshot.content)
-                try:
-                    return self._apply(operation, snapshot.graph, check)
-                except _StaleStart:
-                    return self._apply(operation, self._reload(), None)
-        finally:
-            self._writing.release()
+            with self._lock.held(own.deadline, own.abandon):
+                batch = self._writes.take_batch(self._lock.abandoned_error)
+                if batch:
+                    outcomes = self._run_batch([queued.operation for queued in batch])
+                    for queued, outcome in zip(batch, outcomes, strict=True):
+                        if isinstance(outcome, WriteResult):
+                            queued.result = outcome
+                        else:
+                            queued.error = outcome
+        except BaseException as error:
+            for queued in batch or [own]:
+                if not queued.done:
+                    queued.error = error
+            if not batch:
+                self._writes.forget(own)
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt and the like stop this thread too
 
-    def _apply(self, operation: Callable[[Graph], Change], before: Graph, check: Future[bool] | None) -> WriteResult:
+    def _run_batch(self, operations: Sequence[Callable[[Graph], Change]]) -> list[WriteResult | Exception]:
+        snapshot = self._snapshot
+        if snapshot is None or snapshot.content is None:
+            return self._apply(operations, self._reload(), None)
+        # The stat signature is not enough here: a rewrite of the same size can keep it
+        # (coarse timestamps and a reused inode, a tool that restores the modification
+        # time), and saving over it would undo that rewrite. So the file's bytes are
+        # compared with the ones the graph came from, alongside the work on the change;
+        # nothing on disk changes before the comparison has said they are the same.
+        check = self._checker.submit(holds, self._file, snapshot.content)
         try:
-            change = operation(before)
-        except GraphError:
-            self._confirm(check)  # a rule broken on an outdated graph is no answer
-            raise
-        if not change.changed:
+            return self._apply(operations, snapshot.graph, check)
+        except _StaleStart:
+            return self._apply(operations, self._reload(), None)  # the whole batch, on the file's graph
+
+    def _apply(self, operations: Sequence[Callable[[Graph], Change]], before: Graph,
+               check: Future[bool] | None) -> list[WriteResult | Exception]:
+        """Each operation on the graph the ones before it made, as if they had taken turns, then
+        one save of the last graph. An operation that fails (a rule broken) fails alone and
+        changes nothing. A failing save raises, so every write of the batch gets its error: the
+        answers of the writes after the first change were worked out on graphs that never reached
+        the disk, and even the ones before it are simply tried again, so the rule is the same for all."""
+        start = before
+        if len(operations) >= INDEX_ONCE_FROM and (before.words is not None or before.terms is not None):
+            # Each write would bring the search indexes up to date (copying them); a batch does it once.
+            start = replace(before, words=None, terms=None)
+        graph = start
+        changes: list[Change | Exception] = []
+        for operation in operations:
+            try:
+                change = operation(graph)
+            except Exception as error:  # operations are pure: the graph so far stands
+                changes.append(error)
+                continue
+            changes.append(change)
+            if change.changed:
+                graph = change.graph
+        if graph is start:
+            # Nothing to save; but answers (and broken rules) worked out on an outdated graph are no answers.
             self._confirm(check)
-            return WriteResult(change.value, False, [])
-        return self._commit(change.graph, change.value, check)
+            notes: list[str] = []
+        else:
+            if start is not before:
+                # None when so much changed that new indexes cost less: the read side makes them when needed.
+                graph = rules.carry_word_index(before, graph) or graph
+            notes = self._commit(graph, check)
+        results: list[WriteResult | Exception] = []
+        for outcome in changes:
+            if isinstance(outcome, Exception):
+                results.append(outcome)
+            elif outcome.changed:
+                results.append(WriteResult(outcome.value, True, notes))
+                notes = []  # what the save did is told once, to the first write that changed the graph
+            else:
+                results.append(WriteResult(outcome.value, False, []))
+        return results
 
     def _confirm(self, check: Future[bool] | None) -> None:
         """_StaleStart unless the file still holds the bytes the write started from."""
@@ -614,13 +718,6 @@ class GraphStore:
         with self._loading:
             return self._load(first=self._snapshot is None)
 
-    def _take_turn(self, deadline: float, abandon: threading.Event | None) -> None:
-        while not self._writing.acquire(timeout=min(POLL_INTERVAL, max(0.0, deadline - time.monotonic()))):
-            if abandon is not None and abandon.is_set():
-                raise self._lock.abandoned_error()
-            if time.monotonic() >= deadline:
-                raise self._lock.timeout_error()
-
     def _create_directory(self) -> None:
         try:
             create_private_directories(self._file.parent)
@@ -628,7 +725,8 @@ class GraphStore:
             raise GraphError(f"Cannot create the directory {self._file.parent} for the memory file: "
                              f"{error.strerror}. Nothing was changed.") from error
 
-    def _commit(self, graph: Graph, value: dict[str, Any], check: Future[bool] | None = None) -> WriteResult:
+    def _commit(self, graph: Graph, check: Future[bool] | None = None) -> list[str]:
+        """Saves `graph`; the notes say what else the save did (unreadable lines moved)."""
         notes: list[str] = []
         # The bytes kept for the comparison under the lock have served: freed now, their memory is
         # reused for the new file's pieces (fresh memory costs a page fault per 4 KiB). A save
@@ -645,7 +743,7 @@ class GraphStore:
                 self._release(replaced)
         if (snapshot := self._snapshot) is not None and index_cache.worth_caching(snapshot.signature):
             self._schedule_cache_refresh()
-        return WriteResult(value, True, notes)
+        return notes
 
     def _save(self, graph: Graph, pieces: Iterable[bytes], notes: list[str], check: Future[bool] | None) -> None:
         # A holder that was paused past the stale time stops here, before it touches anything.
@@ -666,11 +764,23 @@ class GraphStore:
                 # Readers noticing the new file wait for the new snapshot instead of loading it again.
                 with self._loading:
                     os.replace(temporary.path, self._file)
-                    self._snapshot = _Snapshot(graph, temporary.signature, temporary.content)
+                    self._snapshot = _Snapshot(self._with_indexes_published_meanwhile(graph), temporary.signature,
+                                               temporary.content)
+                    self._writes.saves += 1
         except OSError as error:
             raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
                              "Nothing was changed.") from error
         fsync_directory(self._file.parent)
+
+    def _with_indexes_published_meanwhile(self, graph: Graph) -> Graph:
+        """`graph` with the search indexes the read side published while the batch was worked out
+        from the graph before them (under _loading). Dropped, they would be made again from scratch
+        at the next search or poll; with writes landing back to back that could repeat forever."""
+        current = self._snapshot
+        if current is None or ((graph.words is not None or current.graph.words is None)
+                               and (graph.terms is not None or current.graph.terms is None)):
+            return graph
+        return rules.carry_word_index(current.graph, graph) or graph
 
     def _release(self, fd: int) -> None:
         try:
@@ -682,3 +792,80 @@ class GraphStore:
         """Another graph merged in (see graph.merge_graph) in one locked write, so that servers
         sharing the file see one change."""
         return self._write(lambda graph: rules.merge_graph(graph, entities, relations))
+
+
+# --------------------------------------------------------------------------------------------
+# Group commit
+# --------------------------------------------------------------------------------------------
+
+MAX_BATCH: Final = 256
+"""Writes saved together at most; later ones wait for the next turn."""
+INDEX_ONCE_FROM: Final = 3
+"""Batches of this many writes bring the search indexes up to date once, after the last write,
+rather than after each (measured at 10,000 entities: 1 write 0.97 ms each way round would cost
+1.7 ms, 4 writes 4.4 ms against 2.4 ms, 15 writes 17.5 ms against 4.9 ms)."""
+
+
+class _Queued:
+    """One write waiting in this process: for its turn, then (taken into a batch) for its outcome."""
+
+    __slots__ = ("abandon", "deadline", "error", "operation", "result", "taken")
+
+    def __init__(self, operation: Callable[[Graph], Change], abandon: threading.Event | None, deadline: float) -> None:
+        self.operation = operation
+        self.abandon = abandon
+        self.deadline = deadline
+        """time.monotonic() after which a write still waiting for its turn or the lock gives up."""
+        self.taken = False
+        """In a batch: it completes either way."""
+        self.result: WriteResult | None = None
+        self.error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None or self.error is not None
+
+
+class _WriteQueue:
+    """Group commit: the writes of one store waiting for their turn.
+
+    Each save writes the whole file and waits for the disk twice (the file, then its directory),
+    so writes that take turns one by one spend their time in that queue. Instead the thread whose
+    turn it is takes, once it holds the file lock, every write queued by then (at most MAX_BATCH),
+    in the order they came; it applies each to the graph the ones before it made and saves once.
+    The others wait on `changed`, which is notified when a turn ends (their writes are done or the
+    turn is free), and poll at POLL_INTERVAL for their abandon event and deadline while not taken."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition(threading.Lock())
+        self.queue: deque[_Queued] = deque()
+        self.leading = False
+        """A thread holds the turn (it waits for the file lock, or does a batch)."""
+        self.saves = 0
+        """Saves made, for diagnostics (GraphStore.saves); written under the store's _loading lock."""
+
+    def take_batch(self, abandoned: Callable[[], BaseException]) -> list[_Queued]:
+        """The queued writes still wanted, oldest first; an abandoned one gets `abandoned()` instead."""
+        batch: list[_Queued] = []
+        with self.changed:
+            while self.queue and len(batch) < MAX_BATCH:
+                queued = self.queue.popleft()
+                if queued.abandon is not None and queued.abandon.is_set():
+                    queued.error = abandoned()
+                    continue
+                queued.taken = True
+                batch.append(queued)
+        return batch
+
+    def join(self, queued: _Queued) -> None:
+        with self.changed:
+            self.queue.append(queued)
+
+    def forget(self, queued: _Queued) -> None:
+        with self.changed, suppress(ValueError):
+            self.queue.remove(queued)
+
+    def end_turn(self) -> None:
+        with self.changed:
+            self.leading = False
+            self.changed.notify_all()

@@ -62,6 +62,9 @@ DEFAULT_PATH = "/mcp"
 KEEPALIVE_SECONDS = 15.0
 MAX_SESSIONS = 1000
 """Legacy sessions kept at once; beyond it, the one unused for longest is ended (its client re-initializes)."""
+SESSION_IDLE_SECONDS = 3600.0
+"""A legacy session with no request in flight and no GET stream open for this long is ended: its
+next request gets 404, and its client initializes a new one."""
 MAX_CONCURRENT_REQUESTS = 64
 """Requests answered at once across all clients (listens and GET streams not counted); the rest wait their turn."""
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -109,6 +112,42 @@ class _Outbox:
         return None if self.closed else b""
 
 
+class _Slots:
+    """At most `limit` requests answered at once; the others wait in the order they came.
+
+    anyio's CapacityLimiter passes through the event loop even when a slot is free (a checkpoint),
+    which under many clients costs as much as the rest of taking a request; a free slot here is a
+    counter. A slot freed while others wait is handed straight to the first of them."""
+
+    def __init__(self, limit: int) -> None:
+        self._free = limit
+        self._waiting: deque[anyio.Event] = deque()
+
+    async def __aenter__(self) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        turn = anyio.Event()
+        self._waiting.append(turn)
+        try:
+            await turn.wait()
+        except BaseException:
+            if turn.is_set():
+                self._release()  # handed a slot as it was cancelled: the next one gets it
+            else:
+                self._waiting.remove(turn)
+            raise
+
+    async def __aexit__(self, *_: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self._waiting:
+            self._waiting.popleft().set()
+        else:
+            self._free += 1
+
+
 class _LegacySession:
     def __init__(self, server: Server, session_id: str) -> None:
         self.id = session_id
@@ -117,6 +156,10 @@ class _LegacySession:
         self.inflight: dict[tuple[type, RequestId], tuple[anyio.CancelScope, RequestContext]] = {}
         self.streaming = False
         self.last_used = time.monotonic()
+
+    def idle_for(self, now: float) -> float:
+        """Seconds since its last request or GET stream ended; 0 while one is under way."""
+        return 0.0 if self.streaming or self.inflight else now - self.last_used
 
     def end(self) -> None:
         self.peer.close()
@@ -145,7 +188,8 @@ class StreamableHTTP:
     def __init__(self, server: Server, *, path: str = DEFAULT_PATH, token: str | None = None,
                  allowed_origins: Iterable[str] = (), max_body_bytes: int = MAX_LINE_BYTES,
                  keepalive_seconds: float = KEEPALIVE_SECONDS, max_sessions: int = MAX_SESSIONS,
-                 max_concurrent_requests: int = MAX_CONCURRENT_REQUESTS) -> None:
+                 max_concurrent_requests: int = MAX_CONCURRENT_REQUESTS,
+                 session_idle_seconds: float = SESSION_IDLE_SECONDS) -> None:
         self.server = server
         self.path = "/" + path.strip("/") if path.strip("/") else ""
         self._token = token.encode() if token else None
@@ -153,10 +197,10 @@ class StreamableHTTP:
         self.max_body_bytes = max_body_bytes
         self.keepalive_seconds = keepalive_seconds
         self.max_sessions = max_sessions
+        self.session_idle_seconds = session_idle_seconds
         self._sessions: dict[str, _LegacySession] = {}
         self._listening: set[Peer] = set()  # modern peers with an open listen stream
-        self._slots: anyio.CapacityLimiter | None = None
-        self._max_concurrent = max_concurrent_requests
+        self._slots = _Slots(max_concurrent_requests)
         self.closing = False
 
     # -- lifetime -------------------------------------------------------------------------------------
@@ -266,13 +310,26 @@ class StreamableHTTP:
                     "and DELETE belong to 2025-era sessions"))
             return None
         session = self._sessions.get(session_id)
+        now = time.monotonic()
+        if session is not None and session.idle_for(now) >= self.session_idle_seconds:
+            self._end_idle(session, now)
+            session = None
         if session is None:
             raise _Reject(404, ProtocolError(INVALID_REQUEST, "Session not found: it ended or never existed; "
                                              "send initialize to start a new one"))
-        session.last_used = time.monotonic()
+        session.last_used = now
         return session
 
+    def _end_idle(self, session: _LegacySession, now: float) -> None:
+        log.info("ending session %s, idle for %.0f s", session.id, session.idle_for(now))
+        self._sessions.pop(session.id).end()
+
     def _new_session(self) -> _LegacySession:
+        # Sessions expire when next named, and here: so a server whose clients come and go keeps
+        # no more of them than were used within the idle time, with no task watching the clock.
+        now = time.monotonic()
+        for expired in [s for s in self._sessions.values() if s.idle_for(now) >= self.session_idle_seconds]:
+            self._end_idle(expired, now)
         if len(self._sessions) >= self.max_sessions:
             idle = [s for s in self._sessions.values() if not s.streaming and not s.inflight] or list(self._sessions.values())
             oldest = min(idle, key=lambda s: s.last_used)
@@ -368,8 +425,6 @@ class StreamableHTTP:
             raise _Reject(400, ProtocolError(
                 INVALID_REQUEST, f"Invalid Request: id {request.id!r} is already in use by a request in flight"),
                 request.id)
-        if self._slots is None:
-            self._slots = anyio.CapacityLimiter(self._max_concurrent)
         outcome: tuple[bytearray, int | None] | None = None
         async with anyio.create_task_group() as tasks:
             if session is not None:
@@ -382,6 +437,7 @@ class StreamableHTTP:
             finally:
                 if session is not None:
                     session.inflight.pop(key, None)
+                    session.last_used = time.monotonic()  # idle from the end of its last request
         if outcome is None:
             if created and session is not None:
                 self._sessions.pop(session.id, None)
@@ -480,6 +536,7 @@ class StreamableHTTP:
                 tasks.cancel_scope.cancel()
         finally:
             session.streaming = False
+            session.last_used = time.monotonic()
             with anyio.CancelScope(shield=True):
                 await _end(send)
 

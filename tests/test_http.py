@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -256,6 +257,70 @@ def test_a_legacy_session_lives_until_delete_and_is_404_after(http_servers: Http
         unknown = client.post(server.url, json=request(5, "ping"), headers={**headers, "mcp-session-id": "no-such-session"})
         assert unknown.status_code == 404
         assert legacy_session(client, server.url) != session  # a new initialize starts afresh
+
+
+IDLE = 1.0
+"""MCP_MEMORY_HTTP_SESSION_IDLE of the session expiry tests, in seconds."""
+
+
+def outlast_the_idle_time() -> None:
+    """Idle expiry is about time itself: wait out twice the idle time, on the monotonic clock."""
+    end = time.monotonic() + 2 * IDLE
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(left)
+
+
+@pytest.mark.anyio
+async def test_the_sdk_clients_session_outlives_the_idle_time_while_its_get_stream_is_open(
+        http_servers: HttpServers, tmp_path: Path) -> None:
+    server = http_servers.memory(tmp_path / "memory.jsonl", extra_env={"MCP_MEMORY_HTTP_SESSION_IDLE": str(IDLE)})
+    with anyio.fail_after(WAIT_SECONDS * 2):
+        async with Client(server.url, mode="legacy") as client:
+            await client.call_tool("create_entities", {"entities": [entity("Ada")]})
+            await anyio.to_thread.run_sync(outlast_the_idle_time)
+            opened = await client.call_tool("open_nodes", {"names": ["Ada"]})
+            assert opened.structured_content["entities"] == [entity("Ada")]
+    assert "idle for" not in server.stderr
+
+
+def test_a_session_in_use_does_not_expire_and_an_idle_one_gets_404(http_servers: HttpServers, tmp_path: Path) -> None:
+    server = http_servers.memory(tmp_path / "memory.jsonl", extra_env={"MCP_MEMORY_HTTP_SESSION_IDLE": str(IDLE)})
+    with httpx.Client(timeout=WAIT_SECONDS) as client:
+        streaming, active, idle = (legacy_session(client, server.url) for _ in range(3))
+
+        def ping(session: str, request_id: int) -> httpx.Response:
+            return client.post(server.url, json=request(request_id, "ping"), headers={
+                "accept": ACCEPT, "mcp-session-id": session, "mcp-protocol-version": LEGACY})
+
+        with httpx.Client(timeout=httpx.Timeout(WAIT_SECONDS, read=None)) as streamer, \
+                streamer.stream("GET", server.url, headers={"accept": "text/event-stream",
+                                                            "mcp-session-id": streaming}) as stream:
+            assert stream.status_code == 200
+            for step in range(4):  # `active` asks something every half idle time
+                end = time.monotonic() + IDLE / 2
+                while (left := end - time.monotonic()) > 0:
+                    time.sleep(left)
+                assert ping(active, step).status_code == 200
+            assert ping(streaming, 10).status_code == 200  # its GET stream kept it alive
+        gone = ping(idle, 11)
+        assert gone.status_code == 404 and gone.json()["error"]["code"] == -32600
+        assert "initialize" in gone.json()["error"]["message"]
+        deadline = Deadline(WAIT_SECONDS)
+        while "idle for" not in server.stderr:  # the server's log says why
+            threading.Event().wait(min(0.02, deadline.remaining()))
+        # The streaming session is idle only from the end of its stream on.
+        outlast_the_idle_time()
+        assert ping(streaming, 12).status_code == 404
+        assert legacy_session(client, server.url) not in (streaming, active, idle)
+
+
+def test_a_bad_session_idle_time_stops_the_server_with_the_reason(tmp_path: Path) -> None:
+    for bad in ("soon", "0", "-5", "nan", "inf"):
+        env = {**server_environment(tmp_path / "memory.jsonl"), "MCP_MEMORY_HTTP_SESSION_IDLE": bad}
+        refused = subprocess.run([sys.executable, "-m", "memory_server", "--http", "127.0.0.1:0"], env=env,
+                                 cwd=tmp_path, capture_output=True, timeout=WAIT_SECONDS, stdin=subprocess.DEVNULL)
+        assert refused.returncode != 0, bad
+        assert "MCP_MEMORY_HTTP_SESSION_IDLE must be a number of seconds above 0" in refused.stderr.decode(), bad
 
 
 def test_modern_headers_must_match_the_body(http_servers: HttpServers, tmp_path: Path) -> None:

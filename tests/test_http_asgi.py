@@ -206,3 +206,84 @@ async def test_beyond_its_session_cap_the_server_ends_the_session_unused_for_lon
             assert await ping(first) == 200  # the second is now the one unused for longest
             third = await session()
             assert [await ping(first), await ping(second), await ping(third)] == [200, 404, 200]
+
+
+@pytest.mark.anyio
+async def test_requests_beyond_the_concurrency_cap_wait_their_turn_and_one_that_leaves_gives_up_its_place() -> None:
+    server = Server("gated", "1.0.0")
+    inside: list[int] = []
+    entered: list[int] = []
+    peak = [0]
+    release = {number: anyio.Event() for number in range(1, 5)}
+
+    @server.tool("hold", description="Holds its slot until the test lets it go.",
+                 input_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    async def hold(arguments: dict[str, Any]) -> str:
+        number = arguments["n"]
+        inside.append(number)
+        entered.append(number)
+        peak[0] = max(peak[0], len(inside))
+        try:
+            await release[number].wait()
+        finally:
+            inside.remove(number)
+        return f"done {number}"
+
+    app = server.asgi_app(max_concurrent_requests=2)
+    async with serving(app) as base:
+        url = f"{base}/mcp"
+        answers: dict[int, str] = {}
+
+        async def call(number: int) -> None:
+            async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+                answer = await http.post(url, json=modern_request(number, "tools/call", {
+                    "name": "hold", "arguments": {"n": number}}), headers=modern_headers("tools/call", "hold"))
+                answers[number] = answer.json()["result"]["content"][0]["text"]
+
+        async def until(condition: Any) -> None:
+            while not condition():
+                await anyio.sleep(0.005)
+
+        with anyio.fail_after(WAIT_SECONDS):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(call, 1)
+                await until(lambda: entered == [1])
+                tasks.start_soon(call, 2)
+                await until(lambda: entered == [1, 2])
+                async with anyio.create_task_group() as leaving:
+                    leaving.start_soon(call, 3)
+                    await until(lambda: len(app._slots._waiting) == 1)
+                    leaving.cancel_scope.cancel()  # its client closes the connection while it waits
+                await until(lambda: not app._slots._waiting)  # it gave up its place
+                tasks.start_soon(call, 4)
+                await until(lambda: len(app._slots._waiting) == 1)
+                release[1].set()  # its slot goes straight to the one waiting
+                await until(lambda: entered == [1, 2, 4])
+                release[2].set()
+                release[4].set()
+    assert answers == {1: "done 1", 2: "done 2", 4: "done 4"}
+    assert peak[0] == 2 and 3 not in entered
+
+
+@pytest.mark.anyio
+async def test_a_request_longer_than_the_idle_time_keeps_its_session_and_idle_ones_go_at_the_next_initialize() -> None:
+    idle = 1.0  # far above a loaded machine's pause between two requests
+    app = example_server.server.asgi_app(session_idle_seconds=idle)
+    async with serving(app) as base:
+        url = f"{base}/mcp"
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            async def session() -> str:
+                opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
+                return opened.headers["mcp-session-id"]
+
+            busy, forgotten = await session(), await session()
+            slept = await http.post(url, json=request(1, "tools/call", {"name": "sleep", "arguments": {
+                "seconds": idle * 1.5}}), headers={"accept": ACCEPT, "mcp-session-id": busy})
+            assert slept.json()["result"]["content"][0]["text"] == f"slept {idle * 1.5}"
+            # Idle from the end of its request on: still there; the other one has been idle all along.
+            assert (await http.post(url, json=request(2, "ping"), headers={"mcp-session-id": busy})).status_code == 200
+            assert set(app._sessions) == {busy, forgotten}
+            fresh = await session()  # a new session sweeps out the expired ones
+            assert set(app._sessions) == {busy, fresh}
+            gone = await http.post(url, json=request(3, "ping"), headers={"mcp-session-id": forgotten})
+            assert gone.status_code == 404
