@@ -115,9 +115,9 @@ class _Outbox:
 class _Slots:
     """At most `limit` requests answered at once; the others wait in the order they came.
 
-    anyio's CapacityLimiter passes through the event loop even when a slot is free (a checkpoint),
-    which under many clients costs as much as the rest of taking a request; a free slot here is a
-    counter. A slot freed while others wait is handed straight to the first of them."""
+    anyio's CapacityLimiter passes through the event loop even when a slot is free (a checkpoint;
+    a tenth of the event loop's time at 32 clients in a profile); a free slot here is a counter.
+    A slot freed while others wait is handed straight to the first of them."""
 
     def __init__(self, limit: int) -> None:
         self._free = limit

@@ -241,6 +241,25 @@ def test_a_broken_rule_in_the_middle_of_a_batch_fails_only_that_write(memory: Pa
     assert file_records(memory) == [{"type": "entity", **entity("A", "kept")}]
 
 
+def test_an_unexpected_failure_of_one_write_fails_only_that_write(memory: Path, held: Holder) -> None:
+    store = GraphStore(memory, lock_timeout=WAIT)
+
+    def broken(graph: rules.Graph) -> rules.Change:
+        raise RuntimeError("a fault in an operation")
+
+    first, failing, third = queue_in_order(store, [
+        lambda: store.create_entities([entity("A")]),
+        lambda: store._write(broken),
+        lambda: store.create_entities([entity("B")]),
+    ])
+    held.release()
+    assert first.result().changed and third.result().changed
+    error = failing.error()
+    assert isinstance(error, RuntimeError) and str(error) == "a fault in an operation"
+    assert [record["name"] for record in file_records(memory)] == ["A", "B"]
+    assert store.saves == 1
+
+
 def test_a_batch_that_changes_nothing_saves_nothing(memory: Path, children: list[subprocess.Popen[str]]) -> None:
     GraphStore(memory).create_entities([entity("A", "known")])
     held = Holder(memory, children)
