@@ -58,6 +58,7 @@ __all__ = [
     "LockTimeout",
     "LockTimings",
     "MemoryFileLock",
+    "NotInMemory",
     "WriteAbandoned",
     "WriteResult",
 ]
@@ -154,6 +155,11 @@ class _LookAhead:
         self.checked: list[tuple[bytes, Signature, str]] = []
 
 
+class NotInMemory(Exception):
+    """A read asked to use only the graph in memory needs more: the file (re)loaded, the cache
+    opened, or an index made. Ask again without `in_memory`, on a thread that may wait for it."""
+
+
 class _StaleStart(Exception):
     """The file no longer holds the bytes a write started from: it starts again from the file."""
 
@@ -196,17 +202,32 @@ class GraphStore:
             return answer
         return rules.read_graph(self._graph())
 
-    def read_graph_for_pages(self) -> dict[str, Any]:
+    def read_graph_for_pages(self, *, in_memory: bool = False) -> dict[str, Any]:
         """read_graph as the pager takes it: from the cache, the objects as their unparsed JSON
-        (msgspec.Raw), the entities a paging.Listing that summarises the graph; else read_graph."""
+        (msgspec.Raw), the entities a paging.Listing that summarises the graph; else read_graph.
+        `in_memory`: see :meth:`search_nodes`."""
         self._cache.last_activity = time.monotonic()
+        if in_memory:
+            return rules.read_graph(self._graph_in_memory())
         if (answer := self._cold_answer(lambda cold: cold.graph_units())) is not None:
             return answer
         return rules.read_graph(self._graph())
 
-    def search_nodes(self, query: str, limit: int | None = None) -> dict[str, Any]:
-        """The best `limit` (default: all) entities for the query, best first; see :func:`rules.search_nodes`."""
+    def search_nodes(self, query: str, limit: int | None = None, *, in_memory: bool = False) -> dict[str, Any]:
+        """The best `limit` (default: all) entities for the query, best first; see :func:`rules.search_nodes`.
+
+        `in_memory`: only from the graph in memory and the indexes it has, work bounded by its size
+        (a caller may then answer on its event loop); NotInMemory when the read would need the
+        file loaded, the cache, or an index made first."""
         self._cache.last_activity = time.monotonic()
+        if in_memory:
+            graph = self._graph_in_memory()
+            matched = rules.contains_query(graph, query)
+            if matched is None:
+                if graph.terms is None:
+                    raise NotInMemory
+                matched = rules.ranked_by_words(graph, query)
+            return rules.found(graph, matched, limit)
         if (answer := self._cold_answer(lambda cold: cold.search_nodes(query, limit))) is not None:
             return answer
         graph = self._searchable_graph()
@@ -220,11 +241,27 @@ class GraphStore:
             matched = rules.ranked_by_words(graph, query)
         return rules.found(graph, matched, limit)
 
-    def open_nodes(self, names: list[str]) -> dict[str, Any]:
+    def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]:
+        """`in_memory`: see :meth:`search_nodes`."""
         self._cache.last_activity = time.monotonic()
+        if in_memory:
+            return rules.open_nodes(self._graph_in_memory(), names)
         if (answer := self._cold_answer(lambda cold: cold.open_nodes(names))) is not None:
             return answer
         return rules.open_nodes(self._graph(), names)
+
+    def _graph_in_memory(self) -> Graph:
+        """The graph, when it is loaded, its word index made, and the file unchanged since (one
+        stat); else NotInMemory."""
+        snapshot = self._snapshot
+        if snapshot is None or snapshot.graph.words is None:
+            raise NotInMemory
+        try:
+            if stat_signature(self._file) == snapshot.signature:
+                return snapshot.graph
+        except OSError:
+            pass
+        raise NotInMemory
 
     def _searchable_graph(self) -> Graph:
         """The graph for a search by the whole query: with its word index when it has one. Just

@@ -16,7 +16,7 @@ import msgspec
 from protocol import Server, ToolError, ToolResult
 
 from .paging import CursorError, Page, Pager, budget_from, request_key
-from .store import GraphError, GraphStore, WriteResult
+from .store import GraphError, GraphStore, NotInMemory, WriteResult
 
 GRAPH_URI = "memory://knowledge-graph"
 
@@ -125,18 +125,23 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
             raise ToolError(str(error)) from error
         return ToolResult.of(outcome.value, *extra_notes(outcome), *outcome.notes)
 
-    async def read(tool: str, arguments: dict[str, Any], answer: Callable[[], dict[str, Any]]) -> ToolResult:
+    async def read(tool: str, arguments: dict[str, Any], answer: Callable[[bool], dict[str, Any]]) -> ToolResult:
         """The answer, or the page of it a cursor asks for, within the answer budget."""
-        def page() -> Page:
+        def page(in_memory: bool = False) -> Page:
             request = request_key(tool, arguments)
             if (cursor := arguments.get("cursor")) is not None:
                 return pager.next_page(cursor, tool, request)
-            value = answer()
+            value = answer(in_memory)
             return pager.first_page(tool, request, value["entities"], value["relations"],
                                     summarise_graph=tool == "read_graph")
         try:
-            # A later page is pure work bounded by the budget (no file, no lock): no thread needed.
-            result = page() if "cursor" in arguments else await anyio.to_thread.run_sync(page)
+            # A later page is pure work bounded by the budget (no file, no lock), and so is a read of
+            # the graph in memory: no thread needed. A read that needs the file loaded, the cache
+            # or an index made first goes to a worker, so the event loop keeps serving meanwhile.
+            try:
+                result = page(in_memory=True)
+            except NotInMemory:
+                result = await anyio.to_thread.run_sync(page)
         except (GraphError, CursorError) as error:
             raise ToolError(str(error)) from error
         if result.following is not None:
@@ -151,10 +156,6 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
         text: str | msgspec.Raw = result.json.decode() if result.text is None else msgspec.Raw(result.text)
         items: list[str | msgspec.Raw] = [text, *result.notes]
         return ToolResult([{"type": "text", "text": item} for item in items], msgspec.Raw(result.json))
-
-    def search(query: str, limit: int | None) -> dict[str, Any]:
-        # The store ranks and keeps the best `limit`, with the relations touching those.
-        return store.search_nodes(query, limit=limit)
 
     def skipped_note(outcome: WriteResult) -> list[str]:
         skipped = outcome.value.get("skipped")
@@ -230,7 +231,7 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                  input_schema=_object({"cursor": CURSOR_INPUT}, optional=("cursor",)),
                  output_schema=GRAPH_PAGE_OUTPUT, annotations=READ)
     async def read_graph(arguments: dict[str, Any]) -> ToolResult:
-        return await read("read_graph", arguments, store.read_graph_for_pages)
+        return await read("read_graph", arguments, lambda in_memory: store.read_graph_for_pages(in_memory=in_memory))
 
     @server.tool("search_nodes", title="Search Nodes",
                  description="Search for nodes in the knowledge graph based on a query",
@@ -241,7 +242,9 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                  }, optional=("limit", "cursor")),
                  output_schema=PAGE_OUTPUT, annotations=READ)
     async def search_nodes(arguments: dict[str, Any]) -> ToolResult:
-        return await read("search_nodes", arguments, lambda: search(arguments["query"], arguments.get("limit")))
+        # The store ranks and keeps the best `limit`, with the relations touching those.
+        return await read("search_nodes", arguments,
+                          lambda in_memory: store.search_nodes(arguments["query"], arguments.get("limit"), in_memory=in_memory))
 
     @server.tool("open_nodes", title="Open Nodes",
                  description="Open specific nodes in the knowledge graph by their names",
@@ -249,4 +252,5 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                                        "cursor": CURSOR_INPUT}, optional=("cursor",)),
                  output_schema=PAGE_OUTPUT, annotations=READ)
     async def open_nodes(arguments: dict[str, Any]) -> ToolResult:
-        return await read("open_nodes", arguments, lambda: store.open_nodes(arguments["names"]))
+        return await read("open_nodes", arguments,
+                          lambda in_memory: store.open_nodes(arguments["names"], in_memory=in_memory))

@@ -22,7 +22,7 @@ from memory_server import index_cache
 from memory_server.graph import EMPTY
 from memory_server.paging import DEFAULT_BUDGET, Page, Pager, request_key
 from memory_server.records import decode_file, join_lines
-from memory_server.store import GraphStore
+from memory_server.store import GraphStore, NotInMemory
 
 WAIT = 60.0
 
@@ -176,7 +176,7 @@ def test_a_damaged_cache_is_not_used_and_is_rebuilt(tmp_path: Path, damage: str)
 def test_a_cache_made_stale_by_another_process_is_not_used_and_is_rebuilt(tmp_path: Path) -> None:
     memory = tmp_path / "memory.jsonl"
     big_memory(memory)
-    writer = ("import sys; from memory_server.store import GraphStore; "
+    writer = ("import sys; from memory_server.store import GraphStore, NotInMemory; "
               "GraphStore(sys.argv[1]).add_observations([{'entityName': 'person 7', 'contents': ['zephyr fan']}])")
     subprocess.run([sys.executable, "-c", writer, str(memory)], check=True, timeout=WAIT)
     store = GraphStore(memory)
@@ -297,3 +297,41 @@ def test_read_graph_pages_from_the_cache_equal_the_graphs(tmp_path: Path) -> Non
 
     cold_pages = pages(cold)
     assert len(cold_pages) > 10 and cold_pages == pages(warm)
+
+
+def test_reads_in_memory_only_are_refused_until_the_graph_and_its_index_match_the_file(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    big_memory(memory)
+    store = GraphStore(memory)
+    reads: list[Callable[[bool], dict[str, Any]]] = [
+        lambda in_memory: store.search_nodes("zephyr", in_memory=in_memory),
+        lambda in_memory: store.open_nodes(["person 1", "nobody"], in_memory=in_memory),
+        lambda in_memory: store.read_graph_for_pages(in_memory=in_memory)]
+
+    def refused(read: Callable[[bool], dict[str, Any]]) -> bool:
+        try:
+            read(True)
+        except NotInMemory:
+            return True
+        return False
+
+    assert all(map(refused, reads)), "nothing loaded yet: a read would open the cache or the file"
+    store.search_nodes("zephyr")  # the cache answers; the graph and its word index are made meanwhile
+    wait_for(lambda: not refused(reads[0]), "the graph and its word index, made off the request path")
+    assert [read(True) for read in reads] == [read(False) for read in reads]
+    GraphStore(memory).add_observations([{"entityName": "person 7", "contents": ["zephyr fan"]}])
+    assert all(map(refused, reads)), "another process wrote the file: the next read loads it"
+    assert "person 7" in [item["name"] for item in store.search_nodes("zephyr")["entities"]]
+
+
+def test_a_search_by_words_in_memory_only_waits_for_the_rankings_index(tmp_path: Path) -> None:
+    # A small memory (no cache, no ranking index made when quiet): the first search by words makes it.
+    memory = tmp_path / "memory.jsonl"
+    store = GraphStore(memory)
+    store.create_entities([entity("Ann", "person", "plays the cello"), entity("Bob", "person", "likes tea")])
+    store.poll_external_change()  # makes the word index, as the watcher does
+    assert store.search_nodes("cello", in_memory=True)["entities"][0]["name"] == "Ann"
+    with pytest.raises(NotInMemory):
+        store.search_nodes("who plays cello", in_memory=True)
+    by_words = store.search_nodes("who plays cello")
+    assert store.search_nodes("who plays cello", in_memory=True) == by_words
