@@ -12,7 +12,7 @@ COPY conformance ./conformance
 RUN pip wheel --no-deps -w /dist .
 
 # Stage 2: the wheel and its runtime dependencies from PyPI, nothing else. The http extra
-# (uvicorn) lets the same image serve a team over Streamable HTTP: `... mcp/memory --http 0.0.0.0:8000`.
+# (uvicorn and its C parser httptools) lets the same image serve a team over Streamable HTTP: `... mcp/memory --http 0.0.0.0:8000`.
 FROM python:3.12-slim
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 COPY --from=build /dist /tmp/dist
