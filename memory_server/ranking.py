@@ -23,8 +23,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NamedTuple, Protocol
 
-from .search import taking_turns
-
 FIELD_SEPARATOR: Final = "\x00"
 
 NAME_WEIGHT: Final = 3
@@ -188,7 +186,7 @@ class TermIndex:
         by_token: dict[str, dict[str, int]] = {}
         lengths: dict[str, int] = {}
         total = 0
-        for name, text in taking_turns(texts):
+        for name, text in texts:
             counts, length = _token_counts(text, weights)
             lengths[name] = length
             total += length

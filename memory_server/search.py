@@ -9,36 +9,15 @@ candidate's text, so the index can make a search faster but never change its ans
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import Final, TypeVar
+from collections.abc import Collection, Iterable, Mapping
+from typing import Final
 
 FIELD_SEPARATOR: Final = "\x00"
 """Joins the searchable fields of an entity. A query holding it falls back to a per-field check."""
 
 # Between the words of the vocabulary; no word holds whitespace, so no word holds it.
 _WORD_SEPARATOR: Final = "\n"
-
-
-_T = TypeVar("_T")
-
-TURN: Final = 64
-"""Entities an index build works through between two turns it gives other threads (see taking_turns)."""
-
-
-def taking_turns(items: Iterable[_T], every: int = TURN) -> Iterator[_T]:
-    """The items, with the interpreter let go after every `every` of them.
-
-    An index is mostly built in a background thread while answers and writes go on. A thread that
-    never blocks keeps the interpreter until another one has waited the switch interval (5 ms) for
-    it, and a write waits that long for each of its many system calls; with a turn given every few
-    dozen entities, the others wait far less. In the thread that needs the index, the turns cost
-    nothing worth measuring."""
-    for count, item in enumerate(items, 1):
-        yield item
-        if count % every == 0:
-            time.sleep(0)  # lets go of the interpreter, and takes it back after whoever waited
 
 
 def search_text(name: str, entity_type: str, observations: Iterable[str]) -> str:
@@ -69,7 +48,7 @@ class WordIndex:
     def build(cls, texts: Iterable[tuple[str, str]]) -> WordIndex:
         """The index of (name, search text) pairs, one pair per entity."""
         holders: defaultdict[str, list[str]] = defaultdict(list)
-        for name, text in taking_turns(texts):
+        for name, text in texts:
             for word in words_of(text):
                 holders[word].append(name)
         return cls(dict(holders), _WORD_SEPARATOR.join(holders), 0)
