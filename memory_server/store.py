@@ -141,6 +141,10 @@ class _Snapshot(NamedTuple):
     the file still holds them (a stat signature can repeat); None when unknown."""
 
 
+INLINE_ITEMS: Final = 100_000
+"""Entities plus relations above which a search or read_graph goes to a worker even when the graph
+is in memory: at that size it takes tens of ms, which on the event loop would hold up every other
+request (a worker gives them turns). open_nodes costs the same at any size."""
 FIRST_LOOK_WAIT: Final = 30.0
 """Seconds the first read waits for the look ahead (a slow disk) before doing the work itself."""
 
@@ -245,16 +249,19 @@ class GraphStore:
         """`in_memory`: see :meth:`search_nodes`."""
         self._cache.last_activity = time.monotonic()
         if in_memory:
-            return rules.open_nodes(self._graph_in_memory(), names)
+            return rules.open_nodes(self._graph_in_memory(whole=False), names)
         if (answer := self._cold_answer(lambda cold: cold.open_nodes(names))) is not None:
             return answer
         return rules.open_nodes(self._graph(), names)
 
-    def _graph_in_memory(self) -> Graph:
+    def _graph_in_memory(self, *, whole: bool = True) -> Graph:
         """The graph, when it is loaded, its word index made, and the file unchanged since (one
-        stat); else NotInMemory."""
+        stat); else NotInMemory. `whole`: for a read whose work grows with the graph (search,
+        read_graph), which a graph above INLINE_ITEMS sends to a worker all the same."""
         snapshot = self._snapshot
         if snapshot is None or snapshot.graph.words is None:
+            raise NotInMemory
+        if whole and len(snapshot.graph.entities) + len(snapshot.graph.relations) > INLINE_ITEMS:
             raise NotInMemory
         try:
             if stat_signature(self._file) == snapshot.signature:

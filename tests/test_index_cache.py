@@ -19,6 +19,7 @@ from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fi
 
 from memory_server import graph as rules
 from memory_server import index_cache
+from memory_server import store as store_module
 from memory_server.graph import EMPTY
 from memory_server.paging import DEFAULT_BUDGET, Page, Pager, request_key
 from memory_server.records import decode_file, join_lines
@@ -176,7 +177,7 @@ def test_a_damaged_cache_is_not_used_and_is_rebuilt(tmp_path: Path, damage: str)
 def test_a_cache_made_stale_by_another_process_is_not_used_and_is_rebuilt(tmp_path: Path) -> None:
     memory = tmp_path / "memory.jsonl"
     big_memory(memory)
-    writer = ("import sys; from memory_server.store import GraphStore, NotInMemory; "
+    writer = ("import sys; from memory_server.store import GraphStore; "
               "GraphStore(sys.argv[1]).add_observations([{'entityName': 'person 7', 'contents': ['zephyr fan']}])")
     subprocess.run([sys.executable, "-c", writer, str(memory)], check=True, timeout=WAIT)
     store = GraphStore(memory)
@@ -335,3 +336,19 @@ def test_a_search_by_words_in_memory_only_waits_for_the_rankings_index(tmp_path:
         store.search_nodes("who plays cello", in_memory=True)
     by_words = store.search_nodes("who plays cello")
     assert store.search_nodes("who plays cello", in_memory=True) == by_words
+
+
+def test_a_large_graph_is_searched_and_read_by_a_worker_and_opened_in_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = tmp_path / "memory.jsonl"
+    store = GraphStore(memory)
+    store.create_entities([entity("Ann", "person", "plays the cello"), entity("Bob", "person", "likes tea")])
+    store.poll_external_change()  # makes the word index, as the watcher does
+    monkeypatch.setattr(store_module, "INLINE_ITEMS", 1)
+    with pytest.raises(NotInMemory):
+        store.search_nodes("cello", in_memory=True)
+    with pytest.raises(NotInMemory):
+        store.read_graph_for_pages(in_memory=True)
+    assert store.open_nodes(["Ann"], in_memory=True) == store.open_nodes(["Ann"])
+    monkeypatch.setattr(store_module, "INLINE_ITEMS", 2)
+    assert store.search_nodes("cello", in_memory=True) == store.search_nodes("cello")
