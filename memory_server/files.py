@@ -21,7 +21,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Final, NamedTuple, TypeAlias
 
-from .lock import process_gone
+from .lock import process_gone, write_all
 from .records import Rejected
 
 log = logging.getLogger("memory_server")
@@ -152,12 +152,6 @@ def _open_private(path: Path, flags: int) -> int:
         os.close(fd)
         raise
     return fd
-
-
-def write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def _iov_max() -> int:

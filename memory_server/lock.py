@@ -58,6 +58,7 @@ __all__ = [
     "WriteAbandoned",
     "lock_path_for",
     "process_gone",
+    "write_all",
 ]
 
 LOCK_TIMEOUT: Final = 60.0
@@ -271,7 +272,7 @@ class _Marker:
                      | getattr(os, "O_CLOEXEC", 0), _PRIVATE)
         try:
             # New, so its mode is 0600 narrowed by the umask: nobody else's to read or write.
-            _write_all(fd, self.record(token))
+            write_all(fd, self.record(token))
         except BaseException:
             os.close(fd)
             with suppress(OSError):
@@ -286,7 +287,7 @@ class _Marker:
         except FileExistsError:
             return None
         try:
-            _write_all(fd, self.record(token))
+            write_all(fd, self.record(token))
         except BaseException:
             self.remove_own(fd)
             raise
@@ -368,7 +369,8 @@ class _Marker:
             return None
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """All of `data`, however few bytes each write takes (files.py writes through it too)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]

@@ -27,7 +27,7 @@ import pytest
 from anyio.abc import ObjectReceiveStream
 from jsonschema import Draft202012Validator
 
-from protocol import Server, Session
+from protocol import RequestContext, Server, Session
 
 REPO = Path(__file__).resolve().parents[1]
 # CI lays a copy of shared/ (the spec pages and each era's schema.json) beside the clone, so the spec is
@@ -460,3 +460,19 @@ def expect_line(process: subprocess.Popen[str], expected: str) -> None:
     if line != expected:
         process.kill()
         raise AssertionError(f"expected {expected!r}, got {line!r}; stderr: {process.communicate()[1]}")
+
+
+def add_waiting_tool(server: Server, seen: list[RequestContext]) -> None:
+    """A tool "wait" that notes its request context and waits in a worker thread until the request
+    is cancelled (the handler watches `context.cancelled`, as a long-running tool would)."""
+
+    @server.tool("wait", description="Waits in a worker thread until cancelled.", input_schema={"type": "object"})
+    async def wait(arguments: dict[str, Any], context: RequestContext) -> str:
+        seen.append(context)
+
+        def until_cancelled() -> None:
+            while not context.cancelled:
+                time.sleep(0.01)
+
+        await anyio.to_thread.run_sync(until_cancelled, abandon_on_cancel=True)
+        return "never"

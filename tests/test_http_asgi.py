@@ -5,7 +5,6 @@ runs on both transports from one declaration."""
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -15,7 +14,7 @@ import anyio.to_thread
 import example_server
 import httpx
 import pytest
-from conftest import EXAMPLE_SERVER, REPO, WAIT_SECONDS, initialize, modern_request, request
+from conftest import EXAMPLE_SERVER, REPO, WAIT_SECONDS, add_waiting_tool, initialize, modern_request, request
 from http_helpers import ACCEPT, MODERN, HttpServers, free_port, http_servers, modern_headers, serving  # noqa: F401
 from mcp.client.client import Client
 from mcp.shared.subscriptions import ResourceUpdated
@@ -84,16 +83,7 @@ def waiting_server() -> tuple[Server, list[RequestContext]]:
     server = Server("waiting", "1.0.0")
     seen: list[RequestContext] = []
 
-    @server.tool("wait", description="Waits in a worker thread until cancelled.", input_schema={"type": "object"})
-    async def wait(arguments: dict[str, Any], context: RequestContext) -> str:
-        seen.append(context)
-
-        def until_cancelled() -> None:
-            while not context.cancelled:
-                time.sleep(0.01)
-
-        await anyio.to_thread.run_sync(until_cancelled, abandon_on_cancel=True)
-        return "never"
+    add_waiting_tool(server, seen)
 
     return server, seen
 

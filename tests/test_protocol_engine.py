@@ -20,6 +20,7 @@ from conftest import (
     SUBSCRIPTION_ID,
     WAIT_SECONDS,
     Deadline,
+    add_waiting_tool,
     cancel,
     initialize,
     modern_request,
@@ -53,16 +54,7 @@ def context_server() -> tuple[Server, list[RequestContext]]:
     async def plain(arguments: dict[str, Any]) -> dict[str, Any]:
         return {"arguments": arguments}
 
-    @server.tool("wait", description="Waits in a worker thread until cancelled.", input_schema={"type": "object"})
-    async def wait(arguments: dict[str, Any], context: RequestContext) -> str:
-        seen.append(context)
-
-        def until_cancelled() -> None:
-            while not context.cancelled:
-                time.sleep(0.01)
-
-        await anyio.to_thread.run_sync(until_cancelled, abandon_on_cancel=True)
-        return "never"
+    add_waiting_tool(server, seen)
 
     @server.resource("context://uri", name="uri")
     async def read(uri: str, context: RequestContext) -> str:
