@@ -22,6 +22,11 @@ from pathlib import Path
 from typing import Final, NamedTuple, TypeAlias
 
 from .lock import process_gone, write_all
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 from .records import Rejected
 
 log = logging.getLogger("memory_server")
@@ -259,11 +264,110 @@ class Staged(NamedTuple):
     content: list[bytes]
     """What was written, piece by piece, for the next write to compare the file with."""
 
+    def put_in_place(self, file: Path) -> int | None:
+        """Renames the staged file over ``file``, whose version becomes the spare of the next save
+        (see staged). Returns a descriptor of the spare this replaced, when there was one: closing
+        it frees the spare's blocks (about 1 ms per 6 MB), which can wait until the answer has gone."""
+        spare = spare_path_for(file)
+        keep = temporary_name(file)
+        _saving.add(keep.name)
+        try:
+            # A second name for the memory file first, so that once the rename has replaced it,
+            # the replaced version is there to become the spare. Where hard links are not to be
+            # had, saves simply go through new temporary files.
+            try:
+                os.link(file, keep, follow_symlinks=False)
+            except OSError:
+                keep_made = False
+            else:
+                keep_made = True
+            try:
+                os.replace(self.path, file)
+            except BaseException:
+                if keep_made:
+                    with suppress(OSError):
+                        os.unlink(keep)
+                raise
+            if not keep_made:
+                return None
+            replaced = _open_old_spare(spare)
+            try:
+                os.replace(keep, spare)
+            except OSError:
+                # The name is taken by what no rename may replace (a directory): no spare then.
+                with suppress(OSError):
+                    os.unlink(keep)
+            return replaced
+        finally:
+            _saving.discard(keep.name)
+
+
+def spare_path_for(file: Path) -> Path:
+    """``<file>.spare``: the version of the memory file before the last save, kept so that the next
+    save can write into its blocks rather than into new ones (see staged)."""
+    return file.with_name(f"{file.name}.spare")
+
+
+_SETLEASE: Final = getattr(fcntl, "F_SETLEASE", None) if fcntl is not None else None
+
+
+def _spare_to_overwrite(file: Path) -> int | None:
+    """A descriptor for writing over the spare, or None when it must not be written over.
+
+    The spare must be a regular file of this user with no other name (a hard link planted to it
+    elsewhere would be written into), and no process may have it open: it is the memory file of
+    one save before, which a reader that opened it then may still be reading, and such a reader
+    must keep seeing that version whole. Linux proves the second by granting a write lease, which
+    it does only while nobody else has the file open (and mapped); the lease is given back at once,
+    because a later open of the spare by its name (a backup tool) only reads a file being written,
+    which it is. Elsewhere every save goes through a new temporary file."""
+    if _SETLEASE is None:
+        return None
+    try:
+        fd = os.open(spare_path_for(file), os.O_WRONLY | _CLOEXEC | _NOFOLLOW | _NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.geteuid():
+            raise OSError(errno.EPERM, "not a spare this process may write over")
+        fcntl.fcntl(fd, _SETLEASE, fcntl.F_WRLCK)
+        fcntl.fcntl(fd, _SETLEASE, fcntl.F_UNLCK)
+        if stat.S_IMODE(st.st_mode) != PRIVATE:
+            os.fchmod(fd, PRIVATE)  # it was the memory file: maybe made by another program, readable by others
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _open_old_spare(spare: Path) -> int | None:
+    try:
+        return os.open(spare, os.O_RDONLY | _CLOEXEC | _NOFOLLOW | _NONBLOCK)
+    except OSError:
+        return None
+
 
 @contextmanager
 def staged(file: Path, pieces: Iterable[bytes]) -> Iterator[Staged]:
-    """The ``pieces`` durably in a temporary file next to ``file``, ready to be renamed over it.
-    The temporary file is gone afterwards whatever happens (renamed, or removed)."""
+    """The ``pieces`` durably in a file next to ``file``, ready to be put in its place.
+
+    That file is the spare when it may be written over (the blocks and cached pages of the file
+    it replaced are reused: a new file costs fresh pages, which on a virtual machine can take ten
+    times as long as the copy itself), else a new temporary file, which is gone afterwards
+    whatever happens (renamed, or removed). A spare written but not put in place is still only
+    the spare."""
+    content = list(pieces)  # kept for the next write to compare the file with
+    if (fd := _spare_to_overwrite(file)) is not None:
+        try:
+            write_pieces(fd, content)
+            os.ftruncate(fd, sum(map(len, content)))
+            os.fsync(fd)
+            signature = signature_of(os.fstat(fd))
+        finally:
+            os.close(fd)
+        yield Staged(spare_path_for(file), signature, content)
+        return
     path = temporary_name(file)
     _saving.add(path.name)
     try:
@@ -273,8 +377,6 @@ def staged(file: Path, pieces: Iterable[bytes]) -> Iterator[Staged]:
         raise
     try:
         try:
-            # Kept for the next write to compare the file with, so all of them are made either way.
-            content = list(pieces)
             write_pieces(fd, content)
             os.fsync(fd)
             signature = signature_of(os.fstat(fd))
@@ -285,21 +387,6 @@ def staged(file: Path, pieces: Iterable[bytes]) -> Iterator[Staged]:
         _saving.discard(path.name)
         with suppress(FileNotFoundError):
             os.unlink(path)
-
-
-def hold_open(file: Path) -> int | None:
-    """A descriptor of the file about to be replaced, or None.
-
-    The rename that replaces a file also frees its blocks, about 1 ms per 6 MB, unless the old
-    file is still open: then closing the descriptor frees them, and that can wait until the
-    answer has gone. (Windows cannot rename over an open file.)
-    """
-    if os.name != "posix":
-        return None
-    try:
-        return os.open(file, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
-    except OSError:
-        return None
 
 
 def fsync_directory(directory: Path) -> None:

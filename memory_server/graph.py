@@ -217,6 +217,12 @@ def graph_from_lines(lines: Iterable[Line]) -> Graph:
 _line: Final = attrgetter("line")
 
 
+def file_parts(graph: Graph) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """The memory file's lines (without newlines) in its three parts: entities, relations, kept lines."""
+    return (list(map(_line, graph.entities.values())), list(map(_line, graph.relations.values())),
+            list(map(_line, graph.kept)))
+
+
 def file_lines(graph: Graph) -> Iterator[bytes]:
     """The memory file's lines (without newlines), in order: entities, relations, then the kept lines."""
     return chain(map(_line, graph.entities.values()), map(_line, graph.relations.values()),

@@ -14,10 +14,10 @@ hold is classified here so that nothing is ever silently lost:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, NamedTuple, TypeAlias
 
 import msgspec
 
@@ -200,6 +200,49 @@ def file_pieces(lines: Iterable[bytes]) -> Iterator[bytes]:
         # The empty last line gives the piece its final newline without copying it once more.
         piece.append(b"")
         yield b"\n".join(piece)
+
+
+class Run(NamedTuple):
+    """Lines next to each other in one part of the file, and the piece of the file they make."""
+
+    lines: list[bytes]
+    piece: bytes
+
+
+Layout: TypeAlias = tuple[tuple[Run, ...], ...]
+"""The memory file as pieces: for each part of it (entities, relations, kept lines), its lines in
+runs of LINES_PER_PIECE (or `run_lines`) counted from the part's start."""
+
+
+def file_layout(parts: Iterable[Sequence[bytes]], before: Layout = (), *, run_lines: int = LINES_PER_PIECE) -> Layout:
+    """The file made of `parts`, each a sequence of lines without their newlines.
+
+    A run holding the very lines of `before`'s run at the same place keeps that run's piece
+    instead of joining its lines again. A graph after a small write holds the same line objects
+    but for what the write changed, and runs are counted from the start of each part, so that
+    a new entity (or relation) at the end of its part changes only the last run of that part: a
+    save then joins one or two runs rather than the whole file (about 4 ms per 6 MB)."""
+    layout = []
+    for number, lines in enumerate(parts):
+        old = before[number] if number < len(before) else ()
+        runs = []
+        for index, start in enumerate(range(0, len(lines), run_lines)):
+            run = list(lines[start:start + run_lines])
+            # List equality tries identity first, item by item, in C: the same objects cost no comparison.
+            if index < len(old) and old[index].lines == run:
+                runs.append(old[index])
+                continue
+            run.append(b"")  # the empty last line gives the piece its final newline
+            piece = b"\n".join(run)
+            run.pop()
+            runs.append(Run(run, piece))
+        layout.append(tuple(runs))
+    return tuple(layout)
+
+
+def layout_pieces(layout: Layout) -> list[bytes]:
+    """The layout's pieces in file order: joined, the whole file."""
+    return [run.piece for part in layout for run in part]
 
 
 def join_lines(lines: Iterable[bytes]) -> bytes:

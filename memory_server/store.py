@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
@@ -28,7 +28,6 @@ from .files import (
     append_rejected,
     create_private_directories,
     fsync_directory,
-    hold_open,
     holds,
     read_file,
     rejected_path_for,
@@ -47,7 +46,7 @@ from .lock import (
     MemoryFileLock,
     WriteAbandoned,
 )
-from .records import decode_file, file_pieces
+from .records import Layout, decode_file, file_layout, layout_pieces
 
 __all__ = [
     "LOCK_REFRESH_EVERY",
@@ -139,6 +138,8 @@ class _Snapshot(NamedTuple):
     content: Sequence[bytes] | None = None
     """The bytes the graph was read from or saved as, so that a writer can tell for certain that
     the file still holds them (a stat signature can repeat); None when unknown."""
+    layout: Layout = ()
+    """How this process last saved the file, for the next save to reuse the pieces that stay the same."""
 
 
 INLINE_ITEMS: Final = 100_000
@@ -191,7 +192,7 @@ class GraphStore:
         self._unrankable: Graph | None = None  # the same for the ranking's index
         self._index_pending: Graph | None = None  # the graph whose word index a thread is about to make
         self._read_ahead: tuple[bytes, Signature] | None = None  # the file's bytes read by look_ahead
-        # Frees the replaced memory file while the answer goes out (see hold_open).
+        # Frees the spare a save replaced while the answer goes out (see Staged.put_in_place).
         self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
         # Compares the file with the bytes last read or written while a write works out its change.
         self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-check")
@@ -776,20 +777,15 @@ class GraphStore:
         # reused for the new file's pieces (fresh memory costs a page fault per 4 KiB). A save
         # that fails leaves them unknown, so the next write reads the file again.
         with self._loading:
-            if self._snapshot is not None:
-                self._snapshot = self._snapshot._replace(content=None)
-        pieces = file_pieces(rules.file_lines(graph))
-        replaced = hold_open(self._file)
-        try:
-            self._save(graph, pieces, notes, check)
-        finally:
-            if replaced is not None:
-                self._release(replaced)
+            if (before := self._snapshot) is not None:
+                self._snapshot = before._replace(content=None)
+        layout = file_layout(rules.file_parts(graph), before.layout if before is not None else ())
+        self._save(graph, layout, notes, check)
         if (snapshot := self._snapshot) is not None and index_cache.worth_caching(snapshot.signature):
             self._schedule_cache_refresh()
         return notes
 
-    def _save(self, graph: Graph, pieces: Iterable[bytes], notes: list[str], check: Future[bool] | None) -> None:
+    def _save(self, graph: Graph, layout: Layout, notes: list[str], check: Future[bool] | None) -> None:
         # A holder that was paused past the stale time stops here, before it touches anything.
         self._lock.raise_if_lost()
         try:
@@ -802,18 +798,20 @@ class GraphStore:
                 notes.append(f"{rules.plural(len(graph.rejected), 'unreadable line was', 'unreadable lines were')} "
                              f"moved from the memory file to {side_file}.")
                 graph = replace(graph, rejected=())
-            with staged(self._file, pieces) as temporary:
+            with staged(self._file, layout_pieces(layout)) as temporary:
                 self._confirm(check)
                 self._lock.raise_if_lost()
                 # Readers noticing the new file wait for the new snapshot instead of loading it again.
                 with self._loading:
-                    os.replace(temporary.path, self._file)
+                    replaced = temporary.put_in_place(self._file)
                     self._snapshot = _Snapshot(self._with_indexes_published_meanwhile(graph), temporary.signature,
-                                               temporary.content)
+                                               temporary.content, layout)
                     self._writes.saves += 1
         except OSError as error:
             raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
                              "Nothing was changed.") from error
+        if replaced is not None:
+            self._release(replaced)
         fsync_directory(self._file.parent)
 
     def _with_indexes_published_meanwhile(self, graph: Graph) -> Graph:

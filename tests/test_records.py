@@ -6,6 +6,8 @@ import json
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory_server.records import (
     LINES_PER_PIECE,
@@ -19,8 +21,10 @@ from memory_server.records import (
     encode_file,
     encode_line,
     entity_with_extra,
+    file_layout,
     file_pieces,
     join_lines,
+    layout_pieces,
     relation_with_extra,
 )
 
@@ -139,3 +143,35 @@ def test_a_file_written_in_pieces_is_every_line_with_its_newline(count: int) -> 
     pieces = list(file_pieces(iter(lines)))
     assert b"".join(pieces) == join_lines(lines) == b"".join(line + b"\n" for line in lines)
     assert len(pieces) == -(-count // LINES_PER_PIECE)  # no empty piece at the end, however the lines fall
+
+
+part_lines = st.lists(st.binary(min_size=1, max_size=6).filter(lambda line: b"\n" not in line), max_size=40)
+
+
+@settings(max_examples=300)
+@given(parts=st.lists(part_lines, min_size=1, max_size=3), edits=st.lists(
+    st.tuples(st.integers(0, 2), st.integers(0, 60), st.sampled_from(["replace", "insert", "delete", "append"]),
+              st.binary(min_size=1, max_size=6).filter(lambda line: b"\n" not in line)), max_size=4),
+       run=st.integers(1, 7))
+def test_a_layout_is_the_whole_file_and_reuses_the_runs_that_stayed_the_same(
+        parts: list[list[bytes]], edits: list[tuple[int, int, str, bytes]], run: int) -> None:
+    before = file_layout(parts, run_lines=run)  # many runs from few lines
+    after_parts = [list(part) for part in parts]
+    for number, where, kind, line in edits:
+        part = after_parts[number % len(after_parts)]
+        if kind == "append" or not part:
+            part.append(line)
+        elif kind == "replace":
+            part[where % len(part)] = line
+        elif kind == "insert":
+            part.insert(where % len(part), line)
+        else:
+            del part[where % len(part)]
+    after = file_layout(after_parts, before, run_lines=run)
+    for layout, lines in ((before, parts), (after, after_parts)):
+        assert b"".join(layout_pieces(layout)) == b"".join(line + b"\n" for part in lines for line in part)
+    for number, runs in enumerate(after):
+        for index, kept in enumerate(runs):
+            old = before[number][index] if number < len(before) and index < len(before[number]) else None
+            # A run of the very same lines is the old run itself; any other is joined anew.
+            assert (kept is old) == (old is not None and old.lines == kept.lines)
