@@ -329,7 +329,8 @@ def contains_query(graph: Graph, query: str) -> list[Node] | None:
     if FIELD_SEPARATOR in needle:
         matched = [node for node in graph.entities.values() if _fields_contain(node, needle)]
     elif (names := _candidates(graph, needle)) is not None:
-        matched = sorted((node for node in map(graph.entities.__getitem__, names) if needle in node.text), key=_seq)
+        # In no particular order: the sort by relevance below ends in graph order.
+        matched = [node for node in map(graph.entities.__getitem__, names) if needle in node.text]
     else:
         matched = [node for node in graph.entities.values() if needle in node.text]
     if not matched:
@@ -415,8 +416,8 @@ def open_nodes(graph: Graph, names: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _seq(item: Node | Edge) -> int:
-    return item.seq
+_seq: Final[Callable[[Node | Edge], int]] = attrgetter("seq")
+_view: Final[Callable[[Node | Edge], dict[str, Any]]] = attrgetter("view")
 
 
 def _relations_touching(graph: Graph, names: set[str]) -> list[dict[str, Any]]:
@@ -425,10 +426,9 @@ def _relations_touching(graph: Graph, names: set[str]) -> list[dict[str, Any]]:
     if 4 * len(names) > len(graph.entities):
         return [edge.view for (source, target, _), edge in graph.relations.items()
                 if source in names or target in names]
-    triples: set[Triple] = set()
-    for name in names:
-        triples.update(graph.links.get(name, ()))
-    return [edge.view for edge in sorted((graph.relations[triple] for triple in triples), key=_seq)]
+    links = graph.links
+    triples: set[Triple] = set().union(*[links[name] for name in names if name in links])
+    return list(map(_view, sorted(map(graph.relations.__getitem__, triples), key=_seq)))
 
 
 # --------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ being read, and memory stays bounded. `feed` (for tests) starts requests at once
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -62,6 +63,10 @@ class Session:
         self._capacity = anyio.Event()
         self._tasks: TaskGroup | None = None
         self._idle = anyio.Event()
+        # Requests wait here for a worker: a task that serves one request after another, since
+        # starting a task costs far more than waking one (about 27 against 3 microseconds).
+        self._queued: deque[tuple[Request, anyio.CancelScope, RequestContext]] = deque()
+        self._idle_workers: list[anyio.Event] = []
 
     async def __aenter__(self) -> Session:
         self._tasks = await anyio.create_task_group().__aenter__()
@@ -145,10 +150,28 @@ class Session:
         scope = anyio.CancelScope()
         context = self.peer.context(request, None)
         self._inflight[key] = (scope, context)
-        counted = request.method != "subscriptions/listen"
-        self._working += counted
         assert self._tasks is not None
-        self._tasks.start_soon(self._serve, request, scope, context, counted)
+        if request.method == "subscriptions/listen":  # open until the client ends it: a task of its own
+            self._tasks.start_soon(self._serve, request, scope, context, False)
+            return
+        self._working += 1
+        self._queued.append((request, scope, context))
+        if self._idle_workers:
+            self._idle_workers.pop().set()
+        else:
+            self._tasks.start_soon(self._work, name="request worker")
+
+    async def _work(self) -> None:
+        """Serves queued requests, each in its own cancel scope; idles while there are none, unless
+        enough workers idle already (`max_requests`: what can run at once when bounded)."""
+        while True:
+            while not self._queued:
+                if len(self._idle_workers) >= self._max_requests:
+                    return
+                woken = anyio.Event()
+                self._idle_workers.append(woken)
+                await woken.wait()
+            await self._serve(*self._queued.popleft(), True)
 
     async def _serve(self, request: Request, scope: anyio.CancelScope, context: RequestContext, counted: bool) -> None:
         try:

@@ -109,6 +109,28 @@ async def test_a_handler_working_in_a_thread_learns_that_its_request_was_cancell
         assert await peer.finish() == []  # a cancelled request is never answered
 
 
+@pytest.mark.anyio
+async def test_requests_fed_beyond_the_bound_all_run_at_once_and_each_can_still_be_cancelled() -> None:
+    # `feed` starts every request at once, however many: requests are served by reused worker
+    # tasks, and their number grows past max_requests when that many are waiting.
+    server, seen = context_server()
+    async with open_engine_session(server, max_requests=2) as peer:
+        await peer.call(initialize())
+        for number in range(10):
+            peer.send(request(number, "tools/call", {"name": "wait", "arguments": {}}))
+        with anyio.fail_after(WAIT_SECONDS):
+            while len(seen) < 10:
+                await anyio.sleep(0.01)
+        for number in range(10):
+            peer.send(cancel(number))
+        with anyio.fail_after(WAIT_SECONDS):
+            for context in seen:
+                await context.wait_cancelled()
+        # The workers serve on after the cancellations: a later request is answered.
+        answer = await peer.call(request("after", "tools/call", {"name": "plain", "arguments": {"n": 1}}))
+        assert answer["result"]["structuredContent"] == {"arguments": {"n": 1}}
+
+
 # --- resource_updated from any thread --------------------------------------------------------------------------
 
 def updating_server() -> Server:
