@@ -275,12 +275,12 @@ class Staged(NamedTuple):
             # A second name for the memory file first, so that once the rename has replaced it,
             # the replaced version is there to become the spare. Where hard links are not to be
             # had, saves simply go through new temporary files.
-            try:
-                os.link(file, keep, follow_symlinks=False)
-            except OSError:
-                keep_made = False
-            else:
-                keep_made = True
+            keep_made = _keeps_spare(file)
+            if keep_made:
+                try:
+                    os.link(file, keep, follow_symlinks=False)
+                except OSError:
+                    keep_made = False
             try:
                 os.replace(self.path, file)
             except BaseException:
@@ -309,6 +309,14 @@ def spare_path_for(file: Path) -> Path:
 
 
 _SETLEASE: Final = getattr(fcntl, "F_SETLEASE", None) if fcntl is not None else None
+_BUSY: Final = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EBUSY})
+
+_without_leases: Final[set[Path]] = set()
+"""Memory files whose filesystem grants no leases: they keep no spare (it could never be used)."""
+
+
+def _keeps_spare(file: Path) -> bool:
+    return _SETLEASE is not None and file not in _without_leases
 
 
 def _spare_to_overwrite(file: Path) -> int | None:
@@ -320,8 +328,10 @@ def _spare_to_overwrite(file: Path) -> int | None:
     must keep seeing that version whole. Linux proves the second by granting a write lease, which
     it does only while nobody else has the file open (and mapped); the lease is given back at once,
     because a later open of the spare by its name (a backup tool) only reads a file being written,
-    which it is. Elsewhere every save goes through a new temporary file."""
-    if _SETLEASE is None:
+    which it is. Elsewhere, and on a filesystem that grants no leases, every save goes through a
+    new temporary file and no spare is kept."""
+    lease = _SETLEASE
+    if lease is None or not _keeps_spare(file):
         return None
     try:
         fd = os.open(spare_path_for(file), os.O_WRONLY | _CLOEXEC | _NOFOLLOW | _NONBLOCK)
@@ -331,8 +341,17 @@ def _spare_to_overwrite(file: Path) -> int | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.geteuid():
             raise OSError(errno.EPERM, "not a spare this process may write over")
-        fcntl.fcntl(fd, _SETLEASE, fcntl.F_WRLCK)
-        fcntl.fcntl(fd, _SETLEASE, fcntl.F_UNLCK)
+        try:
+            fcntl.fcntl(fd, lease, fcntl.F_WRLCK)
+        except OSError as error:
+            if error.errno not in _BUSY:
+                # Not "open elsewhere" but "no leases here" (a network filesystem): saves go through
+                # temporary files from now on, and the spare, of no use, goes.
+                _without_leases.add(file)
+                with suppress(OSError):
+                    os.unlink(spare_path_for(file))
+            raise
+        fcntl.fcntl(fd, lease, fcntl.F_UNLCK)
         if stat.S_IMODE(st.st_mode) != PRIVATE:
             os.fchmod(fd, PRIVATE)  # it was the memory file: maybe made by another program, readable by others
     except OSError:

@@ -4,6 +4,7 @@ name or a link, and never so that the memory file could end up other than whole 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -186,3 +187,26 @@ def test_a_kill_while_the_spare_is_being_written_leaves_the_memory_file_whole(me
         # Whole entities in order, every acknowledged one among them.
         assert names == [f"e-{n:06d}" for n in range(len(names))]
         assert len(names) > committed[-1]
+
+
+def test_where_the_filesystem_grants_no_leases_no_spare_is_kept(store: GraphStore, memory: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # A filesystem without leases (NFS answers EINVAL) cannot be had here, so the one call that
+    # asks for the lease answers as such a filesystem does; everything else is real.
+    store.create_entities([entity("Alice")])
+    store.create_entities([entity("Bob")])
+    assert files.spare_path_for(memory).exists()
+    real_fcntl = files.fcntl.fcntl
+
+    def no_leases(fd: int, command: int, argument: int = 0) -> Any:
+        if command == files._SETLEASE:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_fcntl(fd, command, argument)
+
+    monkeypatch.setattr(files.fcntl, "fcntl", no_leases)
+    monkeypatch.setattr(files, "_without_leases", set())
+    for name in ("Carol", "Dave", "Erin"):
+        store.create_entities([entity(name)])
+        assert not files.spare_path_for(memory).exists()
+    assert names_in(memory) == ["Alice", "Bob", "Carol", "Dave", "Erin"]
+    assert sorted(path.name for path in memory.parent.iterdir()) == ["memory.jsonl"]
