@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias
 
 import msgspec
 
-from .paging import Listing, cut_summary, most_connected
+from .paging import SUMMARY_CONNECTED, Listing, cut_summary, most_connected, ranked_types
 from .records import (
     EntityRecord,
     Extended,
@@ -101,6 +101,9 @@ class Graph:
     terms: TermIndex | None = field(default=None, compare=False)
     """The ranking's index, made by the store for the first search by words (see :func:`with_term_index`),
     then kept up to date by every write."""
+    census: Census | None = field(default=None, compare=False)
+    """What a summary is counted from, once a summary was asked for (see :func:`census_of`), then
+    kept up to date by every write."""
     memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
     """What reads work out from this graph and keep for the next read of it (a new graph, after a
     write, starts empty): the summary of a cut read_graph."""
@@ -257,22 +260,87 @@ _source: Final = itemgetter(0)
 _target: Final = itemgetter(1)
 
 
+class Census(NamedTuple):
+    """What the summary of a cut read_graph is counted from."""
+
+    types: Mapping[str, int]
+    """Entities by type (types with none left are not there); never changed once made."""
+    connected: tuple[tuple[str, int], ...] | None
+    """The most connected names with their relation counts, as paging.most_connected gives them;
+    None when a write may have let another name in that only a count of every name can find."""
+
+
 def summary_counts(graph: Graph) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """What a summary of the graph is cut from: every entity type with its count (most common
-    first) and the most connected names (see paging.most_connected)."""
-    # Counted in C (no Python code per entity or relation): at 100,000 entities this takes a
-    # first read_graph page after a write from about 80 to 50 ms.
-    types = Counter(map(_entity_type, graph.entities.values())).most_common()
+    first, ties by name) and the most connected names (see paging.most_connected)."""
+    census = census_of(graph)
+    assert census.connected is not None
+    return ranked_types(census.types), list(census.connected)
+
+
+def census_of(graph: Graph) -> Census:
+    """The graph's census: the one its writes kept up to date, or counted now (in C, no Python
+    code per entity or relation) and kept with the graph."""
+    known = _known_census(graph)
+    if known is not None and known.connected is not None:
+        return known
+    types = known.types if known is not None else Counter(map(_entity_type, graph.entities.values()))
     links = graph.links
     # The index holds a relation to itself once; it counts twice, as one start and one end.
     triples = graph.relations.keys()
     loops = Counter(compress(map(_source, triples), map(eq, map(_source, triples), map(_target, triples))))
-    if not loops:
-        return types, most_connected(links.keys(), map(len, links.values()))
-    degrees = dict(zip(links.keys(), map(len, links.values())))
-    for name, count in loops.items():
-        degrees[name] += count
-    return types, most_connected(degrees.keys(), degrees.values())
+    if loops:
+        degrees = dict(zip(links.keys(), map(len, links.values())))
+        for name, count in loops.items():
+            degrees[name] += count
+        connected = most_connected(degrees.keys(), degrees.values())
+    else:
+        connected = most_connected(links.keys(), map(len, links.values()))
+    census = graph.memo["census"] = Census(types, tuple(connected))
+    return census
+
+
+def _known_census(graph: Graph) -> Census | None:
+    known: Census | None = graph.census or graph.memo.get("census")
+    return known
+
+
+def _degree(links: Mapping[str, AbstractSet[Triple]], name: str) -> int:
+    triples = links.get(name, ())
+    return len(triples) + sum(1 for source, target, _ in triples if source == target)
+
+
+def _census_after_entities(graph: Graph, entities: Mapping[str, Node], changed: Iterable[str]) -> Census | None:
+    """The census once `changed` names have their nodes in `entities` (None: gone), when known."""
+    census = _known_census(graph)
+    if census is None:
+        return None
+    types = dict(census.types)  # a few types, not one per entity: cheap to copy
+    for name in changed:
+        before, after = graph.entities.get(name), entities.get(name)
+        if before is not None:
+            if (left := types[before.record.entityType] - 1) > 0:
+                types[before.record.entityType] = left
+            else:
+                del types[before.record.entityType]
+        if after is not None:
+            types[after.record.entityType] = types.get(after.record.entityType, 0) + 1
+    return census._replace(types=types)
+
+
+def _census_after_links(census: Census | None, links: Mapping[str, AbstractSet[Triple]],
+                        touched: Iterable[str]) -> Census | None:
+    """The census once the relations of the `touched` names changed. Names not touched keep their
+    counts, so while no name of the old top lost a relation, the new top is among the old top and
+    the touched names; otherwise the next summary counts every name again."""
+    if census is None or census.connected is None:
+        return census
+    counts = {name: _degree(links, name) for name in touched}
+    for name, count in census.connected:
+        if counts.setdefault(name, count) < count:
+            return census._replace(connected=None)
+    ranked = sorted((-count, name) for name, count in counts.items() if name in links)
+    return census._replace(connected=tuple((name, -negative) for negative, name in ranked[:SUMMARY_CONNECTED]))
 
 
 def with_word_index(graph: Graph) -> Graph:
@@ -452,11 +520,13 @@ class _LinkEdits:
     def __init__(self, links: Mapping[str, AbstractSet[Triple]]) -> None:
         self._links: dict[str, AbstractSet[Triple]] = dict(links)
         self._owned: dict[str, set[Triple]] = {}
+        self.touched: set[str] = set()
 
     def _own(self, name: str) -> set[Triple]:
         if (owned := self._owned.get(name)) is None:
             owned = self._owned[name] = set(self._links.get(name, ()))
             self._links[name] = owned
+            self.touched.add(name)
         return owned
 
     def add(self, triple: Triple) -> None:
@@ -477,15 +547,15 @@ class _LinkEdits:
 
 
 def _with_entities(graph: Graph, entities: Mapping[str, Node], changed: Iterable[str], **fields: Any) -> Graph:
-    """The graph with new entities, its indexes told about the `changed` names."""
+    """The graph with new entities, its indexes and census told about the `changed` names."""
     words, terms = graph.words, graph.terms
-    if words is not None or terms is not None:
-        changed = list(changed)
+    changed = list(changed)
     if words is not None:
         words = words.updated(_text_changes(graph.entities, entities, changed))
     if terms is not None:
         terms = terms.updated(_text_changes(graph.entities, entities, changed))
-    return replace(graph, entities=entities, words=words, terms=terms, **fields)
+    census = _census_after_entities(graph, entities, changed)
+    return replace(graph, entities=entities, words=words, terms=terms, census=census, **fields)
 
 
 def _text_changes(before: Mapping[str, Node], after: Mapping[str, Node], names: Iterable[str]) -> Iterator[TextChange]:
@@ -542,7 +612,8 @@ def create_relations(graph: Graph, relations: Sequence[Mapping[str, Any]]) -> Ch
     links = _LinkEdits(graph.links)
     for triple in fresh:
         links.add(triple)
-    new = replace(graph, relations={**graph.relations, **fresh}, links=links.result(), next_seq=seq)
+    new = replace(graph, relations={**graph.relations, **fresh}, links=links.result(), next_seq=seq,
+                  census=_census_after_links(_known_census(graph), links.result(), links.touched))
     return Change(new, value, True)
 
 
@@ -616,15 +687,17 @@ def _without_relations(graph: Graph, doomed: set[Triple], gone_entities: Collect
     """The graph without the given relations and without the repeats of anything removed."""
     relations: Mapping[Triple, Edge] = graph.relations
     links: Mapping[str, AbstractSet[Triple]] = graph.links
+    census = _known_census(graph)
     if doomed:
         relations = _without_keys(graph.relations, doomed)
         edits = _LinkEdits(graph.links)
         for triple in doomed:
             edits.discard(triple)
         links = edits.result()
+        census = _census_after_links(_known_census(graph), links, edits.touched)
     kept = tuple(line for line in graph.kept
                  if line.entity not in gone_entities and line.relation not in doomed)
-    return replace(graph, relations=relations, links=links, kept=kept)
+    return replace(graph, relations=relations, links=links, kept=kept, census=census)
 
 
 def delete_observations(graph: Graph, deletions: Sequence[Mapping[str, Any]]) -> Change:
@@ -740,5 +813,6 @@ def merge_graph(graph: Graph, entities: Sequence[IncomingEntity], relations: Seq
         links = _LinkEdits(merged.links)
         for triple in new_relations:
             links.add(triple)
-        merged = replace(merged, relations={**graph.relations, **new_relations}, links=links.result())
+        merged = replace(merged, relations={**graph.relations, **new_relations}, links=links.result(),
+                         census=_census_after_links(_known_census(merged), links.result(), links.touched))
     return Change(merged, value, True)

@@ -138,10 +138,19 @@ def summarise(entities: Sequence[Mapping[str, Any]], relations: Sequence[Mapping
               limit: int) -> dict[str, Any]:
     """Counts by entity type and the most connected names: what a model needs to choose what to open,
     cut to `limit` bytes of JSON."""
-    types = Counter(map(itemgetter("entityType"), entities)).most_common()
+    types = ranked_types(Counter(map(itemgetter("entityType"), entities)))
     degrees = Counter(map(itemgetter("from"), relations))
     degrees.update(map(itemgetter("to"), relations))
     return cut_summary(len(entities), len(relations), types, most_connected(degrees.keys(), degrees.values()), limit)
+
+
+def ranked_types(types: Mapping[str, int]) -> list[tuple[str, int]]:
+    """Entity types with their counts, most common first, ties by name."""
+    return sorted(types.items(), key=_by_count_then_name)
+
+
+def _by_count_then_name(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
 
 
 def most_connected(names: Iterable[str], degrees: Iterable[int]) -> list[tuple[str, int]]:
@@ -524,6 +533,7 @@ __all__ = [
     "cut_summary",
     "entity_parts",
     "most_connected",
+    "ranked_types",
     "request_key",
     "summarise",
     "take_fitting",

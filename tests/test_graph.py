@@ -433,3 +433,41 @@ def test_the_most_connected_tie_by_name_and_a_loop_counts_twice() -> None:
     connected = rules.summary(graph, 20_000)["mostConnected"]
     assert connected == [{"name": "a", "relations": 2}, {"name": "b", "relations": 2},
                          {"name": "c", "relations": 2}, {"name": "d", "relations": 2}]
+
+
+census_names = [f"n{number:02d}" for number in range(24)]
+census_steps = st.lists(st.one_of(
+    st.tuples(st.just("relate"), st.sampled_from(census_names), st.sampled_from(census_names),
+              st.sampled_from(["knows", "likes"])),
+    st.tuples(st.just("unrelate"), st.sampled_from(census_names), st.sampled_from(census_names),
+              st.sampled_from(["knows", "likes"])),
+    st.tuples(st.just("create"), st.sampled_from(census_names), st.sampled_from(["person", "place", "thing"])),
+    st.tuples(st.just("delete"), st.sampled_from(census_names)),
+    st.tuples(st.just("summary"))), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=census_steps)
+def test_the_summary_kept_up_to_date_by_writes_is_the_one_counted_afresh(steps: list[tuple[Any, ...]]) -> None:
+    # More names than the summary lists, so that names enter and leave the most connected.
+    graph = build(*(entity(name, "person") for name in census_names[:16]))
+    for step in steps:
+        kind = step[0]
+        if kind == "summary":
+            rules.summary(graph, 20_000)  # from here on writes keep the census up to date
+            continue
+        try:
+            if kind == "relate":
+                graph = rules.create_relations(graph, [relation(step[1], step[2], step[3])]).graph
+            elif kind == "unrelate":
+                graph = rules.delete_relations(graph, [relation(step[1], step[2], step[3])]).graph
+            elif kind == "create":
+                graph = rules.create_entities(graph, [entity(step[1], step[2])]).graph
+            else:
+                graph = rules.delete_entities(graph, [step[1]]).graph
+        except GraphError:
+            continue  # a relation to an entity that does not exist: nothing changed
+        afresh = from_file(file_of(graph))
+        assert rules.summary_counts(graph) == rules.summary_counts(afresh)
+        assert rules.summary(graph, 20_000) == summarise(rules.read_graph(afresh)["entities"],
+                                                        rules.read_graph(afresh)["relations"], 20_000)

@@ -12,6 +12,7 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from memory_server.paging import summarise
 from memory_server.store import GraphError, GraphStore
 
 # Small alphabets, so that names collide, cases differ and searches hit; "\x00" exercises the
@@ -254,6 +255,13 @@ class StoreMatchesModel(RuleBasedStateMachine):
     @invariant()
     def graphs_are_equal(self) -> None:
         assert self.store.read_graph() == self.model.read_graph()
+
+    @invariant()
+    def summaries_are_counted_right(self) -> None:
+        # Asked for after every step, so that every write after the first one updates the counts.
+        listing = self.store.read_graph_for_pages()["entities"]
+        model = self.model.read_graph()
+        assert listing.summarise(20_000) == summarise(model["entities"], model["relations"], 20_000)
 
 
 StoreMatchesModel.TestCase.settings = settings(
