@@ -237,6 +237,15 @@ def file_lines(graph: Graph) -> Iterator[bytes]:
 # --------------------------------------------------------------------------------------------
 
 
+def read_graph_for_pages(graph: Graph) -> dict[str, Any]:
+    """read_graph for the pager, which only reads the lists: the same lists for every call on
+    one graph (a client that reads the first page twice, or all pages after a first look, has
+    them made once: 30,000 objects listed take about 2 ms)."""
+    if (known := graph.memo.get("read_graph")) is None:
+        known = graph.memo["read_graph"] = read_graph(graph)
+    return {"entities": known["entities"], "relations": known["relations"]}
+
+
 def read_graph(graph: Graph) -> dict[str, Any]:
     """The whole graph; its entities can also summarise it, for the first page of a cut answer."""
     return {

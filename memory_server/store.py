@@ -213,10 +213,10 @@ class GraphStore:
         `in_memory`: see :meth:`search_nodes`."""
         self._cache.last_activity = time.monotonic()
         if in_memory:
-            return rules.read_graph(self._graph_in_memory())
+            return rules.read_graph_for_pages(self._graph_in_memory())
         if (answer := self._cold_answer(lambda cold: cold.graph_units())) is not None:
             return answer
-        return rules.read_graph(self._graph())
+        return rules.read_graph_for_pages(self._graph())
 
     def search_nodes(self, query: str, limit: int | None = None, *, in_memory: bool = False) -> dict[str, Any]:
         """The best `limit` (default: all) entities for the query, best first; see :func:`rules.search_nodes`.
