@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_store import memory, store  # noqa: F401  (the fixtures: a memory file in a temporary folder, its store)
 
 from memory_server import files
 from memory_server.store import GraphStore
@@ -31,16 +32,6 @@ def entity(name: str, *observations: str) -> dict[str, Any]:
 
 def names_in(memory: Path) -> list[str]:
     return [entity["name"] for entity in GraphStore(memory).read_graph()["entities"]]
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Path:
-    return tmp_path / "memory.jsonl"
-
-
-@pytest.fixture
-def store(memory: Path) -> GraphStore:
-    return GraphStore(memory, lock_timeout=WAIT)
 
 
 def test_the_spare_is_the_version_before_the_last_save_and_private(store: GraphStore, memory: Path) -> None:
