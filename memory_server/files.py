@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Final, NamedTuple, TypeAlias
 
 from .lock import process_gone, write_all
+from .records import Rejected
 
 try:
     import fcntl
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
-from .records import Rejected
 
 log = logging.getLogger("memory_server")
 
@@ -360,6 +360,18 @@ def _spare_to_overwrite(file: Path) -> int | None:
     return fd
 
 
+def _write_durably(fd: int, content: list[bytes]) -> Signature:
+    """Writes `content` from the start of the file `fd` and nothing after it (a spare may have been
+    longer), flushes it to disk, and closes `fd`: the signature of what was written."""
+    try:
+        write_pieces(fd, content)
+        os.ftruncate(fd, sum(map(len, content)))
+        os.fsync(fd)
+        return signature_of(os.fstat(fd))
+    finally:
+        os.close(fd)
+
+
 def _open_old_spare(spare: Path) -> int | None:
     try:
         return os.open(spare, os.O_RDONLY | _CLOEXEC | _NOFOLLOW | _NONBLOCK)
@@ -378,14 +390,7 @@ def staged(file: Path, pieces: Iterable[bytes]) -> Iterator[Staged]:
     the spare."""
     content = list(pieces)  # kept for the next write to compare the file with
     if (fd := _spare_to_overwrite(file)) is not None:
-        try:
-            write_pieces(fd, content)
-            os.ftruncate(fd, sum(map(len, content)))
-            os.fsync(fd)
-            signature = signature_of(os.fstat(fd))
-        finally:
-            os.close(fd)
-        yield Staged(spare_path_for(file), signature, content)
+        yield Staged(spare_path_for(file), _write_durably(fd, content), content)
         return
     path = temporary_name(file)
     _saving.add(path.name)
@@ -395,13 +400,7 @@ def staged(file: Path, pieces: Iterable[bytes]) -> Iterator[Staged]:
         _saving.discard(path.name)
         raise
     try:
-        try:
-            write_pieces(fd, content)
-            os.fsync(fd)
-            signature = signature_of(os.fstat(fd))
-        finally:
-            os.close(fd)
-        yield Staged(path, signature, content)
+        yield Staged(path, _write_durably(fd, content), content)
     finally:
         _saving.discard(path.name)
         with suppress(FileNotFoundError):

@@ -618,11 +618,12 @@ def create_relations(graph: Graph, relations: Sequence[Mapping[str, Any]]) -> Ch
     value = {"relations": [edge.view for edge in fresh.values()]}
     if not fresh:
         return Change(graph, value, False)
-    links = _LinkEdits(graph.links)
+    edits = _LinkEdits(graph.links)
     for triple in fresh:
-        links.add(triple)
-    new = replace(graph, relations={**graph.relations, **fresh}, links=links.result(), next_seq=seq,
-                  census=_census_after_links(_known_census(graph), links.result(), links.touched))
+        edits.add(triple)
+    links = edits.result()
+    new = replace(graph, relations={**graph.relations, **fresh}, links=links, next_seq=seq,
+                  census=_census_after_links(_known_census(graph), links, edits.touched))
     return Change(new, value, True)
 
 
@@ -703,7 +704,7 @@ def _without_relations(graph: Graph, doomed: set[Triple], gone_entities: Collect
         for triple in doomed:
             edits.discard(triple)
         links = edits.result()
-        census = _census_after_links(_known_census(graph), links, edits.touched)
+        census = _census_after_links(census, links, edits.touched)
     kept = tuple(line for line in graph.kept
                  if line.entity not in gone_entities and line.relation not in doomed)
     return replace(graph, relations=relations, links=links, kept=kept, census=census)
@@ -819,9 +820,10 @@ def merge_graph(graph: Graph, entities: Sequence[IncomingEntity], relations: Seq
         return Change(graph, value, False)
     merged = _with_entities(graph, everyone, [*extended, *fresh], next_seq=seq)
     if new_relations:
-        links = _LinkEdits(merged.links)
+        edits = _LinkEdits(merged.links)
         for triple in new_relations:
-            links.add(triple)
-        merged = replace(merged, relations={**graph.relations, **new_relations}, links=links.result(),
-                         census=_census_after_links(_known_census(merged), links.result(), links.touched))
+            edits.add(triple)
+        links = edits.result()
+        merged = replace(merged, relations={**graph.relations, **new_relations}, links=links,
+                         census=_census_after_links(_known_census(merged), links, edits.touched))
     return Change(merged, value, True)

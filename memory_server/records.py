@@ -14,9 +14,8 @@ hold is classified here so that nothing is ever silently lost:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, Final, NamedTuple, TypeAlias
 
 import msgspec
@@ -189,17 +188,9 @@ def encode_file(items: Iterable[Record | dict[str, Any] | msgspec.Raw]) -> bytes
 
 
 LINES_PER_PIECE: Final = 512
-
-
-def file_pieces(lines: Iterable[bytes]) -> Iterator[bytes]:
-    """The memory file from its lines, each given without and written with its newline, in pieces
-    of about 100 KB. A buffer the size of the file, made fresh after a large answer has been freed,
-    would cost a page fault per 4 KiB, more than the copy; pieces this small reuse freed memory."""
-    remaining = iter(lines)
-    while piece := list(islice(remaining, LINES_PER_PIECE)):
-        # The empty last line gives the piece its final newline without copying it once more.
-        piece.append(b"")
-        yield b"\n".join(piece)
+"""Lines per piece of a saved file (about 100 KB). A buffer the size of the file, made fresh after
+a large answer has been freed, would cost a page fault per 4 KiB, more than the copy; pieces this
+small reuse freed memory, and a save joins again only the pieces a write changed."""
 
 
 class Run(NamedTuple):
@@ -247,4 +238,4 @@ def layout_pieces(layout: Layout) -> list[bytes]:
 
 def join_lines(lines: Iterable[bytes]) -> bytes:
     """The whole memory file from its lines, each given without and written with its newline."""
-    return b"".join(file_pieces(lines))
+    return b"".join(layout_pieces(file_layout([list(lines)])))

@@ -773,9 +773,11 @@ class GraphStore:
     def _commit(self, graph: Graph, check: Future[bool] | None = None) -> list[str]:
         """Saves `graph`; the notes say what else the save did (unreadable lines moved)."""
         notes: list[str] = []
-        # The bytes kept for the comparison under the lock have served: freed now, their memory is
-        # reused for the new file's pieces (fresh memory costs a page fault per 4 KiB). A save
-        # that fails leaves them unknown, so the next write reads the file again.
+        # The bytes kept for the comparison under the lock have served. Read from the file (no save
+        # of this process since the load), they are freed now and their memory is reused for the new
+        # file's pieces (fresh memory costs a page fault per 4 KiB); saved by this process, they
+        # are the last layout's pieces, which the new layout reuses where lines did not change. A
+        # save that fails leaves them unknown, so the next write reads the file again.
         with self._loading:
             if (before := self._snapshot) is not None:
                 self._snapshot = before._replace(content=None)

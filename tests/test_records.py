@@ -22,7 +22,6 @@ from memory_server.records import (
     encode_line,
     entity_with_extra,
     file_layout,
-    file_pieces,
     join_lines,
     layout_pieces,
     relation_with_extra,
@@ -140,8 +139,8 @@ def test_a_string_with_an_unpaired_surrogate_cannot_be_encoded() -> None:
 @pytest.mark.parametrize("count", [0, 1, LINES_PER_PIECE - 1, LINES_PER_PIECE, LINES_PER_PIECE + 1, 3 * LINES_PER_PIECE + 7])
 def test_a_file_written_in_pieces_is_every_line_with_its_newline(count: int) -> None:
     lines = [encode_line(EntityRecord(f"e{n}", "t", [])) for n in range(count)]
-    pieces = list(file_pieces(iter(lines)))
-    assert b"".join(pieces) == join_lines(lines) == b"".join(line + b"\n" for line in lines)
+    pieces = layout_pieces(file_layout([lines]))
+    assert b"".join(pieces) == join_lines(iter(lines)) == b"".join(line + b"\n" for line in lines)
     assert len(pieces) == -(-count // LINES_PER_PIECE)  # no empty piece at the end, however the lines fall
 
 
