@@ -34,7 +34,7 @@ in pages, each with a nextCursor to pass back as cursor.
 def build_parser() -> argparse.ArgumentParser:
     import argparse
 
-    from .commands import add_commands
+    from .cli.commands import add_commands
 
     server_dir = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     args = parse_args(arguments)
     if args.command is not None:
-        from .commands import run as run_command
+        from .cli.commands import run as run_command
 
         sys.exit(run_command(args))
     serve(http=args.http, allow_unauthenticated=args.allow_unauthenticated, allowed_origins=args.allow_origin)
@@ -81,8 +81,8 @@ def main(argv: list[str] | None = None) -> None:
 
 def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allowed_origins: list[str] | None = None) -> None:
     # Imported after argument parsing so that --help and --version touch nothing.
-    from .paths import fragile_location_warning, resolve_memory_path
-    from .store import GraphStore
+    from .storage.paths import fragile_location_warning, resolve_memory_path
+    from .storage.store import GraphStore
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)

@@ -10,7 +10,7 @@ from protocol import CacheHint, ProtocolError, Server
 from protocol.errors import INTERNAL_ERROR
 
 from . import __version__
-from .store import GraphError, GraphStore
+from .storage.store import GraphError, GraphStore
 from .tools import GRAPH_URI, register_tools
 
 WATCH_INTERVAL_SECONDS = 0.5

@@ -15,8 +15,8 @@ import msgspec
 
 from protocol import Server, ToolError, ToolResult
 
-from .paging import CursorError, Page, Pager, budget_from, request_key
-from .store import GraphError, GraphStore, NotInMemory, WriteResult
+from .retrieval.paging import CursorError, Page, Pager, budget_from, request_key
+from .storage.store import GraphError, GraphStore, NotInMemory, WriteResult
 
 GRAPH_URI = "memory://knowledge-graph"
 

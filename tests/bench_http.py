@@ -56,7 +56,7 @@ def run_peer(port: int, memory_file: str) -> None:
     import uvicorn
     from mcp.server.mcpserver import MCPServer
 
-    from memory_server.store import GraphStore
+    from memory_server.storage.store import GraphStore
 
     store = GraphStore(Path(memory_file))
     server = MCPServer("memory-sdk")

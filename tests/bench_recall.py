@@ -55,8 +55,8 @@ from bench_memory import (  # a script beside this one
     tool_call_request,
 )
 
-from memory_server import graph as rules
-from memory_server import ranking
+from memory_server.index import ranking
+from memory_server.model import graph as rules
 
 Record = dict[str, Any]
 

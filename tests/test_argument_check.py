@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from memory_server.app import build_server
-from memory_server.store import GraphStore
+from memory_server.storage.store import GraphStore
 from protocol.server import Tool, _quick_check
 
 json_values = st.recursive(

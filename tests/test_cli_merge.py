@@ -6,9 +6,9 @@ from __future__ import annotations
 import hypothesis.strategies as st
 from hypothesis import given, settings
 
-from memory_server import graph as rules
-from memory_server.graph import EMPTY, Graph
-from memory_server.records import EntityRecord, RelationRecord, decode_file, join_lines
+from memory_server.model import graph as rules
+from memory_server.model.graph import EMPTY, Graph
+from memory_server.model.records import EntityRecord, RelationRecord, decode_file, join_lines
 
 
 def build(data: bytes) -> Graph:

@@ -29,7 +29,7 @@ from memory_helpers import (
     write_reference_file,
 )
 
-from memory_server.records import EntityRecord, encode_file
+from memory_server.model.records import EntityRecord, encode_file
 from protocol.session import SHUTDOWN_GRACE_SECONDS
 
 FAST_LOCK = {"MEMORY_LOCK_TIMINGS": "1,0.2,30"}
@@ -199,7 +199,7 @@ def test_only_temporary_files_of_dead_writers_are_removed(memory_servers: Memory
 HOLDER = """
 import sys
 from pathlib import Path
-from memory_server.store import MemoryFileLock
+from memory_server.storage.store import MemoryFileLock
 with MemoryFileLock(Path(sys.argv[1])).held():
     print("held", flush=True)
     sys.stdin.readline()

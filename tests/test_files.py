@@ -1,4 +1,4 @@
-"""The memory file's bytes on disk (memory_server/files.py): a save writes exactly its pieces, and the
+"""The memory file's bytes on disk (memory_server/storage/files.py): a save writes exactly its pieces, and the
 comparison before a save says "the same" only for exactly the same bytes, whatever the pieces' sizes."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_server import files
+from memory_server.storage import files
 
 pieces_lists = st.lists(st.binary(max_size=40), max_size=8)
 
@@ -57,7 +57,7 @@ def test_a_short_write_goes_on_where_it_stopped_and_a_failed_one_says_so(tmp_pat
     # A file size limit makes a write short at the limit and the next one fail (EFBIG), for real.
     script = textwrap.dedent("""
         import os, resource, signal, sys
-        from memory_server import files
+        from memory_server.storage import files
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         path, limit = sys.argv[1], int(sys.argv[2])
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))

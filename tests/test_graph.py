@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_server import graph as rules
-from memory_server.graph import EMPTY, Graph, GraphError
-from memory_server.paging import summarise
-from memory_server.records import decode_file, join_lines
+from memory_server.model import graph as rules
+from memory_server.model.graph import EMPTY, Graph, GraphError
+from memory_server.model.records import decode_file, join_lines
+from memory_server.retrieval.paging import summarise
 
 Entity = dict[str, Any]
 

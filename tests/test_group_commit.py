@@ -19,10 +19,10 @@ import pytest
 from conftest import REPO, Deadline, expect_line, python
 from http_helpers import HttpServers, http_servers, modern_post  # noqa: F401  (a fixture)
 
-from memory_server import files
-from memory_server import graph as rules
-from memory_server.records import EntityRecord, encode_file
-from memory_server.store import MAX_BATCH, GraphError, GraphStore, LockTimeout, WriteAbandoned, WriteResult
+from memory_server.model import graph as rules
+from memory_server.model.records import EntityRecord, encode_file
+from memory_server.storage import files
+from memory_server.storage.store import MAX_BATCH, GraphError, GraphStore, LockTimeout, WriteAbandoned, WriteResult
 
 WAIT = 60.0
 """Generous bound on any wait; a test that reaches it has failed."""
@@ -32,7 +32,7 @@ WAIT = 60.0
 HOLDER = """
 import os, sys
 from pathlib import Path
-from memory_server.store import MemoryFileLock
+from memory_server.storage.store import MemoryFileLock
 memory = Path(sys.argv[1])
 with MemoryFileLock(memory).held():
     print("held", flush=True)
@@ -461,7 +461,7 @@ def test_each_queued_write_gives_up_on_the_lock_after_its_own_timeout(memory: Pa
 FAILING_SAVE = """
 import json, os, resource, signal, sys, threading, time
 from pathlib import Path
-from memory_server.store import MAX_BATCH, GraphError, GraphStore, MemoryFileLock
+from memory_server.storage.store import MAX_BATCH, GraphError, GraphStore, MemoryFileLock
 memory = Path(sys.argv[1])
 store = GraphStore(memory, lock_timeout=60)
 store.create_entities([{"name": "Alice", "entityType": "t", "observations": []}])

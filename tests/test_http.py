@@ -47,7 +47,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
 from memory_helpers import GRAPH_URI, TOOL_NAMES, server_environment
 
-from memory_server.store import GraphStore
+from memory_server.storage.store import GraphStore
 
 MODES = ["legacy", "auto", MODERN]
 

@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
 
-from memory_server import graph as rules
-from memory_server import index_cache
-from memory_server import store as store_module
-from memory_server.graph import EMPTY
-from memory_server.paging import DEFAULT_BUDGET, Page, Pager, request_key
-from memory_server.records import decode_file, join_lines
-from memory_server.store import GraphStore, NotInMemory
+from memory_server.model import graph as rules
+from memory_server.model.graph import EMPTY
+from memory_server.model.records import decode_file, join_lines
+from memory_server.retrieval.paging import DEFAULT_BUDGET, Page, Pager, request_key
+from memory_server.storage import index_cache
+from memory_server.storage import store as store_module
+from memory_server.storage.store import GraphStore, NotInMemory
 
 WAIT = 60.0
 
@@ -177,7 +177,7 @@ def test_a_damaged_cache_is_not_used_and_is_rebuilt(tmp_path: Path, damage: str)
 def test_a_cache_made_stale_by_another_process_is_not_used_and_is_rebuilt(tmp_path: Path) -> None:
     memory = tmp_path / "memory.jsonl"
     big_memory(memory)
-    writer = ("import sys; from memory_server.store import GraphStore; "
+    writer = ("import sys; from memory_server.storage.store import GraphStore; "
               "GraphStore(sys.argv[1]).add_observations([{'entityName': 'person 7', 'contents': ['zephyr fan']}])")
     subprocess.run([sys.executable, "-c", writer, str(memory)], check=True, timeout=WAIT)
     store = GraphStore(memory)

@@ -1,4 +1,4 @@
-"""The lock protocol of memory_server/lock.py: its record, its timings, and real processes racing for
+"""The lock protocol of memory_server/storage/lock.py: its record, its timings, and real processes racing for
 it, dying with it, pausing with it, and sharing it with the previous version (filelock's lease)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import expect_line, python
 
-from memory_server.lock import (
+from memory_server.storage.lock import (
     LOCK_REFRESH_EVERY,
     LOCK_STALE_AFTER,
     LOCK_TIMEOUT,
@@ -25,7 +25,7 @@ from memory_server.lock import (
     process_start,
     this_host,
 )
-from memory_server.store import GraphStore, LockTimeout
+from memory_server.storage.store import GraphStore, LockTimeout
 
 WAIT = 60.0
 
@@ -149,7 +149,7 @@ def test_debris_of_writers_killed_while_taking_the_lock_is_removed(tmp_path: Pat
 RACER = """
 import os, sys, time
 from pathlib import Path
-from memory_server.store import MemoryFileLock
+from memory_server.storage.store import MemoryFileLock
 memory, log, name, rounds = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 lock = MemoryFileLock(memory, timeout=60, stale_after=1, refresh_every=0.2)
 sys.stdin.readline()
@@ -192,7 +192,7 @@ def test_two_processes_racing_for_a_stale_lock_never_hold_it_together(
 HOLDER = """
 import sys
 from pathlib import Path
-from memory_server.store import MemoryFileLock
+from memory_server.storage.store import MemoryFileLock
 lock = MemoryFileLock(Path(sys.argv[1]), stale_after=float(sys.argv[2]), refresh_every=float(sys.argv[3]))
 with lock.held():
     print("held", flush=True)

@@ -31,7 +31,7 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
 )
 
 import memory_server
-from memory_server.paths import configured_path, fragile_location_warning, installation_holding, lasting_location
+from memory_server.storage.paths import configured_path, fragile_location_warning, installation_holding, lasting_location
 
 ALICE = entity("Alice", "person", ["Loves Jazz"])
 CONSOLE_SCRIPT = Path(sys.executable).with_name("mcp-server-memory")

@@ -1,4 +1,4 @@
-"""The answer budget and paging (memory_server/paging.py), as pure functions: lists in, pages out.
+"""The answer budget and paging (memory_server/retrieval/paging.py), as pure functions: lists in, pages out.
 
 Pages are followed the way a client does, by passing each nextCursor back; the pages together
 must give the full answer exactly once, each page within the budget. Over real pipes the same is
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_server.paging import (
+from memory_server.retrieval.paging import (
     BUDGET_VARIABLE,
     CURSOR_LENGTH,
     DEFAULT_BUDGET,

@@ -29,7 +29,7 @@ from conftest import (
 from conftest import open_session as open_engine_session
 from memory_helpers import GRAPH_URI, UPDATED, MemoryServers, memory_servers, server_environment  # noqa: F401
 
-from memory_server.store import GraphStore
+from memory_server.storage.store import GraphStore
 from protocol import Server
 from protocol.context import RequestContext
 from protocol.eras import Era

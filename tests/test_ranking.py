@@ -10,11 +10,11 @@ import hypothesis.strategies as st
 from hypothesis import given, settings
 from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
 
-from memory_server import graph as rules
-from memory_server import ranking
-from memory_server.graph import EMPTY, Graph
-from memory_server.records import decode_file, join_lines
-from memory_server.store import GraphStore
+from memory_server.index import ranking
+from memory_server.model import graph as rules
+from memory_server.model.graph import EMPTY, Graph
+from memory_server.model.records import decode_file, join_lines
+from memory_server.storage.store import GraphStore
 
 Entity = dict[str, Any]
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_server.records import (
+from memory_server.model.records import (
     LINES_PER_PIECE,
     EntityRecord,
     Extended,

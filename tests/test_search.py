@@ -10,10 +10,10 @@ from typing import Any
 import hypothesis.strategies as st
 from hypothesis import given, settings
 
-from memory_server import graph as rules
-from memory_server.graph import EMPTY, Graph
-from memory_server.records import decode_file, join_lines
-from memory_server.search import WordIndex, search_text, words_of
+from memory_server.index.search import WordIndex, search_text, words_of
+from memory_server.model import graph as rules
+from memory_server.model.graph import EMPTY, Graph
+from memory_server.model.records import decode_file, join_lines
 
 UNLIMITED = 10**9
 

@@ -1,4 +1,4 @@
-"""The spare (memory_server/files.py): the version before the last save, written over by the next
+"""The spare (memory_server/storage/files.py): the version before the last save, written over by the next
 save instead of a new file, but never while any process still has it open, never through a second
 name or a link, and never so that the memory file could end up other than whole and private."""
 
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from test_store import memory, store  # noqa: F401  (the fixtures: a memory file in a temporary folder, its store)
 
-from memory_server import files
-from memory_server.store import GraphStore
+from memory_server.storage import files
+from memory_server.storage.store import GraphStore
 
 REPO = Path(__file__).resolve().parents[1]
 WAIT = 60.0
@@ -146,8 +146,8 @@ def test_a_spare_readable_by_others_becomes_a_private_memory_file(store: GraphSt
 SLOW_SAVER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    from memory_server import files
-    from memory_server.store import GraphStore
+    from memory_server.storage import files
+    from memory_server.storage.store import GraphStore
     write = files.write_pieces
     def slowly(fd, pieces):
         half = len(pieces) // 2

@@ -7,12 +7,12 @@ import json
 import subprocess
 import sys
 
-from memory_server.commands import EXPORT_FORMATS
-from memory_server.export import EXPORTERS
+from memory_server.cli.commands import EXPORT_FORMATS
+from memory_server.cli.export import EXPORTERS
 
 # Imported only by `mcp-server-memory stats | check | export | import`.
-COMMAND_MODULES = ("memory_server.export", "memory_server.importer", "memory_server.inspection",
-                   "memory_server.html_view")
+COMMAND_MODULES = ("memory_server.cli.export", "memory_server.cli.importer", "memory_server.cli.inspection",
+                   "memory_server.cli.html_view")
 
 
 def test_the_export_formats_offered_on_the_command_line_are_the_exporters() -> None:
@@ -47,5 +47,5 @@ def test_serving_imports_no_subcommand_module() -> None:
 def test_a_plain_start_parses_no_command_line() -> None:
     # Clients start the server without arguments; argparse and the commands' table would only
     # delay the first answer. An argument (here --allow-origin) still goes through the parser.
-    assert modules_loaded_by_serving([]).isdisjoint({"argparse", "memory_server.commands"})
-    assert {"argparse", "memory_server.commands"} <= modules_loaded_by_serving(["--allow-origin", "http://a.test"])
+    assert modules_loaded_by_serving([]).isdisjoint({"argparse", "memory_server.cli.commands"})
+    assert {"argparse", "memory_server.cli.commands"} <= modules_loaded_by_serving(["--allow-origin", "http://a.test"])

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from memory_server import graph as rules
-from memory_server.store import GraphError, GraphStore, LockTimeout, MemoryFileLock, WriteAbandoned, WriteResult
+from memory_server.model import graph as rules
+from memory_server.storage.store import GraphError, GraphStore, LockTimeout, MemoryFileLock, WriteAbandoned, WriteResult
 
 WAIT = 30.0
 """Generous bound on any wait in these tests; reaching it means the test failed."""

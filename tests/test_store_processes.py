@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_server.paths import MIGRATION_DONE, MIGRATION_STARTED, resolve_memory_path
-from memory_server.records import EntityRecord, decode_file, encode_file
-from memory_server.store import GraphStore, LockTimeout
+from memory_server.model.records import EntityRecord, decode_file, encode_file
+from memory_server.storage.paths import MIGRATION_DONE, MIGRATION_STARTED, resolve_memory_path
+from memory_server.storage.store import GraphStore, LockTimeout
 
 REPO = Path(__file__).resolve().parents[1]
 WAIT = 60.0
@@ -27,7 +27,7 @@ WAIT = 60.0
 WRITER = """
 import sys
 from pathlib import Path
-from memory_server.store import GraphStore
+from memory_server.storage.store import GraphStore
 path, worker, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 store = GraphStore(path)
 sys.stdin.readline()
@@ -40,7 +40,7 @@ for step in range(count):
 HOLDER = """
 import os, sys
 from pathlib import Path
-from memory_server.store import MemoryFileLock
+from memory_server.storage.store import MemoryFileLock
 os.umask(0)
 lock = MemoryFileLock(Path(sys.argv[1]), stale_after=float(sys.argv[2]), refresh_every=float(sys.argv[3]))
 with lock.held():
@@ -55,7 +55,7 @@ print("released", flush=True)
 APPENDER = """
 import sys
 from pathlib import Path
-from memory_server.store import GraphStore
+from memory_server.storage.store import GraphStore
 store = GraphStore(Path(sys.argv[1]), lock_timeout=30, stale_after=1, refresh_every=0.2)
 step = sum(1 for e in store.read_graph()["entities"] if e["name"].startswith("e-"))
 print("ready", flush=True)
@@ -277,7 +277,7 @@ def test_a_holder_that_stopped_refreshing_loses_the_lock_after_the_stale_time(
 FULL_DISK = """
 import json, os, resource, signal, sys
 from pathlib import Path
-from memory_server.store import GraphError, GraphStore
+from memory_server.storage.store import GraphError, GraphStore
 memory = Path(sys.argv[1])
 store = GraphStore(memory)
 store.create_entities([{"name": "Alice", "entityType": "t", "observations": []}])
@@ -313,7 +313,7 @@ def test_a_save_that_fails_changes_nothing_and_leaves_no_temporary_file(tmp_path
 PERMISSIVE = """
 import os, sys
 from pathlib import Path
-from memory_server.store import GraphStore
+from memory_server.storage.store import GraphStore
 os.umask(0)
 memory = Path(sys.argv[1])
 memory.write_bytes(b"{not json\\n")
@@ -383,7 +383,7 @@ def test_no_migration_when_both_files_exist_or_a_path_is_configured(tmp_path: Pa
 MIGRATE = """
 import os, sys
 from pathlib import Path
-from memory_server.paths import resolve_memory_path
+from memory_server.storage.paths import resolve_memory_path
 print(resolve_memory_path(os.environ, Path(sys.argv[1]), lambda line: print(line, file=sys.stderr, flush=True)))
 """
 

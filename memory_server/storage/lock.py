@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from .graph import GraphError
+from ..model.graph import GraphError
 
 __all__ = [
     "LOCK_REFRESH_EVERY",

@@ -17,7 +17,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
-from .paths import (
+from ..storage.paths import (
     fragile_location_warning,
     memory_path_for_reading,
     resolve_memory_path,
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 # The modules that do a command's work are imported by its runner: serving (no command) is the
 # common case, and a client waits for the server's start-up.
 
-SERVER_DIR: Final = Path(__file__).resolve().parent
+# The package directory (memory_server/), where the default memory file lives, as the reference keeps it beside its script.
+SERVER_DIR: Final = Path(__file__).resolve().parent.parent
 PROGRESS_ABOVE: Final = 10_000
 """Items (entities plus relations) beyond which a command reports its progress on stderr."""
 NEWLINE: Final = b"\n"
@@ -144,7 +145,7 @@ def _local_time(timestamp: float) -> str:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from .graph import graph_from_lines
+    from ..model.graph import graph_from_lines
     from .inspection import FilePlace, count_extended, describe_stats, numbered_lines, stats
 
     path, data, status = read_memory(args)
@@ -174,7 +175,7 @@ def _file_option(args: argparse.Namespace) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from .graph import graph_from_lines
+    from ..model.graph import graph_from_lines
     from .inspection import check, numbered_lines
 
     path, data, _ = read_memory(args)
@@ -198,9 +199,9 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from ..model.graph import graph_from_lines
+    from ..model.records import decode_file
     from .export import EXPORTERS, ExportView
-    from .graph import graph_from_lines
-    from .records import decode_file
 
     path, data, _ = read_memory(args)
     graph = graph_from_lines(decode_file(data))
@@ -248,7 +249,7 @@ def _write_file(pieces: Iterable[str], target: Path) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from .graph import GraphError
+    from ..model.graph import GraphError
     from .importer import ImportFormatError, describe_merge, parse_import, summary, total_items
 
     source = Path(os.path.expanduser(args.source))
@@ -265,7 +266,7 @@ def run_import(args: argparse.Namespace) -> int:
             value, notes = _merge_preview(target, incoming), []
         else:
             progress.say(f"merging into {target} under its lock")
-            from .store import GraphStore  # the lock machinery is needed by this command only
+            from ..storage.store import GraphStore  # the lock machinery is needed by this command only
 
             outcome = GraphStore(target).merge(incoming.entities, incoming.relations)
             value, notes = outcome.value, outcome.notes
@@ -282,8 +283,8 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def _merge_preview(target: Path, incoming: Incoming) -> dict[str, Any]:
-    from .graph import Graph, graph_from_lines, merge_graph
-    from .records import decode_file
+    from ..model.graph import Graph, graph_from_lines, merge_graph
+    from ..model.records import decode_file
 
     try:
         data, _ = read_bytes(target, "memory file")

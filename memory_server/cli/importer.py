@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .graph import IncomingEntity, IncomingRelation
+from ..model.graph import IncomingEntity, IncomingRelation
+from ..model.records import EntityRecord, Extended, Opaque, Rejected, RelationRecord
 from .inspection import numbered_lines, why_unusable
-from .records import EntityRecord, Extended, Opaque, Rejected, RelationRecord
 
 _BOM: Final = b"\xef\xbb\xbf"
 SHAPES: Final = {"jsonl": "one record per line", "json": "one graph object"}

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias
 
 import msgspec
 
-from .paging import SUMMARY_CONNECTED, Listing, cut_summary, most_connected, ranked_types
+from ..index.search import FIELD_SEPARATOR, TextChange, WordIndex, search_text
+from ..retrieval.paging import SUMMARY_CONNECTED, Listing, cut_summary, most_connected, ranked_types
 from .records import (
     EntityRecord,
     Extended,
@@ -34,11 +35,10 @@ from .records import (
     entity_with_extra,
     relation_with_extra,
 )
-from .search import FIELD_SEPARATOR, TextChange, WordIndex, search_text
 
 if TYPE_CHECKING:
     # Loaded with the first search by words (see _ranking), not at start-up.
-    from .ranking import Ranker, TermIndex
+    from ..index.ranking import Ranker, TermIndex
 
 Triple: TypeAlias = tuple[str, str, str]
 """A relation's identity: (from, to, relationType)."""
@@ -363,7 +363,7 @@ def with_term_index(graph: Graph) -> Graph:
     """The graph with the index that ranks entities for a query taken as words."""
     if graph.terms is not None:
         return graph
-    from . import ranking
+    from ..index import ranking
 
     return replace(graph, terms=ranking.TermIndex.build((name, node.text) for name, node in graph.entities.items()))
 
@@ -468,7 +468,7 @@ def _wordy(character: str) -> bool:
 def ranked_by_words(graph: Graph, query: str, ranker: Ranker | None = None) -> list[Node]:
     """The entities holding a term of the query, best first (ties in graph order); without the
     graph's term index, one is made for this search. `ranker`: by default the server's."""
-    from . import ranking
+    from ..index import ranking
 
     terms = graph.terms if graph.terms is not None else with_term_index(graph).terms
     assert terms is not None

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .graph import Graph, graph_from_lines
-from .records import (
+from ..model.graph import Graph, graph_from_lines
+from ..model.records import (
     EntityRecord,
     Extended,
     Line,

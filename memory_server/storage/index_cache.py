@@ -36,10 +36,10 @@ from typing import Any, Final
 
 import msgspec
 
-from . import graph as rules
-from .graph import Graph
-from .paging import Listing, cut_summary
-from .search import FIELD_SEPARATOR
+from ..index.search import FIELD_SEPARATOR
+from ..model import graph as rules
+from ..model.graph import Graph
+from ..retrieval.paging import Listing, cut_summary
 
 FORMAT: Final = "3"
 """Caches of another format are made again: 3 ranks entity types of equal count by name."""
@@ -252,7 +252,7 @@ class ColdIndex:
             # Never changed in place (see build), so read without locks or a journal.
             db = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-            from .ranking import FIELD_WEIGHTS
+            from ..index.ranking import FIELD_WEIGHTS
 
             if (meta.get("format") != FORMAT or digest not in (None, meta.get("digest"))
                     or meta.get("weights") != ",".join(map(str, FIELD_WEIGHTS))):
@@ -321,7 +321,7 @@ class ColdIndex:
                 "relations": self._relations_touching([name for name, _ in chosen])}
 
     def _ranked_by_words(self, query: str) -> list[tuple[str, bytes]]:
-        from . import ranking
+        from ..index import ranking
 
         terms = _CachedTerms(self._db, self._count, self._total, self)
         scores = ranking.rank(terms, query, ranking.DEFAULT, terms.text_of)

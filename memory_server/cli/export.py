@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Final
 
-from .graph import Graph
-from .records import EntityRecord, RelationRecord, encode_line
+from ..model.graph import Graph
+from ..model.records import EntityRecord, RelationRecord, encode_line
 
 Exporter = Callable[["ExportView"], Iterator[str]]
 

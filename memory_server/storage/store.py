@@ -21,7 +21,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from . import graph as rules
+from ..model import graph as rules
+from ..model.graph import Change, Graph, GraphError
+from ..model.records import Layout, decode_file, file_layout, layout_pieces
 from . import index_cache
 from .files import (
     Signature,
@@ -35,7 +37,6 @@ from .files import (
     staged,
     stat_signature,
 )
-from .graph import Change, Graph, GraphError
 from .lock import (
     LOCK_REFRESH_EVERY,
     LOCK_STALE_AFTER,
@@ -46,7 +47,6 @@ from .lock import (
     MemoryFileLock,
     WriteAbandoned,
 )
-from .records import Layout, decode_file, file_layout, layout_pieces
 
 __all__ = [
     "LOCK_REFRESH_EVERY",

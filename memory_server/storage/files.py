@@ -21,8 +21,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Final, NamedTuple, TypeAlias
 
+from ..model.records import Rejected
 from .lock import process_gone, write_all
-from .records import Rejected
 
 try:
     import fcntl

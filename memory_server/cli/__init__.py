@@ -1,0 +1,1 @@
+"""The command line's subcommands and the formats they read and write."""

@@ -1,0 +1,1 @@
+"""What a model reads: answers shaped for the budget, paging and cursors."""
