@@ -40,12 +40,19 @@ def _object(properties: dict[str, Any], *, closed: bool = False, optional: tuple
     return schema
 
 
-def _entity(closed: bool = False) -> dict[str, Any]:
-    return _object({
+def _entity(closed: bool = False, *, dated: bool = False) -> dict[str, Any]:
+    """An entity as given (`dated`: with the optional happenedOn), or as answered (`closed`: with
+    the optional dates an answer shows where known)."""
+    properties = {
         "name": _string("The name of the entity"),
         "entityType": _string("The type of the entity"),
         "observations": _strings("An array of observation contents associated with the entity"),
-    }, closed=closed)
+    }
+    if dated:
+        properties["happenedOn"] = HAPPENED_ON
+    if closed:
+        properties.update(ANSWER_DATES)
+    return _object(properties, closed=closed, optional=("happenedOn", *ANSWER_DATES))
 
 
 def _relation(closed: bool = False) -> dict[str, Any]:
@@ -60,6 +67,15 @@ def _list(item: dict[str, Any], description: str | None = None) -> dict[str, Any
     return {"type": "array", "items": item, **({"description": description} if description else {})}
 
 
+HAPPENED_ON = _string("Optional: when what these observations tell happened, if the user said (ISO 8601: "
+                      "2023, 2023-05, 2023-05-07 or 2023-05-07T14:30:00Z). When they were recorded is kept anyway")
+ANSWER_DATES: dict[str, Any] = {
+    "createdAt": _string("When the entity was created (UTC day), where known"),
+    "updatedAt": _string("When the entity last changed (UTC day), where known"),
+    "observationDates": _list({"type": ["string", "null"]},
+                              "Parallel to observations: the UTC day each was recorded, as \"2026-12-01\" or "
+                              "\"happened 2023-05-07, recorded 2026-12-01\"; null where unknown"),
+}
 GRAPH_OUTPUT = _object({"entities": _list(_entity(closed=True)), "relations": _list(_relation(closed=True))},
                        closed=True)
 NEXT_CURSOR = _string("Present when the answer was cut to fit the model's context: pass it back as `cursor` "
@@ -167,7 +183,7 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
 
     @server.tool("create_entities", title="Create Entities",
                  description="Create multiple new entities in the knowledge graph",
-                 input_schema=_object({"entities": _list(_entity())}),
+                 input_schema=_object({"entities": _list(_entity(dated=True))}),
                  output_schema=_object({"entities": _list(_entity(closed=True)),
                                         "skipped": _strings("Names that were not created because they exist")},
                                        closed=True, optional=("skipped",)),
@@ -189,7 +205,8 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                  input_schema=_object({"observations": _list(_object({
                      "entityName": _string("The name of the entity to add the observations to"),
                      "contents": _strings("An array of observation contents to add"),
-                 }))}),
+                     "happenedOn": HAPPENED_ON,
+                 }, optional=("happenedOn",)))}),
                  output_schema=_object({"results": _list(_object({
                      "entityName": _string(), "addedObservations": _strings()}, closed=True))}, closed=True),
                  annotations=WRITE)

@@ -23,6 +23,7 @@ import msgspec
 
 from ..index.search import FIELD_SEPARATOR, TextChange, WordIndex, search_text
 from ..retrieval.paging import SUMMARY_CONNECTED, Listing, cut_summary, most_connected, ranked_types
+from . import dates
 from .records import (
     EntityRecord,
     Extended,
@@ -125,7 +126,8 @@ class Change(NamedTuple):
 
 def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Node:
     """GraphError when the record cannot be stored (see :func:`record_line`)."""
-    view = {"name": record.name, "entityType": record.entityType, "observations": record.observations}
+    view = {"name": record.name, "entityType": record.entityType, "observations": record.observations,
+            **dates.answer_dates(record)}
     text = search_text(record.name, record.entityType, record.observations)
     return Node(record, view, text, seq, extra, record_line(record, extra))
 
@@ -171,9 +173,26 @@ def plural(count: int, singular: str, many: str) -> str:
     return f"{count} {singular if count == 1 else many}"
 
 
-def _with_observations(node: Node, observations: list[str]) -> Node:
-    record = EntityRecord(node.record.name, node.record.entityType, observations)
+def _with_record(node: Node, record: EntityRecord) -> Node:
     return make_node(record, node.seq, node.extra)
+
+
+def _undated_view(node: Node) -> dict[str, Any]:
+    view = node.view
+    return {"name": view["name"], "entityType": view["entityType"], "observations": view["observations"]}
+
+
+def _happened(item: Mapping[str, Any]) -> str | None:
+    """The stored form of an item's optional happenedOn; GraphError, saying what is accepted, when malformed."""
+    given = item.get("happenedOn")
+    if given is None:
+        return None
+    if not isinstance(given, str):
+        raise GraphError(f"happenedOn must be a string: {dates.ACCEPTED}. Nothing was changed.")
+    try:
+        return dates.parse_when(given)[1]
+    except ValueError as error:
+        raise GraphError(f"happenedOn {error}. Nothing was changed.") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -579,20 +598,25 @@ def _missing_message(missing: Sequence[str]) -> str:
     return f"Entities with names {', '.join(missing)} not found"
 
 
-def create_entities(graph: Graph, entities: Sequence[Mapping[str, Any]]) -> Change:
-    """New entities; names that exist, or repeat an earlier name of the call, are skipped whole."""
+def create_entities(graph: Graph, entities: Sequence[Mapping[str, Any]], now: str | None = None) -> Change:
+    """New entities; names that exist, or repeat an earlier name of the call, are skipped whole.
+
+    Each is created `now` (a UTC stamp; None: no dates), its observations recorded now and,
+    with the item's `happenedOn`, told to have happened then (see :mod:`.dates`)."""
+    happened = [_happened(item) for item in entities]  # every date checked before anything is made
     fresh: dict[str, Node] = {}
     skipped: dict[str, None] = {}
     seq = graph.next_seq
-    for item in entities:
+    for item, when in zip(entities, happened, strict=True):
         name = item["name"]
         if name in graph.entities or name in fresh:
             skipped[name] = None
             continue
-        record = EntityRecord(name, item["entityType"], unique(item["observations"]))
+        record = dates.created(name, item["entityType"], unique(item["observations"]), now, when)
         fresh[name] = make_node(record, seq)
         seq += 1
-    value: dict[str, Any] = {"entities": [node.view for node in fresh.values()]}
+    # The entities as given (as the reference answers): their dates show in reads.
+    value: dict[str, Any] = {"entities": [_undated_view(node) for node in fresh.values()]}
     if skipped:
         value["skipped"] = list(skipped)
     if not fresh:
@@ -627,29 +651,29 @@ def create_relations(graph: Graph, relations: Sequence[Mapping[str, Any]]) -> Ch
     return Change(new, value, True)
 
 
-def add_observations(graph: Graph, observations: Sequence[Mapping[str, Any]]) -> Change:
-    """Observations the entities do not have yet; fails whole when any entity is missing."""
+def add_observations(graph: Graph, observations: Sequence[Mapping[str, Any]], now: str | None = None) -> Change:
+    """Observations the entities do not have yet; fails whole when any entity is missing (or a
+    happenedOn is not a date). Each is recorded `now` (None: undated), with its item's happenedOn."""
     missing = unique(item["entityName"] for item in observations if item["entityName"] not in graph.entities)
     if missing:
         raise GraphError(f"{_missing_message(missing)}. No observations were added.")
-    lists: dict[str, tuple[list[str], set[str]]] = {}
+    happened = [_happened(item) for item in observations]
+    lists: dict[str, tuple[list[tuple[str, str | None, str | None]], set[str]]] = {}
     results = []
-    for item in observations:
+    for item, when in zip(observations, happened, strict=True):
         name = item["entityName"]
         if name not in lists:
-            current = list(graph.entities[name].record.observations)
-            lists[name] = (current, set(current))
+            lists[name] = ([], set(graph.entities[name].record.observations))
         current, present = lists[name]
         added = []
         for content in item["contents"]:
             if content not in present:
                 present.add(content)
-                current.append(content)
+                current.append((content, now, when))
                 added.append(content)
         results.append({"entityName": name, "addedObservations": added})
-    grown = {name: _with_observations(graph.entities[name], current)
-             for name, (current, _) in lists.items()
-             if len(current) != len(graph.entities[name].record.observations)}
+    grown = {name: _with_record(graph.entities[name], dates.with_added(graph.entities[name].record, current, now))
+             for name, (current, _) in lists.items() if current}
     value = {"results": results}
     if not grown:
         return Change(graph, value, False)
@@ -710,19 +734,20 @@ def _without_relations(graph: Graph, doomed: set[Triple], gone_entities: Collect
     return replace(graph, relations=relations, links=links, kept=kept, census=census)
 
 
-def delete_observations(graph: Graph, deletions: Sequence[Mapping[str, Any]]) -> Change:
-    """Removes the given observations (every copy of each); unknown entities and observations are ignored."""
-    lists: dict[str, list[str]] = {}
+def delete_observations(graph: Graph, deletions: Sequence[Mapping[str, Any]], now: str | None = None) -> Change:
+    """Removes the given observations (every copy of each, with their dates); unknown entities and
+    observations are ignored. An entity that lost one was changed `now` (None: its dates kept as they are)."""
+    unwanted: dict[str, set[str]] = {}
     for item in deletions:
         name = item["entityName"]
-        if name not in graph.entities:
-            continue
-        current = lists.get(name, graph.entities[name].record.observations)
-        unwanted = set(item["observations"])
-        lists[name] = [observation for observation in current if observation not in unwanted]
-    shrunk = {name: _with_observations(graph.entities[name], current)
-              for name, current in lists.items()
-              if len(current) != len(graph.entities[name].record.observations)}
+        if name in graph.entities:
+            unwanted.setdefault(name, set()).update(item["observations"])
+    shrunk: dict[str, Node] = {}
+    for name, doomed in unwanted.items():
+        record = graph.entities[name].record
+        keep = [observation not in doomed for observation in record.observations]
+        if not all(keep):
+            shrunk[name] = _with_record(graph.entities[name], dates.with_kept(record, keep, now))
     count = sum(len(graph.entities[name].record.observations) - len(node.record.observations)
                 for name, node in shrunk.items())
     value = {"success": True, "message": f"Deleted {plural(count, 'observation', 'observations')}.",
@@ -752,46 +777,56 @@ IncomingEntity: TypeAlias = tuple[EntityRecord, "dict[str, msgspec.Raw] | None"]
 IncomingRelation: TypeAlias = tuple[RelationRecord, "dict[str, msgspec.Raw] | None"]
 
 
-def merge_graph(graph: Graph, entities: Sequence[IncomingEntity], relations: Sequence[IncomingRelation]) -> Change:
+def merge_graph(graph: Graph, entities: Sequence[IncomingEntity], relations: Sequence[IncomingRelation],
+                now: str | None = None) -> Change:
     """Another graph merged in by the tools' rules, in order, as one change.
 
     An entity whose name is new is created (create_entities); an entity that exists gains the
     observations it lacks (add_observations), and keeps its type even when the incoming one
     differs; a relation is created when both ends exist after the entities are merged and it
     is not there yet (create_relations). The value reports all of it, and what was left out.
+
+    Dates come along: an observation keeps the recordedAt and happenedOn it carries (one without
+    stays undated: when it was recorded is not known, the import is not that time); a created
+    entity keeps its createdAt and updatedAt (when it has none, it was created and changed `now`);
+    an entity that gained observations was changed `now` (None: no new dates).
     """
-    # name -> (entity type, observations, the same as a set, extra fields): the created ones
-    created: dict[str, tuple[str, list[str], set[str], dict[str, msgspec.Raw] | None]] = {}
-    grown: dict[str, tuple[list[str], set[str]]] = {}
+    # name -> (the first incoming record, its observations with their dates, their contents, extra fields)
+    Dated = list[tuple[str, str | None, str | None]]
+    created: dict[str, tuple[EntityRecord, Dated, set[str], dict[str, msgspec.Raw] | None]] = {}
+    grown: dict[str, tuple[Dated, set[str]]] = {}
     added: dict[str, list[str]] = {}
     conflicts: list[dict[str, str]] = []
     for record, extra in entities:
         name = record.name
         if name in created:
-            kept_type, current, present, _ = created[name]
+            kept_type, current, present = created[name][0].entityType, created[name][1], created[name][2]
         elif name in graph.entities:
             kept_type = graph.entities[name].record.entityType
             if name not in grown:
-                observations = list(graph.entities[name].record.observations)
-                grown[name] = (observations, set(observations))
+                grown[name] = ([], set(graph.entities[name].record.observations))
             current, present = grown[name]
         else:
-            created[name] = (record.entityType, unique(record.observations), set(record.observations), extra or None)
-            continue
+            current, present = [], set()
+            created[name] = (record, current, present, extra or None)
+            kept_type = record.entityType
         if record.entityType != kept_type:
             conflicts.append({"name": name, "entityType": kept_type, "incomingType": record.entityType})
-        for content in record.observations:
+        for content, recorded, happened in dates.incoming(record):
             if content not in present:
                 present.add(content)
-                current.append(content)
+                current.append((content, recorded, happened))
                 if name in grown:
                     added.setdefault(name, []).append(content)
     seq = graph.next_seq
     fresh: dict[str, Node] = {}
-    for name, (entity_type, observations, _, extra) in created.items():
-        fresh[name] = make_node(EntityRecord(name, entity_type, observations), seq, extra)
+    for name, (first, observations, _, extra) in created.items():
+        made = dates.with_added(EntityRecord(name, first.entityType, []), observations, first.updatedAt or now)
+        made = msgspec.structs.replace(made, createdAt=first.createdAt or now)
+        fresh[name] = make_node(made, seq, extra)
         seq += 1
-    extended = {name: _with_observations(graph.entities[name], grown[name][0]) for name in added}
+    extended = {name: _with_record(graph.entities[name], dates.with_added(graph.entities[name].record, grown[name][0], now))
+                for name in added}
     everyone = {**graph.entities, **extended, **fresh}
 
     new_relations: dict[Triple, Edge] = {}

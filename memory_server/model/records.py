@@ -5,6 +5,12 @@ The file holds one JSON object per line, exactly the reference server's records:
 ``{"type":"relation","from":...,"to":...,"relationType":...}``. Everything else a line can
 hold is classified here so that nothing is ever silently lost:
 
+- an entity line may also carry its dates (``createdAt``, ``updatedAt``, and ``recordedAt`` /
+  ``happenedOn``, lists parallel to ``observations``; see :mod:`.dates`): optional fields of
+  :class:`EntityRecord`, omitted when unknown, so an undated record encodes exactly as the
+  reference writes it, and the reference, which reads only the keys it knows, ignores them;
+- a date field of the wrong JSON type is no date: it stays on the line as an extra field;
+
 - a known record with extra fields -> :class:`Extended` (the extra fields are written back);
 - valid JSON that is not a usable record (unknown ``type``, wrong field types, not an
   object) -> :class:`Opaque`, written back verbatim;
@@ -21,12 +27,18 @@ from typing import Any, Final, NamedTuple, TypeAlias
 import msgspec
 
 
-class EntityRecord(msgspec.Struct, tag_field="type", tag="entity", forbid_unknown_fields=True, frozen=True):
-    """An entity line. Field order is the file's key order (the tag comes first)."""
+class EntityRecord(msgspec.Struct, tag_field="type", tag="entity", forbid_unknown_fields=True, frozen=True,
+                   omit_defaults=True):
+    """An entity line. Field order is the file's key order (the tag comes first); the dates,
+    when known, come after the reference's keys (see :mod:`.dates` for what they mean)."""
 
     name: str
     entityType: str
     observations: list[str]
+    createdAt: str | None = None
+    updatedAt: str | None = None
+    recordedAt: list[str | None] | None = None
+    happenedOn: list[str | None] | None = None
 
 
 class RelationRecord(msgspec.Struct, tag_field="type", tag="relation", forbid_unknown_fields=True, frozen=True):
@@ -79,6 +91,8 @@ class Rejected:
 Line: TypeAlias = Record | Extended | Opaque | Rejected
 
 ENTITY_KEYS: Final = frozenset({"type", "name", "entityType", "observations"})
+DATE_KEYS: Final = ("createdAt", "updatedAt", "recordedAt", "happenedOn")
+"""The entity line's optional date fields, in the file's key order."""
 RELATION_KEYS: Final = frozenset({"type", "from", "to", "relationType"})
 _BOM: Final = b"\xef\xbb\xbf"
 
@@ -86,6 +100,9 @@ _strict = msgspec.json.Decoder(EntityRecord | RelationRecord)
 _lenient = msgspec.json.Decoder(_AnyEntity | _AnyRelation)
 _fields = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _text = msgspec.json.Decoder(str)
+_date_decoders: Final[dict[str, msgspec.json.Decoder[Any]]] = {"createdAt": _text, "updatedAt": _text,
+                         "recordedAt": msgspec.json.Decoder(list[str | None]),
+                         "happenedOn": msgspec.json.Decoder(list[str | None])}
 _encoder = msgspec.json.Encoder()
 
 
@@ -126,7 +143,24 @@ def _classify(content: bytes, line: bytes, number: int) -> Line:
         # A known type with missing fields or wrong field types: shown nowhere, kept as written.
         return Opaque(content)
     extra = {key: value for key, value in fields.items() if key not in known}
-    return Extended(_tighten(loose), extra) if extra else _tighten(loose)
+    record = _tighten(loose)
+    if isinstance(record, EntityRecord):
+        record, extra = _with_dates(record, extra)
+    return Extended(record, extra) if extra else record
+
+
+def _with_dates(record: EntityRecord, extra: dict[str, msgspec.Raw]) -> tuple[EntityRecord, dict[str, msgspec.Raw]]:
+    """The record with the date fields that have their JSON type; the others stay extra fields."""
+    dates: dict[str, Any] = {}
+    for key in DATE_KEYS:
+        if (raw := extra.get(key)) is None:
+            continue
+        try:
+            dates[key] = _date_decoders[key].decode(raw)
+        except msgspec.MsgspecError:
+            continue  # kept as written, among the extra fields: no date, nothing lost
+        del extra[key]
+    return (msgspec.structs.replace(record, **dates) if dates else record), extra
 
 
 def _tag(raw: msgspec.Raw | None) -> str | None:
@@ -163,9 +197,16 @@ def is_json(content: bytes) -> bool:
 
 
 def entity_with_extra(record: EntityRecord, extra: dict[str, msgspec.Raw]) -> dict[str, Any]:
-    """What an entity line with extra fields encodes from: the known keys first, then the rest."""
-    return {"type": "entity", "name": record.name, "entityType": record.entityType,
-            "observations": record.observations, **extra}
+    """What an entity line with extra fields encodes from: the known keys first, then the dates
+    the record has, then the rest (an extra field a date of the record now stands for is dropped:
+    it held no date of the right type, and the record's own date replaces it)."""
+    line: dict[str, Any] = {"type": "entity", "name": record.name, "entityType": record.entityType,
+                            "observations": record.observations}
+    for key in DATE_KEYS:
+        if (value := getattr(record, key)) is not None:
+            line[key] = value
+    line.update((key, value) for key, value in extra.items() if key not in line)
+    return line
 
 
 def relation_with_extra(record: RelationRecord, extra: dict[str, msgspec.Raw]) -> dict[str, Any]:

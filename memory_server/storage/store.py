@@ -173,8 +173,10 @@ class GraphStore:
     """The graph of one memory file, safe to call from many threads and many processes."""
 
     def __init__(self, path: Path, *, lock_timeout: float | None = None, stale_after: float | None = None,
-                 refresh_every: float | None = None) -> None:
+                 refresh_every: float | None = None, clock: Callable[[], str] | None = None) -> None:
+        """`clock`: the UTC stamp of now (see model.dates) that writes record; None records no dates."""
         self.path = Path(path)
+        self._clock = clock
         # Through a symlink the real file is what gets replaced and locked, so a symlinked memory
         # file stays a symlink and every spelling of the path shares one lock.
         self._file = Path(os.path.realpath(self.path))
@@ -494,24 +496,27 @@ class GraphStore:
     # -- writes --------------------------------------------------------------------------------
 
     def create_entities(self, entities: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._write(lambda graph: rules.create_entities(graph, entities), abandon)
+        return self._write(lambda graph: rules.create_entities(graph, entities, self._now()), abandon)
 
     def create_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
         return self._write(lambda graph: rules.create_relations(graph, relations), abandon)
 
     def add_observations(self, observations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._write(lambda graph: rules.add_observations(graph, observations), abandon)
+        return self._write(lambda graph: rules.add_observations(graph, observations, self._now()), abandon)
 
     def delete_entities(self, entity_names: list[str], *, abandon: threading.Event | None = None) -> WriteResult:
         return self._write(lambda graph: rules.delete_entities(graph, entity_names), abandon)
 
     def delete_observations(self, deletions: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._write(lambda graph: rules.delete_observations(graph, deletions), abandon)
+        return self._write(lambda graph: rules.delete_observations(graph, deletions, self._now()), abandon)
 
     def delete_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
         return self._write(lambda graph: rules.delete_relations(graph, relations), abandon)
 
     # -- machinery -----------------------------------------------------------------------------
+
+    def _now(self) -> str | None:
+        return None if self._clock is None else self._clock()
 
     def _graph(self) -> Graph:
         """The graph as the file holds it now: one stat, and a load only when the file changed."""
@@ -835,7 +840,7 @@ class GraphStore:
     def merge(self, entities: list[rules.IncomingEntity], relations: list[rules.IncomingRelation]) -> WriteResult:
         """Another graph merged in (see graph.merge_graph) in one locked write, so that servers
         sharing the file see one change."""
-        return self._write(lambda graph: rules.merge_graph(graph, entities, relations))
+        return self._write(lambda graph: rules.merge_graph(graph, entities, relations, self._now()))
 
 
 # --------------------------------------------------------------------------------------------
