@@ -33,6 +33,12 @@ ERAS: Final = ("legacy", "modern", "mixed", "none")
 DEFAULT_VOLATILE: Final = (
     "result.serverInfo.version",
     'result._meta["io.modelcontextprotocol/serverInfo"].version',
+    # The memory server's dates (issue 19): the day an answer was made, absent on the reference's side.
+    *(f"result.structuredContent.entities.*.{key}?" for key in ("createdAt", "updatedAt", "observationDates")),
+    *(f"result.tools.*.inputSchema.properties.{list_name}.items.properties.happenedOn?"
+      for list_name in ("entities", "observations")),
+    *(f"result.tools.*.outputSchema.properties.entities.items.properties.{key}?"
+      for key in ("createdAt", "updatedAt", "observationDates")),
 )
 # Replaced in header env values by a fresh temporary directory per transcript.
 TMP_PLACEHOLDER: Final = "{tmp}"

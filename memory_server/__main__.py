@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allowed_origins: list[str] | None = None) -> None:
     # Imported after argument parsing so that --help and --version touch nothing.
-    from .model.dates import now_stamp
+    from .model.dates import clock_from
     from .storage.paths import fragile_location_warning, resolve_memory_path
     from .storage.store import GraphStore
 
@@ -93,7 +93,7 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
     log(f"Knowledge Graph MCP Server: memory file {path}")
     if warning := fragile_location_warning(path, server_dir):
         log(warning)
-    store = GraphStore(path, clock=now_stamp)
+    store = GraphStore(path, clock=clock_from(os.environ))
     # The file is read and hashed (and its cache opened) while the protocol engine is imported.
     store.look_ahead()
     # Imports make many objects and no garbage worth a collection: the collector waits until they

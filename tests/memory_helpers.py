@@ -276,7 +276,9 @@ def subscription_of(message: dict[str, Any]) -> Any:
 # --- starting servers -------------------------------------------------------------------------------------
 
 def server_environment(memory_file: Path | str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The test's environment with MEMORY_FILE_PATH set as given (None: unset).
+    """The test's environment with MEMORY_FILE_PATH set as given (None: unset), and MEMORY_DATES off
+    unless `extra` (or the test's environment) sets it: these tests hold the server to the reference's
+    exact lines and answers; tests/test_dates.py runs it with its dates.
 
     The server runs the repository's code, as this test process imports it, even where the
     project is also installed (non-editable) into the environment."""
@@ -284,6 +286,7 @@ def server_environment(memory_file: Path | str | None, extra: dict[str, str] | N
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     if memory_file is not None:
         environment["MEMORY_FILE_PATH"] = str(memory_file)
+    environment.setdefault("MEMORY_DATES", "off")
     return {**environment, **(extra or {})}
 
 

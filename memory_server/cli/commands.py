@@ -266,10 +266,10 @@ def run_import(args: argparse.Namespace) -> int:
             value, notes = _merge_preview(target, incoming), []
         else:
             progress.say(f"merging into {target} under its lock")
-            from ..model.dates import now_stamp
+            from ..model.dates import clock_from
             from ..storage.store import GraphStore  # the lock machinery is needed by this command only
 
-            outcome = GraphStore(target, clock=now_stamp).merge(incoming.entities, incoming.relations)
+            outcome = GraphStore(target, clock=clock_from(os.environ)).merge(incoming.entities, incoming.relations)
             value, notes = outcome.value, outcome.notes
     except GraphError as error:
         raise CommandError(f"{error}") from None

@@ -26,7 +26,7 @@ Guarantees:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Final, TypeAlias
@@ -56,6 +56,16 @@ def stamp_of(moment: datetime) -> str:
 
 def now_stamp() -> str:
     return stamp_of(datetime.now(UTC))
+
+
+DATES_VARIABLE: Final = "MEMORY_DATES"
+_OFF: Final = frozenset({"off", "0", "false", "no"})
+
+
+def clock_from(environ: Mapping[str, str]) -> Callable[[], str] | None:
+    """The clock a server's writes record (UTC, see :func:`now_stamp`); None (no dates written,
+    lines exactly as the reference writes them) when MEMORY_DATES is off, 0, false or no."""
+    return None if environ.get(DATES_VARIABLE, "").strip().lower() in _OFF else now_stamp
 
 
 # --------------------------------------------------------------------------------------------
