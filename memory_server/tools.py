@@ -8,6 +8,7 @@ import os
 import threading
 from collections.abc import Callable
 from contextlib import suppress
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -255,13 +256,34 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                  input_schema=_object({
                      "query": _string("The search query to match against entity names, types, and observation content"),
                      "limit": {"type": "integer", "minimum": 1, "description": "Return at most this many entities"},
+                     "since": _string("Optional: only observations recorded (or told to have happened) from this "
+                                      "ISO 8601 date or date-time on, e.g. 2023-05-01 or 2023-05-01T09:00:00Z"),
+                     "until": _string("Optional: only observations up to this ISO 8601 date or date-time (a date "
+                                      "includes its whole day, 2023-05 its whole month)"),
                      "cursor": CURSOR_INPUT,
-                 }, optional=("limit", "cursor")),
+                 }, optional=("limit", "since", "until", "cursor")),
                  output_schema=PAGE_OUTPUT, annotations=READ)
     async def search_nodes(arguments: dict[str, Any]) -> ToolResult:
-        # The store ranks and keeps the best `limit`, with the relations touching those.
-        return await read("search_nodes", arguments,
-                          lambda in_memory: store.search_nodes(arguments["query"], arguments.get("limit"), in_memory=in_memory))
+        # The store ranks and keeps the best `limit`, with the relations touching those; a time
+        # window (since/until, or a phrase such as "last week") keeps what falls within it.
+        from .retrieval import when  # loaded with the first search, not at start-up
+
+        query, limit = arguments["query"], arguments.get("limit")
+        try:
+            explicit = when.window_of(arguments.get("since"), arguments.get("until"))
+        except ValueError as error:
+            raise ToolError(str(error)) from None
+        words, window = (query, explicit) if explicit is not None else when.parse_query(query, datetime.now(UTC))
+
+        def answer(in_memory: bool) -> dict[str, Any]:
+            if window is not None:
+                if in_memory:
+                    raise NotInMemory  # made in a worker: it reads the dates of every match
+                if (within := store.search_within(query, words, window, explicit=explicit is not None,
+                                                  limit=limit)) is not None:
+                    return within
+            return store.search_nodes(query, limit, in_memory=in_memory)
+        return await read("search_nodes", arguments, answer)
 
     @server.tool("open_nodes", title="Open Nodes",
                  description="Open specific nodes in the knowledge graph by their names",

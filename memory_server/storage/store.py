@@ -19,12 +19,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from ..model import graph as rules
 from ..model.graph import Change, Graph, GraphError
 from ..model.records import Layout, decode_file, file_layout, layout_pieces
 from . import index_cache
+
+if TYPE_CHECKING:
+    from ..model.dates import Span
 from .files import (
     Signature,
     append_rejected,
@@ -247,6 +250,15 @@ class GraphStore:
             graph = self._term_indexed_graph()
             matched = rules.ranked_by_words(graph, query)
         return rules.found(graph, matched, limit)
+
+    def search_within(self, query: str, words: str, window: Span, *, explicit: bool,
+                      limit: int | None = None) -> dict[str, Any] | None:
+        """search_nodes within a time window (see retrieval.when.search), from the graph in memory
+        (the dates of each observation are not in the cache); None: answered as without a window."""
+        from ..retrieval import when  # loaded with the first search that names a time
+
+        self._cache.last_activity = time.monotonic()
+        return when.search(self._term_indexed_graph(), query, words, window, explicit=explicit, limit=limit)
 
     def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]:
         """`in_memory`: see :meth:`search_nodes`."""

@@ -1,0 +1,312 @@
+"""Time in a search: the window a query or the since/until arguments name, and the search within it.
+
+:func:`parse_query` is pure: a query and the time now go in; the query without its time phrase
+and the window the phrase names come out. Phrases understood (any case, as whole words):
+
+- ``today``, ``yesterday``, ``this morning`` / ``tonight`` (today);
+- ``this week`` / ``month`` / ``year``: from its start to now;
+- ``last week`` / ``month`` / ``year``: from the start of the previous one to now (what a person
+  calls last week often happened a few days ago: the window is generous, ranking orders it);
+- ``past`` / ``last`` N ``days`` / ``weeks`` / ``months`` / ``years`` (also ``few``, ``couple of``):
+  the N units before now;
+- N ``days`` / ``weeks`` / ``months`` / ``years ago``: that day, or that week, month or year;
+- ``last monday`` ... ``last sunday``, ``on monday``: the most recent such day before today;
+- a date: ``2023-05-07``, ``2023-05``, ``in 2023``, ``may 2023``, ``in may``, ``may 7``,
+  ``7 may 2023``, ``may 7, 2023`` (a month without a year is its latest one not after now; a bare
+  month name is a date only after in, on, during, since, before, until, after or by, or with a
+  day or year: "may" alone is a verb);
+- ``since`` / ``after`` X: from X on; ``before`` / ``until`` X: up to X.
+
+Guarantees (for :func:`search`):
+
+1. A query that entities contain whole is answered exactly as without a window (the reference's
+   rule). With `since` or `until` given, the query is taken as it is (no phrase in it names a
+   time) and its matches, by the usual rules, are kept within their window.
+2. Otherwise the entities that match the remaining words (all of them when no word is left but
+   filler such as "what did I tell you") and have an observation recorded, or told to have
+   happened, within the window are the matches; each shows its observations within the window,
+   most recent first, and is marked ``partial`` when it holds others.
+3. Order: the word rules' relevance first; recency (the latest date within the window) breaks
+   ties, then graph order.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from ..model import dates
+from ..model.dates import Span
+
+if TYPE_CHECKING:
+    from ..model.graph import Graph, Node
+
+_MONTHS: Final = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
+_MONTHS["sept"] = 9
+_DAYS: Final = {name.lower(): number for number, name in enumerate(calendar.day_name)}
+_UNITS: Final = {"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
+                 "months": "month", "year": "year", "years": "year"}
+_COUNTS: Final = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                  "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2, "a couple of": 2, "a few": 3}
+_LEAD: Final = r"(?:in|on|during|since|before|until|till|after|by|from)"
+_OPEN: Final = {"since": "from", "after": "from", "from": "from", "before": "to", "until": "to", "till": "to", "by": "to"}
+
+_month = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_day = "|".join(_DAYS)
+_count = r"\d{1,3}|" + "|".join(sorted(map(re.escape, _COUNTS), key=len, reverse=True))
+_unit = "|".join(_UNITS)
+
+# Each pattern names its groups; the first that matches (in this order) is the query's window.
+_PATTERNS: Final = [
+    ("iso", re.compile(rf"(?:(?P<lead>{_LEAD})\s+)?(?P<date>\d{{4}}-\d{{2}}(?:-\d{{2}})?)\b", re.I)),
+    ("day_month_year", re.compile(rf"(?:(?P<lead>{_LEAD})\s+)?(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+"
+                                  rf"(?P<m>{_month})\.?(?:,?\s+(?P<y>\d{{4}}))?\b", re.I)),
+    ("month_day_year", re.compile(rf"(?:(?P<lead>{_LEAD})\s+)?(?P<m>{_month})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b"
+                                  rf"(?:,?\s+(?P<y>\d{{4}}))?(?!\d)", re.I)),
+    ("month_year", re.compile(rf"(?:(?P<lead>{_LEAD})\s+)?(?P<m>{_month})\.?,?\s+(?P<y>\d{{4}})\b", re.I)),
+    ("lead_month", re.compile(rf"(?P<lead>{_LEAD})\s+(?P<m>{_month})\b", re.I)),
+    ("year", re.compile(rf"(?P<lead>{_LEAD})\s+(?:the\s+year\s+)?(?P<y>(?:19|20)\d{{2}})\b", re.I)),
+    ("today", re.compile(r"(?:(?P<lead>since|until|before)\s+)?\b(?P<word>today|tonight|this\s+morning|"
+                         r"this\s+afternoon|this\s+evening)\b", re.I)),
+    ("yesterday", re.compile(r"(?:(?P<lead>since|until|before)\s+)?\b(?:the\s+day\s+before\s+)?(?P<word>yesterday)\b",
+                             re.I)),
+    ("ago", re.compile(rf"\b(?P<n>{_count})\s+(?P<unit>{_unit})\s+ago\b", re.I)),
+    ("past", re.compile(rf"\b(?:in\s+|over\s+|during\s+|within\s+)?(?:the\s+)?(?:past|last|previous)\s+"
+                        rf"(?P<n>{_count})\s+(?P<unit>{_unit})\b", re.I)),
+    ("weekday", re.compile(rf"\b(?:(?P<lead>on|since)\s+)?(?:(?P<last>last)\s+)?(?P<wd>{_day})\b", re.I)),
+    ("this", re.compile(rf"\b(?:(?P<lead>{_LEAD})\s+)?this\s+(?P<unit>week|month|year)\b", re.I)),
+    ("last", re.compile(rf"\b(?:(?P<lead>{_LEAD})\s+)?(?:the\s+)?(?:last|previous|past)\s+(?P<unit>week|month|year)\b",
+                        re.I)),
+]
+
+
+def _day_start(moment: datetime) -> datetime:
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _month_start(year: int, month: int) -> datetime:
+    while month < 1:
+        year, month = year - 1, month + 12
+    while month > 12:
+        year, month = year + 1, month - 12
+    return datetime(year, month, 1, tzinfo=UTC)
+
+
+def _unit_span(unit: str, moment: datetime) -> Span:
+    """The calendar day, week (Monday first), month or year holding `moment`."""
+    day = _day_start(moment)
+    if unit == "day":
+        return day, day + timedelta(days=1)
+    if unit == "week":
+        start = day - timedelta(days=day.weekday())
+        return start, start + timedelta(days=7)
+    if unit == "month":
+        start = _month_start(day.year, day.month)
+        return start, _month_start(day.year, day.month + 1)
+    return datetime(day.year, 1, 1, tzinfo=UTC), datetime(day.year + 1, 1, 1, tzinfo=UTC)
+
+
+def _back(moment: datetime, unit: str, count: int) -> datetime:
+    if unit == "day":
+        return moment - timedelta(days=count)
+    if unit == "week":
+        return moment - timedelta(weeks=count)
+    months = count * (12 if unit == "year" else 1)
+    start = _month_start(moment.year, moment.month - months)
+    return start.replace(day=min(moment.day, calendar.monthrange(start.year, start.month)[1]),
+                         hour=moment.hour, minute=moment.minute, second=moment.second)
+
+
+def _count_of(text: str) -> int:
+    cleaned = " ".join(text.lower().split())
+    return int(cleaned) if cleaned.isdigit() else _COUNTS[cleaned]
+
+
+def _span(kind: str, found: re.Match[str], now: datetime) -> Span | None:
+    groups = found.groupdict()
+    today = _day_start(now)
+    if kind == "iso":
+        try:
+            return dates.parse_when(groups["date"])[0]
+        except ValueError:
+            return None
+    if kind in ("day_month_year", "month_day_year", "month_year", "lead_month"):
+        month = _MONTHS[groups["m"].lower()]
+        year = int(groups["y"]) if groups.get("y") else (now.year if month <= now.month else now.year - 1)
+        if groups.get("d"):
+            day = int(groups["d"])
+            if not 1 <= day <= calendar.monthrange(year, month)[1]:
+                return None
+            if not groups.get("y") and datetime(year, month, day, tzinfo=UTC) > now:
+                year -= 1
+            start = datetime(year, month, day, tzinfo=UTC)
+            return start, start + timedelta(days=1)
+        return _month_start(year, month), _month_start(year, month + 1)
+    if kind == "year":
+        year = int(groups["y"])
+        return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+    if kind == "today":
+        return today, today + timedelta(days=1)
+    if kind == "yesterday":
+        start = today - timedelta(days=2 if found.group(0).lower().startswith("the day before") else 1)
+        return start, start + timedelta(days=1)
+    if kind == "ago":
+        unit = _UNITS[groups["unit"].lower()]
+        return _unit_span(unit, _back(now, unit, _count_of(groups["n"])))
+    if kind == "past":
+        unit = _UNITS[groups["unit"].lower()]
+        return _back(now, unit, _count_of(groups["n"])), now + timedelta(seconds=1)
+    if kind == "weekday":
+        if not (groups.get("lead") or groups.get("last")):
+            return None  # a bare day name ("Monday meetings") names no date
+        back = (today.weekday() - _DAYS[groups["wd"].lower()]) % 7 or 7
+        start = today - timedelta(days=back)
+        return start, start + timedelta(days=1)
+    if kind == "this":
+        return _unit_span(groups["unit"].lower(), now)
+    if kind == "last":
+        unit = groups["unit"].lower()
+        return _unit_span(unit, _back(now, unit, 1))[0], now + timedelta(seconds=1)
+    return None
+
+
+def _opened(span: Span, lead: str | None, now: datetime) -> Span:
+    """`since X`: from the start of X on; `before X`: up to its start; `until X`: to its end."""
+    side = _OPEN.get((lead or "").lower())
+    if side == "from":
+        return span[0], datetime.max.replace(tzinfo=UTC)
+    if side == "to":
+        end = span[0] if (lead or "").lower() == "before" else span[1]
+        return datetime.min.replace(tzinfo=UTC), end
+    return span
+
+
+def parse_query(query: str, now: datetime) -> tuple[str, Span | None]:
+    """The query without its time phrase, and the window the phrase names (None: no phrase).
+
+    Pure: `now` (aware, UTC) is what "today" and "last week" are counted from."""
+    for kind, pattern in _PATTERNS:
+        for found in pattern.finditer(query):
+            try:
+                span = _span(kind, found, now)
+            except (ValueError, OverflowError, KeyError):
+                span = None
+            if span is None:
+                continue
+            window = _opened(span, found.groupdict().get("lead"), now)
+            rest = query[:found.start()] + " " + query[found.end():]
+            return _tidy(rest), window
+    return query, None
+
+
+_DANGLING: Final = re.compile(rf"\b{_LEAD}\s*(?=[?.!,]*\s*$)", re.I)
+
+
+def _tidy(text: str) -> str:
+    text = _DANGLING.sub("", text)
+    text = re.sub(r"(?:^|(?<=\s))['’]s\b", "", text)  # "this morning's run": the possessive went with the phrase
+    text = re.sub(r"\s+([?.!,])", r"\1", text)
+    return " ".join(text.split()).strip(" ,")
+
+
+def window_of(since: str | None, until: str | None) -> Span | None:
+    """The window the since/until arguments give (each ISO 8601; until includes its whole day,
+    month or year); ValueError saying what is accepted, naming the argument."""
+    if since is None and until is None:
+        return None
+    start, end = datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)
+    for name, given in (("since", since), ("until", until)):
+        if given is None:
+            continue
+        if not isinstance(given, str):
+            raise ValueError(f"{name} must be a string: {dates.ACCEPTED}")
+        try:
+            span = dates.parse_when(given)[0]
+        except ValueError as error:
+            raise ValueError(f"{name}: {error}") from None
+        if name == "since":
+            start = span[0]
+        else:
+            end = span[1]
+    if start >= end:
+        raise ValueError(f"since ({since}) must come before until ({until})")
+    return start, end
+
+
+def both(first: Span | None, second: Span | None) -> Span | None:
+    """The overlap of two windows (None: no window); an empty overlap stays an empty window."""
+    if first is None:
+        return second
+    if second is None:
+        return first
+    return max(first[0], second[0]), max(max(first[0], second[0]), min(first[1], second[1]))
+
+
+# --------------------------------------------------------------------------------------------
+# The search within a window
+# --------------------------------------------------------------------------------------------
+
+_FILLER: Final = ("tell told say said mention mentioned talk talked discuss discussed happen happened "
+                  "remember note noted record recorded learn learned add added anything something stuff thing things "
+                  "me us we you i")
+
+
+def _content_terms(words: str) -> list[str]:
+    from ..index import ranking
+
+    filler = set(ranking.query_terms(_FILLER))
+    return [term for term in ranking.query_terms(words) if term not in filler]
+
+
+def search(graph: Graph, query: str, words: str, window: Span, *, explicit: bool,
+           limit: int | None = None) -> dict[str, Any] | None:
+    """search_nodes within a window (guarantees 1 to 3); None when guarantee 1 says the query is
+    answered as without one. `words`: the query without its time phrase."""
+    from ..index import ranking
+    from ..model import graph as rules
+
+    if not explicit and rules.contains_query(graph, query) is not None:
+        return None
+    candidates: list[Node]
+    primary: dict[str, Any] = {}
+    if not _content_terms(words):
+        candidates = list(graph.entities.values())
+    elif (contained := rules.contains_query(graph, words)) is not None:
+        key = rules.relevance(words.lower())
+        candidates = contained
+        primary = {node.record.name: key(node.record.name, node.record.entityType, node.text, node.seq)[:3]
+                   for node in contained}
+    else:
+        terms = graph.terms if graph.terms is not None else rules.with_term_index(graph).terms
+        assert terms is not None
+        entities = graph.entities
+        scores = ranking.rank(terms, words, ranking.DEFAULT, lambda name: entities[name].text)
+        candidates = [entities[name] for name in scores]
+        primary = {name: -score for name, score in scores.items()}
+    within = {node.record.name: dates.in_window(node.record, window) for node in candidates}
+    kept = [node for node in candidates if within[node.record.name]]
+    recency = {node.record.name: dates.latest(node.record, within[node.record.name]) for node in kept}
+    kept.sort(key=lambda node: node.seq)
+    kept.sort(key=lambda node: recency[node.record.name], reverse=True)  # stable: graph order in ties
+    if primary:
+        kept.sort(key=lambda node: primary[node.record.name])
+    if limit is not None:
+        kept = kept[:limit]
+    return {"entities": [shown_within(node, within[node.record.name]) for node in kept],
+            "relations": rules.found(graph, kept)["relations"]}
+
+
+def shown_within(node: Node, indexes: Sequence[int]) -> dict[str, Any]:
+    """The entity as a windowed answer shows it: its observations within the window, most recent first."""
+    record = node.record
+    order = sorted(indexes, key=lambda index: dates.latest(record, [index]), reverse=True)
+    shown: dict[str, Any] = {"name": record.name, "entityType": record.entityType,
+                             "observations": [record.observations[index] for index in order],
+                             **dates.answer_dates(record, order)}
+    if len(order) < len(record.observations):
+        shown["partial"] = f"{len(order):,} of {len(record.observations):,} observations shown; open_nodes gives all"
+    return shown
