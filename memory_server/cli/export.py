@@ -4,6 +4,10 @@ Each exporter takes an :class:`ExportView` and yields the output in text pieces;
 ``view.tick()`` once per entity and per relation written, so that the caller can show progress.
 Relations whose entity is missing (a hand-edited file) are kept: formats that need a node for
 each end get a placeholder node marked as missing.
+
+Dates (see model/dates.py) come along where an entity has them: jsonl and json carry them whole,
+as the memory file stores them; GraphML as node data, DOT in the tooltip, Markdown after each
+observation, the HTML page beside each observation. A graph without dates exports exactly as before.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Final
 
+from ..model import dates
 from ..model.graph import Graph
 from ..model.records import EntityRecord, RelationRecord, encode_line
 
@@ -37,7 +42,8 @@ class ExportView:
 
     @classmethod
     def of(cls, graph: Graph, title: str = "Memory", tick: Callable[[], None] = _nothing) -> ExportView:
-        return cls([node.view for node in graph.entities.values()],
+        """The graph's entities with their dates as stored (createdAt, updatedAt, recordedAt, happenedOn)."""
+        return cls([_exported(node.record, node.view) for node in graph.entities.values()],
                    [edge.view for edge in graph.relations.values()], title, tick)
 
     @cached_property
@@ -72,6 +78,42 @@ class ExportView:
         return [name for name, _ in sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))]
 
 
+def _exported(record: EntityRecord, view: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not dates.is_dated(record):
+        return view
+    return {"name": record.name, "entityType": record.entityType, "observations": record.observations,
+            **dates.stored_dates(record)}
+
+
+def entity_record(entity: Mapping[str, Any]) -> EntityRecord:
+    """The record of an exported entity, its dates included."""
+    return EntityRecord(entity["name"], entity["entityType"], entity["observations"], entity.get("createdAt"),
+                        entity.get("updatedAt"), entity.get("recordedAt"), entity.get("happenedOn"))
+
+
+def observation_dates(entity: Mapping[str, Any]) -> list[str | None]:
+    """Each observation's dates as answers show them (None: unknown), for the formats made for people."""
+    record = entity_record(entity)
+    return [dates.compact(recorded, happened)
+            for recorded, happened in zip(dates.recorded_dates(record), dates.happened_dates(record), strict=True)]
+
+
+def entity_dates(entity: Mapping[str, Any]) -> str:
+    """When the entity was created and last changed, as a short line ('' when unknown)."""
+    created, updated = dates.compact_day(entity.get("createdAt")), dates.compact_day(entity.get("updatedAt"))
+    parts = ([f"created {created}"] if created else []) + ([f"changed {updated}"] if updated else [])
+    return ", ".join(parts)
+
+
+def has_dates(view: ExportView) -> bool:
+    return any(key in entity for entity in view.entities for key in ("createdAt", "updatedAt", "recordedAt",
+                                                                     "happenedOn"))
+
+
+def dated_text(text: str, date: str | None) -> str:
+    return text if date is None else f"{text} [{date}]"
+
+
 # --------------------------------------------------------------------------------------------
 # jsonl and json: the reference server's own formats
 # --------------------------------------------------------------------------------------------
@@ -79,10 +121,11 @@ class ExportView:
 
 def to_jsonl(view: ExportView) -> Iterator[str]:
     """The memory file exactly as the reference server saves this graph: its records, joined by
-    newlines, with none after the last line (extra fields and unknown records are not the graph)."""
+    newlines, with none after the last line (extra fields and unknown records are not the graph),
+    the dates of an entity that has them after the reference's keys, as the memory file holds them."""
     separator = ""
     for entity in view.entities:
-        yield separator + encode_line(EntityRecord(entity["name"], entity["entityType"], entity["observations"])).decode()
+        yield separator + encode_line(entity_record(entity)).decode()
         separator = "\n"
         view.tick()
     for relation in view.relations:
@@ -92,7 +135,8 @@ def to_jsonl(view: ExportView) -> Iterator[str]:
 
 
 def to_json(view: ExportView) -> Iterator[str]:
-    """The reference's read_graph text: the graph as JSON, indented by two spaces."""
+    """The reference's read_graph text: the graph as JSON, indented by two spaces (the dates of an
+    entity that has them as extra keys, as the memory file stores them)."""
     graph = {"entities": list(view.entities), "relations": list(view.relations)}
     for _ in range(len(view.entities) + len(view.relations)):
         view.tick()
@@ -128,14 +172,16 @@ def to_graphml(view: ExportView) -> Iterator[str]:
            'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
            'xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns '
            'http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">\n')
-    for key, domain, name, kind in GRAPHML_KEYS:
+    dated = has_dates(view)
+    for key, domain, name, kind in GRAPHML_KEYS + (GRAPHML_DATE_KEYS if dated else ()):
         yield f'  <key id="{key}" for="{domain}" attr.name="{name}" attr.type="{kind}"/>\n'
     # (a graph's id is an NMTOKEN, without spaces: the title goes into its description)
     yield f'  <graph id="memory" edgedefault="directed">\n    <desc>{xml_text(view.title)}</desc>\n'
     for number, entity in enumerate(view.entities):
         yield (f'    <node id="n{number}"><data key="label">{xml_text(entity["name"])}</data>'
                f'<data key="entityType">{xml_text(entity["entityType"])}</data>'
-               f'<data key="observations">{xml_text(chr(10).join(entity["observations"]))}</data></node>\n')
+               f'<data key="observations">{xml_text(chr(10).join(entity["observations"]))}</data>'
+               f'{_graphml_dates(entity) if dated else ""}</node>\n')
         view.tick()
     for offset, name in enumerate(view.missing):
         yield (f'    <node id="n{len(view.entities) + offset}"><data key="label">{xml_text(name)}</data>'
@@ -147,6 +193,22 @@ def to_graphml(view: ExportView) -> Iterator[str]:
                f'<data key="edgeLabel">{kind}</data></edge>\n')
         view.tick()
     yield "  </graph>\n</graphml>\n"
+
+
+GRAPHML_DATE_KEYS: Final = (
+    ("createdAt", "node", "createdAt", "string"),
+    ("updatedAt", "node", "updatedAt", "string"),
+    ("observationDates", "node", "observationDates", "string"),
+)
+"""Declared when the graph has dates: observationDates holds one line per observation (empty: unknown)."""
+
+
+def _graphml_dates(entity: Mapping[str, Any]) -> str:
+    pieces = [f'<data key="{key}">{xml_text(entity[key])}</data>' for key in ("createdAt", "updatedAt") if key in entity]
+    if "recordedAt" in entity or "happenedOn" in entity:
+        lines = "\n".join(date or "" for date in observation_dates(entity))
+        pieces.append(f'<data key="observationDates">{xml_text(lines)}</data>')
+    return "".join(pieces)
 
 
 PALETTE: Final = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
@@ -175,7 +237,7 @@ def to_dot(view: ExportView) -> Iterator[str]:
            '  edge [fontname="Helvetica", fontsize=10];\n')
     for number, entity in enumerate(view.entities):
         label = dot_string(f"{entity['name']}\n({entity['entityType']})")
-        tooltip = dot_string("\n".join(entity["observations"]))
+        tooltip = dot_string("\n".join(map(dated_text, entity["observations"], observation_dates(entity))))
         yield f'  n{number} [label={label}, fillcolor="{colours[entity["entityType"]]}", tooltip={tooltip}];\n'
         view.tick()
     for offset, name in enumerate(view.missing):
@@ -216,8 +278,11 @@ def to_markdown(view: ExportView) -> Iterator[str]:
            f"{_count(observations, 'observation', 'observations')}.\n")
     for entity in view.entities:
         yield f"\n## {_one_line(entity['name'])}\n\nType: {_one_line(entity['entityType'])}\n"
+        if when := entity_dates(entity):
+            yield f"\n{when[0].upper()}{when[1:]}.\n"
         if entity["observations"]:
-            yield "\n" + "".join(f"- {markdown_text(item, '  ')}\n" for item in entity["observations"])
+            yield "\n" + "".join(f"- {markdown_text(item, '  ')}{'' if date is None else f' *({date})*'}\n"
+                                  for item, date in zip(entity["observations"], observation_dates(entity), strict=True))
         if relations := touching.get(entity["name"]):
             yield "\nRelations:\n\n" + "".join(f"- {_sentence(relation)}\n" for relation in relations)
         view.tick()

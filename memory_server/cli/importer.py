@@ -15,8 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import msgspec
+
 from ..model.graph import IncomingEntity, IncomingRelation
-from ..model.records import EntityRecord, Extended, Opaque, Rejected, RelationRecord
+from ..model.records import DATE_KEYS, EntityRecord, Extended, Opaque, Rejected, RelationRecord
 from .inspection import numbered_lines, why_unusable
 
 _BOM: Final = b"\xef\xbb\xbf"
@@ -77,7 +79,8 @@ def _from_graph_object(whole: Mapping[str, Any]) -> Incoming:
     for number, item in enumerate(whole.get("entities", [])):
         if _fits(item, {"name": str, "entityType": str, "observations": list}) and all(
                 isinstance(text, str) for text in item["observations"]):
-            incoming.entities.append((EntityRecord(item["name"], item["entityType"], item["observations"]), None))
+            incoming.entities.append((_dated(EntityRecord(item["name"], item["entityType"], item["observations"]),
+                                             item), None))
         else:
             incoming.unusable.append(f"entities[{number}]: not an entity with a name, an entityType and "
                                      "observations (a list of strings)")
@@ -87,6 +90,20 @@ def _from_graph_object(whole: Mapping[str, Any]) -> Incoming:
         else:
             incoming.unusable.append(f"relations[{number}]: not a relation with from, to and relationType (strings)")
     return incoming
+
+
+def _dated(record: EntityRecord, item: Mapping[str, Any]) -> EntityRecord:
+    """The record with the dates an exported entity carries (see model/dates.py); a date field of
+    another type than the memory file's is left out, as it carries no date."""
+    given: dict[str, Any] = {}
+    for key in DATE_KEYS:
+        value = item.get(key)
+        if key in ("createdAt", "updatedAt"):
+            if isinstance(value, str):
+                given[key] = value
+        elif isinstance(value, list) and all(date is None or isinstance(date, str) for date in value):
+            given[key] = value
+    return msgspec.structs.replace(record, **given) if given else record
 
 
 def _fits(item: Any, fields: Mapping[str, type]) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from ..model import dates
 from ..model.graph import Graph, graph_from_lines
 from ..model.records import (
     EntityRecord,
@@ -151,6 +152,12 @@ class Stats:
     extended_records: int
     missing_ends: int
     notes: list[str] = field(default_factory=list)
+    dated_observations: int = 0
+    """Observations whose recording time is known (see model/dates.py)."""
+    happened_observations: int = 0
+    """Observations told to have happened on a given date."""
+    recorded_span: tuple[str, str] | None = None
+    """The first and the last day an observation was recorded, when any was."""
 
 
 def stats(graph: Graph, *, extended_records: int = 0, top: int = MOST_CONNECTED) -> Stats:
@@ -173,7 +180,20 @@ def stats(graph: Graph, *, extended_records: int = 0, top: int = MOST_CONNECTED)
         unreadable_lines=len(graph.rejected),
         extended_records=extended_records,
         missing_ends=missing_ends,
+        **_date_figures(graph),
     )
+
+
+def _date_figures(graph: Graph) -> dict[str, Any]:
+    recorded: list[str] = []
+    happened = 0
+    for node in graph.entities.values():
+        if not dates.is_dated(node.record):
+            continue
+        recorded += [day for stamp in dates.recorded_dates(node.record) if (day := dates.compact_day(stamp))]
+        happened += sum(1 for when in dates.happened_dates(node.record) if dates.compact_day(when))
+    return {"dated_observations": len(recorded), "happened_observations": happened,
+            "recorded_span": (min(recorded), max(recorded)) if recorded else None}
 
 
 def count_extended(lines: Iterable[tuple[int, Line]]) -> int:
@@ -207,6 +227,9 @@ def describe_stats(figures: Stats, place: FilePlace, *, top: int, check_command:
         f"Entities        {figures.entities:,}",
         f"Relations       {figures.relations:,}",
         f"Observations    {figures.observations:,}",
+        f"  dated         {figures.dated_observations:,} with the day they were recorded"
+        + (f" ({figures.recorded_span[0]} to {figures.recorded_span[1]})" if figures.recorded_span else "")
+        + (f", {figures.happened_observations:,} with the day they happened" if figures.happened_observations else ""),
     ]
     for title, rows in (("Entity types", figures.entity_types), ("Relation types", figures.relation_types)):
         out += ["", f"{title} ({len(rows):,})"]
