@@ -96,6 +96,11 @@ SUMMARY = _object({
         "description": "How many relations start or end there (one to itself counts twice)"}}, closed=True),
                            "The entities with the most relations, most first"),
 }, closed=True)
+SEARCH_OUTPUT = _object({
+    "entities": _list(_object({**_entity(closed=True)["properties"], "partial": _string(
+        "Present when not every observation of the entity is shown: how many are; open_nodes gives all")},
+        closed=True, optional=("partial", *ANSWER_DATES))),
+    "relations": _list(_relation(closed=True)), "nextCursor": NEXT_CURSOR}, closed=True, optional=("nextCursor",))
 GRAPH_PAGE_OUTPUT = _object({
     "summary": {**SUMMARY, "description": "On the first page of a cut read_graph: what the whole graph holds"},
     **PAGE_OUTPUT["properties"]}, closed=True, optional=("summary", "nextCursor"))
@@ -262,7 +267,7 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                                       "includes its whole day, 2023-05 its whole month)"),
                      "cursor": CURSOR_INPUT,
                  }, optional=("limit", "since", "until", "cursor")),
-                 output_schema=PAGE_OUTPUT, annotations=READ)
+                 output_schema=SEARCH_OUTPUT, annotations=READ)
     async def search_nodes(arguments: dict[str, Any]) -> ToolResult:
         # The store ranks and keeps the best `limit`, with the relations touching those; a time
         # window (since/until, or a phrase such as "last week") keeps what falls within it.

@@ -788,8 +788,9 @@ def merge_graph(graph: Graph, entities: Sequence[IncomingEntity], relations: Seq
 
     Dates come along: an observation keeps the recordedAt and happenedOn it carries (one without
     stays undated: when it was recorded is not known, the import is not that time); a created
-    entity keeps its createdAt and updatedAt (when it has none, it was created and changed `now`);
-    an entity that gained observations was changed `now` (None: no new dates).
+    entity keeps its createdAt and updatedAt and gets none it does not bring (so that an export
+    imported into an empty memory is the same memory); an entity that gained observations was
+    changed `now` (None: no new dates).
     """
     # name -> (the first incoming record, its observations with their dates, their contents, extra fields)
     Dated = list[tuple[str, str | None, str | None]]
@@ -821,8 +822,8 @@ def merge_graph(graph: Graph, entities: Sequence[IncomingEntity], relations: Seq
     seq = graph.next_seq
     fresh: dict[str, Node] = {}
     for name, (first, observations, _, extra) in created.items():
-        made = dates.with_added(EntityRecord(name, first.entityType, []), observations, first.updatedAt or now)
-        made = msgspec.structs.replace(made, createdAt=first.createdAt or now)
+        made = dates.with_added(EntityRecord(name, first.entityType, []), observations, first.updatedAt)
+        made = msgspec.structs.replace(made, createdAt=first.createdAt)
         fresh[name] = make_node(made, seq, extra)
         seq += 1
     extended = {name: _with_record(graph.entities[name], dates.with_added(graph.entities[name].record, grown[name][0], now))

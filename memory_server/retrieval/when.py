@@ -23,9 +23,11 @@ Guarantees (for :func:`search`):
    rule). With `since` or `until` given, the query is taken as it is (no phrase in it names a
    time) and its matches, by the usual rules, are kept within their window.
 2. Otherwise the entities that match the remaining words (all of them when no word is left but
-   filler such as "what did I tell you") and have an observation recorded, or told to have
-   happened, within the window are the matches; each shows its observations within the window,
-   most recent first, and is marked ``partial`` when it holds others.
+   filler such as "what did I tell you") and have an answering observation recorded, or told to
+   have happened, within the window are the matches: an observation answers when it holds the
+   words (the whole of them, or a term of them, by the rule that matched), or any within the
+   window when the entity's name or type holds them. Each shows its answering observations, most
+   recent first, and is marked ``partial`` when it holds others.
 3. Order: the word rules' relevance first; recency (the latest date within the window) breaks
    ties, then graph order.
 """
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
@@ -273,13 +275,16 @@ def search(graph: Graph, query: str, words: str, window: Span, *, explicit: bool
         return None
     candidates: list[Node]
     primary: dict[str, Any] = {}
+    holds: Callable[[str], bool] = lambda text: True  # noqa: E731  (no words: every observation answers)
     if not _content_terms(words):
         candidates = list(graph.entities.values())
     elif (contained := rules.contains_query(graph, words)) is not None:
-        key = rules.relevance(words.lower())
+        needle = words.lower()
+        key = rules.relevance(needle)
         candidates = contained
         primary = {node.record.name: key(node.record.name, node.record.entityType, node.text, node.seq)[:3]
                    for node in contained}
+        holds = lambda text: needle in text.lower()  # noqa: E731
     else:
         terms = graph.terms if graph.terms is not None else rules.with_term_index(graph).terms
         assert terms is not None
@@ -287,7 +292,16 @@ def search(graph: Graph, query: str, words: str, window: Span, *, explicit: bool
         scores = ranking.rank(terms, words, ranking.DEFAULT, lambda name: entities[name].text)
         candidates = [entities[name] for name in scores]
         primary = {name: -score for name, score in scores.items()}
-    within = {node.record.name: dates.in_window(node.record, window) for node in candidates}
+        wanted = set(ranking.query_terms(words))
+        holds = lambda text: not wanted.isdisjoint(ranking.terms(text))  # noqa: E731
+    within: dict[str, list[int]] = {}
+    for node in candidates:
+        record = node.record
+        inside = dates.in_window(record, window)
+        answering = [index for index in inside if holds(record.observations[index])]
+        # An entity found by its name or type shows all it holds within the window; one found by
+        # its observations, those of them within it (none: it is not an answer within the window).
+        within[record.name] = answering or (inside if holds(f"{record.name}\n{record.entityType}") else [])
     kept = [node for node in candidates if within[node.record.name]]
     recency = {node.record.name: dates.latest(node.record, within[node.record.name]) for node in kept}
     kept.sort(key=lambda node: node.seq)
