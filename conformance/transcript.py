@@ -38,7 +38,8 @@ DEFAULT_VOLATILE: Final = (
     *(f"result.tools.*.inputSchema.properties.{list_name}.items.properties.happenedOn?"
       for list_name in ("entities", "observations")),
     *(f"result.tools.*.outputSchema.properties.entities.items.properties.{key}?"
-      for key in ("createdAt", "updatedAt", "observationDates")),
+      for key in ("createdAt", "updatedAt", "observationDates", "partial")),
+    *(f"result.tools.*.inputSchema.properties.{key}?" for key in ("since", "until")),
 )
 # Replaced in header env values by a fresh temporary directory per transcript.
 TMP_PLACEHOLDER: Final = "{tmp}"
