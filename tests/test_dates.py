@@ -30,7 +30,8 @@ from test_cli_import import reference_server  # noqa: F401  (a fixture)
 
 from memory_server.model import dates
 from memory_server.model import graph as rules
-from memory_server.model.graph import EMPTY, file_lines as graph_lines, graph_from_lines
+from memory_server.model.graph import EMPTY, graph_from_lines
+from memory_server.model.graph import file_lines as graph_lines
 from memory_server.model.records import EntityRecord, Extended, decode_file, join_lines
 
 DATED = {"MEMORY_DATES": "on"}
@@ -355,7 +356,7 @@ def test_a_graph_without_dates_exports_as_before(tmp_path: Path) -> None:
 
 
 def test_the_reference_server_loads_a_file_with_dates_and_saving_loses_only_the_dates(
-        reference_server: list[str], memory_servers: MemoryServers, tmp_path: Path) -> None:  # noqa: F811
+        reference_server: list[str], memory_servers: MemoryServers, tmp_path: Path) -> None:
     memory_file = tmp_path / "memory.jsonl"
     ours = memory_servers.client("legacy", memory_file, env=DATED)
     ours.ok("create_entities", {"entities": [

@@ -201,3 +201,13 @@ def test_the_clock_follows_memory_dates() -> None:
         assert dates.clock_from({"MEMORY_DATES": off}) is None
     stamp = dates.now_stamp()
     assert dates.parse_when(stamp)[1] == stamp and stamp.endswith("Z")
+
+
+def test_an_answer_that_picks_observations_shows_their_dates() -> None:
+    record = EntityRecord("Ann", "person", ["a", "b", "c"], "2026-12-01T12:30:00Z", "2026-12-02T08:00:00Z",
+                          ["2026-12-01T12:30:00Z", None, "2026-12-02T08:00:00Z"])
+    view = {"name": "Ann", "entityType": "person", "observations": record.observations, **dates.answer_dates(record)}
+    assert dates.shown_dates(view, [2, 0]) == {"createdAt": "2026-12-01", "updatedAt": "2026-12-02",
+                                               "observationDates": ["2026-12-02", "2026-12-01"]}
+    assert dates.shown_dates(view, [1]) == {"createdAt": "2026-12-01", "updatedAt": "2026-12-02"}
+    assert dates.shown_dates({"name": "Bo", "entityType": "x", "observations": ["y"]}, [0]) == {}

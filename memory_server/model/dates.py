@@ -174,6 +174,18 @@ def answer_dates(record: EntityRecord, order: Sequence[int] | None = None) -> di
     return shown
 
 
+def shown_dates(view: Mapping[str, Any], indexes: Sequence[int]) -> dict[str, Any]:
+    """The dates an answer's entity object (`view`, as :func:`answer_dates` made it, from the graph
+    or the index cache) shows when it shows only the observations at `indexes`, in that order: for
+    answers that pick and reorder observations (a search made of facts)."""
+    shown = {key: view[key] for key in ("createdAt", "updatedAt") if key in view}
+    if (every := view.get("observationDates")) is not None:
+        picked = [every[index] for index in indexes if 0 <= index < len(every)]
+        if any(date is not None for date in picked):
+            shown["observationDates"] = picked
+    return shown
+
+
 def stored_dates(record: EntityRecord) -> dict[str, Any]:
     """The record's date fields as stored (for exports that carry them whole), only those it has."""
     return {key: value for key in ("createdAt", "updatedAt", "recordedAt", "happenedOn")
