@@ -126,8 +126,11 @@ class Change(NamedTuple):
 
 def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Node:
     """GraphError when the record cannot be stored (see :func:`record_line`)."""
-    view = {"name": record.name, "entityType": record.entityType, "observations": record.observations,
-            **dates.answer_dates(record)}
+    view = {"name": record.name, "entityType": record.entityType, "observations": record.observations}
+    # (no call for an undated record: a load makes a node per entity, and most files have no dates yet)
+    if record.recordedAt is not None or record.createdAt is not None or record.updatedAt is not None \
+            or record.happenedOn is not None:
+        view.update(dates.answer_dates(record))
     text = search_text(record.name, record.entityType, record.observations)
     return Node(record, view, text, seq, extra, record_line(record, extra))
 
