@@ -113,6 +113,7 @@ def stored_span(text: str) -> Span | None:
 _STAMP_SHAPE: Final = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\dZ")
 
 
+@lru_cache(maxsize=65_536)
 def compact_day(stamp: str | None) -> str | None:
     """A stored date as an answer shows it: a stamp by its UTC day, a date as it was given."""
     if stamp is None:
@@ -124,6 +125,7 @@ def compact_day(stamp: str | None) -> str | None:
     return stamp[:10] if "T" in stamp else stamp
 
 
+@lru_cache(maxsize=65_536)
 def compact(recorded: str | None, happened: str | None) -> str | None:
     """One observation's dates as an answer shows them: ``2026-12-01`` (recorded that day),
     ``happened 2023-05-07, recorded 2026-12-01``, ``happened 2023-05-07``, or None (unknown)."""
