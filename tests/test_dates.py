@@ -33,6 +33,7 @@ from memory_server.model import graph as rules
 from memory_server.model.graph import EMPTY, graph_from_lines
 from memory_server.model.graph import file_lines as graph_lines
 from memory_server.model.records import EntityRecord, Extended, decode_file, join_lines
+from memory_server.storage.store import GraphStore
 
 DATED = {"MEMORY_DATES": "on"}
 STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
@@ -159,6 +160,24 @@ def test_a_merge_keeps_the_dates_it_brings() -> None:
     assert (cy.createdAt, cy.updatedAt, cy.recordedAt) == ("2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z",
                                                            ["2024-06-01T00:00:00Z"])
     assert (di.createdAt, di.updatedAt, di.recordedAt) == (None, None, None)  # when it was made is not known
+
+
+def test_dates_survive_a_save_and_a_load_by_another_store(tmp_path: Path) -> None:
+    memory_file = tmp_path / "memory.jsonl"
+    clock = iter([T0, T1, T1]).__next__
+    writer = GraphStore(memory_file, clock=clock)
+    writer.create_entities([{**entity("Ann", "person", ["a"]), "happenedOn": "2023-05"}, entity("Bo", "robot", ["b"])])
+    writer.add_observations([{"entityName": "Ann", "contents": ["c"]}])
+    saved = memory_file.read_bytes()
+    reader = GraphStore(memory_file)  # no clock: it reads dates all the same, and writes none of its own
+    assert reader.open_nodes(["Ann", "Bo"])["entities"] == [
+        {**entity("Ann", "person", ["a", "c"]), "createdAt": T0[:10], "updatedAt": T1[:10],
+         "observationDates": [f"happened 2023-05, recorded {T0[:10]}", T1[:10]]},
+        {**entity("Bo", "robot", ["b"]), "createdAt": T0[:10], "updatedAt": T0[:10], "observationDates": [T0[:10]]}]
+    reader.add_observations([{"entityName": "Bo", "contents": ["d"]}])
+    after = memory_file.read_bytes().split(b"\n")
+    assert after[0] == saved.split(b"\n")[0], "the line no write changed keeps its bytes"
+    assert json.loads(after[1])["recordedAt"] == [T0, None] and json.loads(after[1])["updatedAt"] == T0
 
 
 # --- the server, dates on ---------------------------------------------------------------------------
