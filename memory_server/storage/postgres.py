@@ -40,14 +40,14 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import msgspec
 
 from ..model import graph as rules
 from ..model.graph import EMPTY, Change, Graph, GraphError, RowChanges, Triple
-from ..model.records import EntityRecord, Extended, RelationRecord, decode_line
+from ..model.records import EntityRecord, Extended, RelationRecord, decode_file, decode_line
 from .postgres_names import DEFAULT_MEMORY, memory_name_from, without_password
 from .store import NotInMemory, WriteResult
 
@@ -311,13 +311,20 @@ class PostgresStore:
     def _read_changes(self, connection: psycopg.Connection[Any], replica: _Replica, revision: int,
                       removals: int, next_seq: int) -> Graph:
         since = replica.revision  # -1 before the first load: every row
+        if since < 0:
+            # The first load reads the rows as the file store reads a file: all lines in one
+            # decode (positions are then counted afresh; their order, all that answers use, is the
+            # database's), then the word index, before the first answer.
+            lines = [bytes(line) for (_, line) in connection.execute(_ENTITIES_SINCE, (self.memory, since))]
+            lines += [bytes(line) for (_, line) in connection.execute(_RELATIONS_SINCE, (self.memory, since))]
+            graph = rules.graph_from_lines(decode_file(b"\n".join(lines)))
+            if graph.kept or graph.rejected:
+                raise GraphError(f"The {self.where} holds rows this server cannot read; nothing was changed.")
+            return rules.with_word_index(replace(graph, next_seq=max(next_seq, graph.next_seq)))
         entities = [_node_from(seq, bytes(line)) for seq, line in
                     connection.execute(_ENTITIES_SINCE, (self.memory, since))]
         relations = [_edge_from(seq, bytes(line)) for seq, line in
                      connection.execute(_RELATIONS_SINCE, (self.memory, since))]
-        if replica.revision < 0:
-            graph = rules.with_rows(EMPTY, RowChanges(entities, [], relations, []), next_seq)
-            return rules.with_word_index(graph)
         gone_entities: list[str] = []
         gone_relations: list[Triple] = []
         if removals != replica.removals:
