@@ -1,6 +1,6 @@
 """What semantic search costs: model load, memory, embeddings per second, time per query.
 
-    python tests/bench_semantic.py [--entities 10000] [--observations 3]
+    python benchmarks/bench_semantic.py [--entities 10000] [--observations 3]
 
 Runs in one process, in this order: import of the module, first load of the model, the
 profile of tests/test_semantic.py (about 300 facts on default_user) embedded and asked the five
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the profile of test_semantic.py
 
 
 def rss_mb() -> float:
