@@ -17,7 +17,8 @@ import msgspec
 from protocol import Server, ToolError, ToolResult
 
 from .retrieval.paging import CursorError, Page, Pager, budget_from, request_key
-from .storage.store import GraphError, GraphStore, NotInMemory, WriteResult
+from .storage.interface import MemoryStore
+from .storage.store import GraphError, NotInMemory, WriteResult
 
 GRAPH_URI = "memory://knowledge-graph"
 
@@ -112,7 +113,7 @@ DELETE = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True
 READ = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 
 
-def register_tools(server: Server, store: GraphStore, *, budget: int | None = None) -> None:
+def register_tools(server: Server, store: MemoryStore, *, budget: int | None = None) -> None:
     """The nine tools on `server`. The three reads answer within `budget` characters, by default
     MEMORY_ANSWER_BUDGET (or its default): at start-up a bad value ends the process with the reason."""
     if budget is None:
