@@ -225,10 +225,13 @@ def describe_figures(figures: Stats, *, top: int) -> list[str]:
         f"Entities        {figures.entities:,}",
         f"Relations       {figures.relations:,}",
         f"Observations    {figures.observations:,}",
-        f"  dated         {figures.dated_observations:,} with the day they were recorded"
-        + (f" ({figures.recorded_span[0]} to {figures.recorded_span[1]})" if figures.recorded_span else "")
-        + (f", {figures.happened_observations:,} with the day they happened" if figures.happened_observations else ""),
     ]
+    if figures.dated_observations or figures.happened_observations:
+        # (a memory written before dates were kept reports as it did)
+        out.append(f"  dated         {figures.dated_observations:,} with the day they were recorded"
+                   + (f" ({figures.recorded_span[0]} to {figures.recorded_span[1]})" if figures.recorded_span else "")
+                   + (f", {figures.happened_observations:,} with the day they happened"
+                      if figures.happened_observations else ""))
     for title, rows in (("Entity types", figures.entity_types), ("Relation types", figures.relation_types)):
         out += ["", f"{title} ({len(rows):,})"]
         out += [f"  {count:>8,}  {name}" for name, count in rows[:TYPES_LISTED]] or ["  none"]
