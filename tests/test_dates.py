@@ -25,6 +25,7 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
     texts,
     write_reference_file,
 )
+from postgres_helpers import database_url  # noqa: F401  (a fixture)
 from test_cli_commands import cli
 from test_cli_import import reference_server  # noqa: F401  (a fixture)
 
@@ -414,3 +415,26 @@ def test_the_reference_server_loads_a_file_with_dates_and_saving_loses_only_the_
     mel = records_of(memory_file)[1]
     assert mel["recordedAt"][:3] == [None, None, None] and STAMP.fullmatch(mel["recordedAt"][3])
     assert "createdAt" not in mel and DAY.match(mel["updatedAt"])
+
+
+# --- the database store ------------------------------------------------------------------------------------
+
+
+def test_the_database_store_keeps_dates_too(database_url: str) -> None:
+    from postgres_helpers import memory_name
+
+    from memory_server.retrieval.when import window_of
+    from memory_server.storage.postgres import PostgresStore
+
+    memory = memory_name("dates")
+    with PostgresStore(database_url, memory, clock=iter([T0, T1]).__next__) as store:
+        store.create_entities([{**entity("Ann", "person", ["a"]), "happenedOn": "2023-05-07"}])
+        store.add_observations([{"entityName": "Ann", "contents": ["b"]}])
+    with PostgresStore(database_url, memory) as store:  # another server, without a clock: reads the dates
+        assert store.open_nodes(["Ann"])["entities"] == [
+            {**entity("Ann", "person", ["a", "b"]), "createdAt": T0[:10], "updatedAt": T1[:10],
+             "observationDates": [f"happened 2023-05-07, recorded {T0[:10]}", T1[:10]]}]
+        window = window_of("2026-02-01", None)
+        assert window is not None
+        within = store.search_within("a", "a", window, explicit=True)
+        assert within is not None and within["entities"][0]["observations"] == ["b"]
