@@ -93,11 +93,11 @@ async def call_tool(peer: Peer, call: Call) -> Reply:
     arguments = call.params.get("arguments", {})
     if not isinstance(arguments, dict):
         raise invalid_params("tools/call params.arguments must be an object when present")
-    problems = tool.argument_errors(arguments)
+    value, problems = tool.parse_arguments(arguments)
     if problems:
         return Reply(ToolResult.error(f"Invalid arguments for tool {name}: " + "; ".join(problems)).to_json())
     try:
-        outcome = await (tool.handler(arguments, call.context) if tool.takes_context else tool.handler(arguments))
+        outcome = await (tool.handler(value, call.context) if tool.takes_context else tool.handler(value))
     except ToolError as error:
         return Reply(ToolResult.error(str(error)).to_json())
     if isinstance(outcome, str):
