@@ -4,6 +4,7 @@ commands that look after the memory file (stats, check, export, import: see comm
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import sys
 from pathlib import Path
@@ -87,6 +88,10 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    # The one logging set-up of the process: the engine and the store log through `logging`, to stderr.
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
+
     server_dir = Path(__file__).resolve().parent
     path = resolve_memory_path(os.environ, server_dir, log)
     log(f"Knowledge Graph MCP Server: memory file {path}")
@@ -108,7 +113,9 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
 
         serve_http(server, http, allow_unauthenticated=allow_unauthenticated, allowed_origins=allowed_origins or [])
         return
-    server.run_stdio()
+    from protocol import run_stdio
+
+    run_stdio(server)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """What an embedding server declares: identity, instructions, tools, resources, background tasks.
 
-The engine owns the protocol; a server built on it only registers these and calls
+A `Server` holds declarations only. The engine owns the protocol, and a transport serves the
+declaration (`run_stdio(server)`, `asgi_app(server)`) inside `running(server)`, whose `Runtime`
+holds what lives only while serving; a server built on it only declares these and calls
 `resource_updated` when a resource changes.
 """
 
@@ -8,18 +10,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import msgspec
 
 from .arguments import ArgumentCheck
 from .arguments import input_schema as tool_input_schema
 from .context import wants_context
 from .eras import CacheHint
-from .subscriptions import Subscriptions
+from .runtime import current_runtime
 
 _encoder = msgspec.json.Encoder()
 
@@ -55,7 +55,8 @@ class ToolResult:
         return result
 
 
-# A handler takes its arguments (a reader its URI), and optionally the RequestContext second.
+# A handler takes its arguments (a reader its URI), and optionally the RequestContext second; a
+# background task takes the Runtime that serves the server.
 ToolHandler = Callable[..., Awaitable["ToolResult | dict[str, Any] | str"]]
 ResourceReader = Callable[..., Awaitable["str | bytes"]]
 BackgroundTask = Callable[..., Coroutine[Any, Any, None]]
@@ -119,7 +120,7 @@ class Resource:
 
 
 class Server:
-    """Declarations plus the live subscribers that `resource_updated` fans out to."""
+    """Identity, instructions, tools, resources and background tasks: a declaration, served by a transport."""
 
     def __init__(self, name: str, version: str, *, title: str | None = None,
                  instructions: str | None = None, list_cache: CacheHint = CacheHint(3_600_000, "public")) -> None:
@@ -132,9 +133,6 @@ class Server:
         self.resources: dict[str, Resource] = {}
         self.background_tasks: list[BackgroundTask] = []
         self.background_ready: dict[BackgroundTask, bool] = {}
-        self.subscriptions = Subscriptions()
-        self.ready: anyio.Event | None = None  # set by the engine once background tasks have started
-        self.wanted: anyio.Event | None = None  # set when a subscription waits for `ready`
 
     def tool(self, name: str, *, description: str, input_schema: dict[str, Any] | None = None,
              arguments: Any = None, title: str | None = None, output_schema: dict[str, Any] | None = None,
@@ -159,10 +157,11 @@ class Server:
         return register
 
     def background(self, task: BackgroundTask) -> BackgroundTask:
-        """Run `task` for as long as the server serves; it is cancelled at shutdown.
+        """Run `task(runtime)` for as long as the server serves; it is cancelled at shutdown.
 
         A task with a `task_status` parameter is waited for until it calls `task_status.started()`:
-        no subscription is acknowledged before that (other requests are served meanwhile)."""
+        no subscription is acknowledged before that (other requests are served meanwhile); see
+        runtime.py, whose `Runtime` the task receives."""
         self.background_tasks.append(task)
         self.background_ready[task] = "task_status" in inspect.signature(task).parameters
         return task
@@ -175,40 +174,9 @@ class Server:
             capabilities["resources"] = {"subscribe": True}
         return capabilities
 
-    async def wait_ready(self) -> None:
-        """Until the background tasks that look first have looked (at once when nothing runs them)."""
-        if self.ready is not None and not self.ready.is_set():
-            if self.wanted is not None:
-                self.wanted.set()
-            await self.ready.wait()
-
-    async def until_wanted(self, seconds: float) -> None:
-        """For a background task: wait `seconds`, or less if a subscription is waiting for it."""
-        with anyio.move_on_after(seconds):
-            if self.wanted is not None:
-                await self.wanted.wait()
-            else:
-                await anyio.sleep(seconds)
-
     def resource_updated(self, uri: str) -> None:
         """Tell every subscriber of `uri`, legacy and modern alike, on every transport.
 
-        Safe to call from any thread (the event loop's, or a worker's); it never blocks."""
-        self.subscriptions.publish(uri)
-
-    def running(self) -> AbstractAsyncContextManager[None]:
-        """Background tasks run and `resource_updated` is thread-safe while this is entered."""
-        from .engine import running
-
-        return running(self)
-
-    def run_stdio(self) -> None:
-        from .stdio import run
-
-        run(self)
-
-    def asgi_app(self, **options: Any) -> Any:
-        """This server as an ASGI application (Streamable HTTP); see `protocol.http.asgi_app`."""
-        from .http import asgi_app
-
-        return asgi_app(self, **options)
+        Safe to call from any thread (the event loop's, or a worker's); it never blocks. Forwarded
+        to the runtime serving this server now (runtime.py)."""
+        current_runtime(self).publish(uri)

@@ -1,6 +1,6 @@
 """Who hears about a changed resource: legacy `resources/subscribe` sets and modern listens, in one place.
 
-Every transport registers its subscribers with the server's `Subscriptions`; `publish` fans one
+Every transport registers its subscribers with the runtime's `Subscriptions` (runtime.py); `publish` fans one
 change out to each of them in the era's own shape. A subscriber is a channel with a `send`
 callable that takes one encoded notification line; the transport decides where it goes (a stdio
 writer, an HTTP GET stream, a listen's SSE stream).
@@ -65,7 +65,7 @@ Channel = LegacySubscriptions | Listen
 
 
 class Subscriptions:
-    """Every live subscriber of a server, whatever its transport or era."""
+    """Every live subscriber of a running server, whatever its transport or era."""
 
     def __init__(self) -> None:
         # Insertion-ordered, so subscribers hear of a change in the order they subscribed.
@@ -79,11 +79,8 @@ class Subscriptions:
     def discard(self, channel: Channel) -> None:
         self._channels.pop(channel, None)
 
-    def listens(self) -> list[Listen]:
-        return [channel for channel in self._channels if isinstance(channel, Listen)]
-
     def bind(self) -> None:
-        """Called on the event loop by the engine: from now on other threads hand their publishes to it."""
+        """Called on the event loop by `running()`: from now on other threads hand their publishes to it."""
         try:
             self._loop = asyncio.get_running_loop()
         except RuntimeError:  # another anyio backend: worker threads still reach it through anyio

@@ -30,7 +30,7 @@ from conftest import open_session as open_engine_session
 from memory_helpers import GRAPH_URI, UPDATED, MemoryServers, memory_servers, server_environment  # noqa: F401
 
 from memory_server.storage.store import GraphStore
-from protocol import Server
+from protocol import Server, running
 from protocol.context import RequestContext
 from protocol.eras import Era
 
@@ -165,7 +165,7 @@ async def _static(uri: str) -> str:
 @pytest.mark.anyio
 async def test_resource_updated_is_a_plain_call_from_the_loop_a_worker_or_any_thread() -> None:
     server = updating_server()
-    async with server.running(), open_engine_session(server) as peer:
+    async with running(server), open_engine_session(server) as peer:
         await peer.call(initialize())
         for index, uri in enumerate(("u://worker", "u://thread", "u://loop")):
             await peer.call(request(f"s{index}", "resources/subscribe", {"uri": uri}))
