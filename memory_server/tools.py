@@ -12,7 +12,6 @@ import asyncio
 import os
 import threading
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
 from dataclasses import dataclass
 from types import MethodType
 from typing import Annotated, Any
@@ -280,9 +279,7 @@ class MemoryTools:
             # Right after this answer is written out (this handler returns to the engine, which
             # encodes and sends the answer in the same step of the event loop): the next page is made
             # while the client reads this one. A bounded piece of pure work, like a later page itself.
-            # (Under another event loop than asyncio's, pages are made when asked for.)
-            with suppress(RuntimeError):
-                asyncio.get_running_loop().call_soon(pager.prepare, result)
+            asyncio.get_running_loop().call_soon(pager.prepare, result)
         # The same shape as ToolResult.of: the JSON once as structured content, once as text
         # (already encoded as a JSON string when the page was prepared ahead).
         text: str | msgspec.Raw = result.json.decode() if result.text is None else msgspec.Raw(result.text)
