@@ -335,3 +335,26 @@ def test_sigterm_ends_a_server_held_back_by_a_client_that_does_not_read(tmp_path
     finally:
         process.kill()
         process.wait(WAIT_SECONDS)
+
+
+# --- the package's names ------------------------------------------------------------------------------------
+
+def test_the_package_names_each_part_and_loads_it_only_when_named() -> None:
+    # A process of its own: what is loaded is a property of the whole process.
+    script = (
+        "import sys, protocol, protocol.fdio\n"
+        "assert sorted(protocol.__all__) == sorted(protocol._HOMES)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('protocol.')))\n"
+        "from protocol import Server, run_stdio, running\n"
+        "print('protocol.http' in sys.modules)\n"
+        "from protocol import asgi_app\n"
+        "import protocol.http\n"
+        "print(asgi_app is protocol.http.asgi_app, run_stdio.__module__, running.__module__, Server.__module__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True,
+                          env={"PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert done.stdout.splitlines() == [
+        "['protocol.fdio']",  # the lock's whole writes need nothing of the engine
+        "False",  # a stdio server never loads the HTTP transport
+        "True protocol.stdio protocol.runtime protocol.server",
+    ], done.stderr
