@@ -10,7 +10,8 @@ from protocol import CacheHint, ProtocolError, Runtime, Server
 from protocol.errors import INTERNAL_ERROR
 
 from . import __version__
-from .storage.store import GraphError, GraphStore
+from .storage.interface import MemoryStore
+from .storage.store import GraphError
 from .tools import GRAPH_URI, register_tools
 
 WATCH_INTERVAL_SECONDS = 0.5
@@ -35,7 +36,7 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(store: GraphStore, *, watch_interval: float = WATCH_INTERVAL_SECONDS) -> Server:
+def build_server(store: MemoryStore, *, watch_interval: float = WATCH_INTERVAL_SECONDS) -> Server:
     server = Server("memory-server", __version__, title="Knowledge Graph Memory", instructions=INSTRUCTIONS)
     register_tools(server, store)
     encoder = msgspec.json.Encoder()

@@ -23,7 +23,8 @@ from msgspec import UNSET, Meta, UnsetType
 from protocol import Server, ToolError, ToolResult
 
 from .retrieval.paging import CursorError, Page, Pager, budget_from, request_key
-from .storage.store import GraphError, GraphStore, NotInMemory, WriteResult
+from .storage.interface import MemoryStore
+from .storage.store import GraphError, NotInMemory, WriteResult
 
 GRAPH_URI = "memory://knowledge-graph"
 
@@ -185,7 +186,7 @@ class MemoryTools:
     three reads answer within `budget` characters, by default MEMORY_ANSWER_BUDGET (or its default):
     at start-up a bad value ends the process with the reason."""
 
-    def __init__(self, store: GraphStore, changed: Callable[[], None], *, budget: int | None = None) -> None:
+    def __init__(self, store: MemoryStore, changed: Callable[[], None], *, budget: int | None = None) -> None:
         if budget is None:
             try:
                 budget = budget_from(os.environ)
@@ -342,7 +343,7 @@ TOOLS = (
 )
 
 
-def register_tools(server: Server, store: GraphStore, *, budget: int | None = None) -> MemoryTools:
+def register_tools(server: Server, store: MemoryStore, *, budget: int | None = None) -> MemoryTools:
     """Declare the table's tools on `server`, served by one `MemoryTools` on `store`."""
     tools = MemoryTools(store, lambda: server.resource_updated(GRAPH_URI), budget=budget)
     for row in TOOLS:
