@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(arguments)
     if args.command is not None:
         from .cli.commands import run as run_command
+        from .cli.database import where_the_memory_is
 
+        args.run = where_the_memory_is(args.run)
         sys.exit(run_command(args))
     serve(http=args.http, allow_unauthenticated=args.allow_unauthenticated, allowed_origins=args.allow_origin)
 
