@@ -4,6 +4,7 @@ commands that look after the memory file (stats, check, export, import: see comm
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import sys
 from pathlib import Path
@@ -81,7 +82,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(arguments)
     if args.command is not None:
         from .cli.commands import run as run_command
+        from .cli.database import where_the_memory_is
 
+        args.run = where_the_memory_is(args.run)
         sys.exit(run_command(args))
     serve(http=args.http, allow_unauthenticated=args.allow_unauthenticated, allowed_origins=args.allow_origin)
 
@@ -94,6 +97,10 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
+
+    # The one logging set-up of the process: the engine and the store log through `logging`, to stderr.
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
 
     store: MemoryStore
     try:
@@ -128,7 +135,9 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
 
         serve_http(server, http, allow_unauthenticated=allow_unauthenticated, allowed_origins=allowed_origins or [])
         return
-    server.run_stdio()
+    from protocol import run_stdio
+
+    run_stdio(server)
 
 
 if __name__ == "__main__":

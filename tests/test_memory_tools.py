@@ -94,6 +94,12 @@ def test_tools_list_names_titles_and_annotations(client: MemoryClient) -> None:
             assert hints.get("destructiveHint", True) is False, tool
 
 
+def test_tools_list_advertises_the_schemas_served_before_the_tools_were_a_table(client: MemoryClient) -> None:
+    # The capture was taken from the hand-written schemas; json keeps each object's key order.
+    captured = json.loads(Path(__file__).with_name("memory_tools_list.json").read_text())
+    assert json.dumps(list(client.tools.values())) == json.dumps(captured)
+
+
 def test_instructions_are_given_at_the_start(client: MemoryClient) -> None:
     # client.opening is the initialize result (legacy) or the server/discover result (modern)
     instructions = client.opening.get("instructions")

@@ -384,21 +384,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Runs the chosen command; its exit status."""
-    from ..storage.choice import StoreChoiceError, database_from
-
     try:
-        try:
-            database = database_from(os.environ)
-        except StoreChoiceError as error:
-            raise CommandError(str(error)) from None
-        if database is not None:
-            from .database import DatabaseCommandError
-            from .database import run as run_on_database
-
-            try:
-                return run_on_database(args, database)
-            except DatabaseCommandError as error:
-                raise CommandError(str(error)) from None
         return int(args.run(args))
     except CommandError as error:
         print(f"mcp-server-memory {args.command}: error: {error}", file=sys.stderr, flush=True)

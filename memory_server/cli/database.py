@@ -7,36 +7,48 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..storage.choice import Database, StoreChoiceError, open_database
+from ..storage.choice import Database, StoreChoiceError, database_from, open_database
+from .commands import CommandError, Progress, _count, _write_file, _write_stream, read_bytes
 
 if TYPE_CHECKING:
     from ..storage.postgres import PostgresStore
 
 
-class DatabaseCommandError(Exception):
-    """What went wrong, for a person; nothing was changed."""
+def where_the_memory_is(on_file: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """The command's runner: `on_file`, or its twin on the database when MEMORY_DATABASE_URL is set
+    (decided when it runs, inside commands.run, which reports a CommandError for a person)."""
+    def run(args: argparse.Namespace) -> int:
+        try:
+            database = database_from(os.environ)
+        except StoreChoiceError as error:
+            raise CommandError(str(error)) from None
+        if database is None:
+            return on_file(args)
+        return run_on(args, database)
+    return run
 
 
-def run(args: argparse.Namespace, database: Database) -> int:
+def run_on(args: argparse.Namespace, database: Database) -> int:
     if getattr(args, "file", None) is not None:
-        raise DatabaseCommandError("--file names a memory file, but MEMORY_DATABASE_URL puts the memory in a "
-                                   "database: unset MEMORY_DATABASE_URL to work on a file")
+        raise CommandError("--file names a memory file, but MEMORY_DATABASE_URL puts the memory in a "
+                           "database: unset MEMORY_DATABASE_URL to work on a file")
     try:
         from ..model.dates import clock_from
 
         store = open_database(database, clock=clock_from(os.environ))
     except StoreChoiceError as error:
-        raise DatabaseCommandError(str(error)) from None
+        raise CommandError(str(error)) from None
     from ..model.graph import GraphError
 
     try:
         with store:
             return int(RUNNERS[args.command](args, store))
     except GraphError as error:
-        raise DatabaseCommandError(str(error)) from None
+        raise CommandError(str(error)) from None
 
 
 def _stats(args: argparse.Namespace, store: PostgresStore) -> int:
@@ -57,7 +69,6 @@ def _check(args: argparse.Namespace, store: PostgresStore) -> int:
 
 
 def _export(args: argparse.Namespace, store: PostgresStore) -> int:
-    from .commands import Progress, _count, _write_file, _write_stream
     from .export import EXPORTERS, ExportView
 
     graph = store.graph()
@@ -78,7 +89,6 @@ def _export(args: argparse.Namespace, store: PostgresStore) -> int:
 
 def _import(args: argparse.Namespace, store: PostgresStore) -> int:
     from ..model.graph import merge_graph
-    from .commands import CommandError, Progress, read_bytes
     from .importer import ImportFormatError, describe_merge, parse_import, summary, total_items
 
     source = Path(os.path.expanduser(args.source))

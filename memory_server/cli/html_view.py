@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from importlib.resources import files
 from typing import Any, Final
 
-from .export import ExportView, observation_dates
+from .export import observation_dates
+from .view import ExportView
 
 LIBRARY: Final = "vendor/cytoscape.min.js"
 TEMPLATE: Final = "memory_graph.html"
