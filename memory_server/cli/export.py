@@ -19,23 +19,10 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from ..model import dates
-from ..model.records import EntityRecord, RelationRecord, encode_line
-from .view import ExportView
+from ..model.records import RelationRecord, encode_line
+from .view import ExportView, entity_record, observation_dates
 
 Exporter = Callable[[ExportView], Iterator[str]]
-
-
-def entity_record(entity: Mapping[str, Any]) -> EntityRecord:
-    """The record of an exported entity, its dates included."""
-    return EntityRecord(entity["name"], entity["entityType"], entity["observations"], entity.get("createdAt"),
-                        entity.get("updatedAt"), entity.get("recordedAt"), entity.get("happenedOn"))
-
-
-def observation_dates(entity: Mapping[str, Any]) -> list[str | None]:
-    """Each observation's dates as answers show them (None: unknown), for the formats made for people."""
-    record = entity_record(entity)
-    return [dates.compact(recorded, happened)
-            for recorded, happened in zip(dates.recorded_dates(record), dates.happened_dates(record), strict=True)]
 
 
 def entity_dates(entity: Mapping[str, Any]) -> str:

@@ -18,8 +18,7 @@ from collections.abc import Iterator
 from importlib.resources import files
 from typing import Any, Final
 
-from .export import observation_dates
-from .view import ExportView
+from .view import ExportView, observation_dates
 
 LIBRARY: Final = "vendor/cytoscape.min.js"
 TEMPLATE: Final = "memory_graph.html"

@@ -72,3 +72,16 @@ class ExportView:
         """Entity types, the most common first."""
         counts = Counter(entity["entityType"] for entity in self.entities)
         return [name for name, _ in sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))]
+
+
+def entity_record(entity: Mapping[str, Any]) -> EntityRecord:
+    """The record of an exported entity, its dates included."""
+    return EntityRecord(entity["name"], entity["entityType"], entity["observations"], entity.get("createdAt"),
+                        entity.get("updatedAt"), entity.get("recordedAt"), entity.get("happenedOn"))
+
+
+def observation_dates(entity: Mapping[str, Any]) -> list[str | None]:
+    """Each observation's dates as answers show them (None: unknown), for the formats made for people."""
+    record = entity_record(entity)
+    return [dates.compact(recorded, happened)
+            for recorded, happened in zip(dates.recorded_dates(record), dates.happened_dates(record), strict=True)]
