@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import threading
 from collections.abc import Callable
 from contextlib import suppress
@@ -13,12 +14,32 @@ from typing import Any
 import anyio
 import msgspec
 
-from protocol import Server, ToolError, ToolResult
+from protocol import RequestContext, Server, ToolError, ToolResult
 
 from .retrieval.paging import CursorError, Page, Pager, budget_from, request_key
 from .storage.store import GraphError, GraphStore, NotInMemory, WriteResult
 
 GRAPH_URI = "memory://knowledge-graph"
+MAX_QUERY_WORDS = 1_000
+"""Distinct words (whitespace-separated parts) a search_nodes query may hold: the work of a search
+grows with them, and one client's query must not keep the others waiting for seconds."""
+LONG_QUERY_CHARS = 4_096
+"""A longer query is searched in a worker thread, so the event loop keeps serving meanwhile."""
+_WORD = re.compile(r"\S+")
+
+
+def bounded_query(query: str) -> str:
+    """`query`, or a ToolError when it holds more than MAX_QUERY_WORDS distinct words (counted
+    only as far as needed: a flood of words is refused after reading the first thousand)."""
+    if len(query) <= 2 * MAX_QUERY_WORDS:
+        return query  # too short to hold that many words
+    seen: set[str] = set()
+    for word in _WORD.finditer(query):
+        seen.add(word.group())
+        if len(seen) > MAX_QUERY_WORDS:
+            raise ToolError(f"The query holds more than {MAX_QUERY_WORDS} distinct words, the most a search takes. "
+                            "Search with a few specific words (names, types, the words of an observation).")
+    return query
 
 
 def _string(description: str | None = None) -> dict[str, Any]:
@@ -125,23 +146,29 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
             raise ToolError(str(error)) from error
         return ToolResult.of(outcome.value, *extra_notes(outcome), *outcome.notes)
 
-    async def read(tool: str, arguments: dict[str, Any], answer: Callable[[bool], dict[str, Any]]) -> ToolResult:
-        """The answer, or the page of it a cursor asks for, within the answer budget."""
+    async def read(tool: str, arguments: dict[str, Any], answer: Callable[[bool], dict[str, Any]],
+                   context: RequestContext, *, long: bool = False) -> ToolResult:
+        """The answer, or the page of it a cursor asks for, within the answer budget (a cut answer
+        is kept among the pages of the client that asked, as its transport tells clients apart)."""
         def page(in_memory: bool = False) -> Page:
             request = request_key(tool, arguments)
             if (cursor := arguments.get("cursor")) is not None:
                 return pager.next_page(cursor, tool, request)
             value = answer(in_memory)
             return pager.first_page(tool, request, value["entities"], value["relations"],
-                                    summarise_graph=tool == "read_graph")
+                                    summarise_graph=tool == "read_graph", client=context.client)
         try:
             # A later page is pure work bounded by the budget (no file, no lock), and so is a read of
             # the graph in memory: no thread needed. A read that needs the file loaded, the cache
             # or an index made first goes to a worker, so the event loop keeps serving meanwhile.
-            try:
-                result = page(in_memory=True)
-            except NotInMemory:
+            # A long query (`long`) is work of its own size: a worker makes its answer.
+            if long:
                 result = await anyio.to_thread.run_sync(page)
+            else:
+                try:
+                    result = page(in_memory=True)
+                except NotInMemory:
+                    result = await anyio.to_thread.run_sync(page)
         except (GraphError, CursorError) as error:
             raise ToolError(str(error)) from error
         if result.following is not None:
@@ -230,8 +257,9 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                              "back as cursor for the next page",
                  input_schema=_object({"cursor": CURSOR_INPUT}, optional=("cursor",)),
                  output_schema=GRAPH_PAGE_OUTPUT, annotations=READ)
-    async def read_graph(arguments: dict[str, Any]) -> ToolResult:
-        return await read("read_graph", arguments, lambda in_memory: store.read_graph_for_pages(in_memory=in_memory))
+    async def read_graph(arguments: dict[str, Any], context: RequestContext) -> ToolResult:
+        return await read("read_graph", arguments, lambda in_memory: store.read_graph_for_pages(in_memory=in_memory),
+                          context)
 
     @server.tool("search_nodes", title="Search Nodes",
                  description="Search for nodes in the knowledge graph based on a query",
@@ -241,16 +269,19 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                      "cursor": CURSOR_INPUT,
                  }, optional=("limit", "cursor")),
                  output_schema=PAGE_OUTPUT, annotations=READ)
-    async def search_nodes(arguments: dict[str, Any]) -> ToolResult:
+    async def search_nodes(arguments: dict[str, Any], context: RequestContext) -> ToolResult:
         # The store ranks and keeps the best `limit`, with the relations touching those.
+        query = arguments["query"]
         return await read("search_nodes", arguments,
-                          lambda in_memory: store.search_nodes(arguments["query"], arguments.get("limit"), in_memory=in_memory))
+                          lambda in_memory: store.search_nodes(bounded_query(query), arguments.get("limit"),
+                                                               in_memory=in_memory),
+                          context, long=len(query) > LONG_QUERY_CHARS)
 
     @server.tool("open_nodes", title="Open Nodes",
                  description="Open specific nodes in the knowledge graph by their names",
                  input_schema=_object({"names": _strings("An array of entity names to retrieve"),
                                        "cursor": CURSOR_INPUT}, optional=("cursor",)),
                  output_schema=PAGE_OUTPUT, annotations=READ)
-    async def open_nodes(arguments: dict[str, Any]) -> ToolResult:
+    async def open_nodes(arguments: dict[str, Any], context: RequestContext) -> ToolResult:
         return await read("open_nodes", arguments,
-                          lambda in_memory: store.open_nodes(arguments["names"], in_memory=in_memory))
+                          lambda in_memory: store.open_nodes(arguments["names"], in_memory=in_memory), context)

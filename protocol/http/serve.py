@@ -56,7 +56,7 @@ def run(app: StreamableHTTP, host: str, port: int, *, max_connections: int = MAX
         logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
     logging.getLogger("asyncio").addFilter(QuietAcceptErrors())
     if app.allowed_hosts is None and is_loopback(host):
-        app.allowed_hosts = LOOPBACK_HOSTS
+        app.allowed_hosts = LOOPBACK_HOSTS | {host.strip("[]").lower()}
     guard = ConnectionGuard(connection_limit(max_connections), header_seconds, MAX_HEADER_BYTES)
 
     loop: list[asyncio.AbstractEventLoop] = []
