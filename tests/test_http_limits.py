@@ -134,6 +134,17 @@ def test_headers_without_end_are_cut_off_at_their_size_limit(http_servers: HttpS
         assert modern_call(client, server.url, "read_graph", {})["structuredContent"]["entities"] == []
 
 
+def test_a_flood_of_malformed_requests_leaves_one_line_in_the_log(http_servers: HttpServers, tmp_path: Path) -> None:
+    server = http_servers.memory(tmp_path / "memory.jsonl")
+    for _ in range(300):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=WAIT_SECONDS) as connection:
+            connection.sendall(b"\x16\x03\x01 not HTTP at all\r\n\r\n")
+            assert connection.recv(65536).startswith(b"HTTP/1.1 400")
+    with httpx.Client(timeout=WAIT_SECONDS) as client:
+        assert modern_call(client, server.url, "read_graph", {})["structuredContent"]["entities"] == []
+    assert server.stderr.count("Invalid HTTP request") == 1, server.stderr[-3000:]
+
+
 # -- 2: bodies held at once ------------------------------------------------------------------------------------
 
 def test_stalled_bodies_are_bounded_in_flight_and_their_memory_is_given_back(

@@ -19,7 +19,8 @@
 5. SSE streams open at once (2026-07-28 listens and 2025-era GET streams together) are bounded by
    `MAX_STREAMS`; one more is refused with 503 and a JSON-RPC error saying why.
 6. asyncio's report of a failed accept (EMFILE, ENFILE, ENOBUFS) reaches the log once a minute
-   at most, as one line without a traceback.
+   at most, as one line without a traceback; so do uvicorn's warnings about malformed requests,
+   and this module's own lines about connections closed. A peer cannot flood the log.
 
 Everything here is sans-policy bookkeeping; the app and `serve.run` apply it.
 """
@@ -329,4 +330,28 @@ class QuietAcceptErrors(logging.Filter):
         record.args = ()
         record.exc_info = None
         record.exc_text = None
+        return True
+
+
+class QuietPeerWarnings(logging.Filter):
+    """For uvicorn's logger: its one-line warnings about what a peer sent (a malformed request, an
+    unsupported upgrade), each at most once a minute, saying how many were held back."""
+
+    MESSAGES = ("Invalid HTTP request received.", "Unsupported upgrade request.",
+                "No supported WebSocket library detected")
+
+    def __init__(self, every: float = LOG_EVERY_SECONDS) -> None:
+        super().__init__()
+        self._limit = RateLimited(log, every)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = str(record.msg)
+        kind = next((message for message in self.MESSAGES if text.startswith(message)), None)
+        if kind is None:
+            return True
+        held = self._limit.allow(kind)
+        if held is None:
+            return False
+        if held:
+            record.msg = f"{text} ({held} more like it in the last {self._limit.every:.0f} s)"
         return True

@@ -18,6 +18,7 @@ from .limits import (
     MAX_HEADER_BYTES,
     ConnectionGuard,
     QuietAcceptErrors,
+    QuietPeerWarnings,
     connection_limit,
     guarded,
 )
@@ -55,6 +56,7 @@ def run(app: StreamableHTTP, host: str, port: int, *, max_connections: int = MAX
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
     logging.getLogger("asyncio").addFilter(QuietAcceptErrors())
+    logging.getLogger("uvicorn.error").addFilter(QuietPeerWarnings())
     if app.allowed_hosts is None and is_loopback(host):
         app.allowed_hosts = LOOPBACK_HOSTS | {host.strip("[]").lower()}
     guard = ConnectionGuard(connection_limit(max_connections), header_seconds, MAX_HEADER_BYTES)
