@@ -324,10 +324,29 @@ class Staged(NamedTuple):
     content: list[bytes]
     """What was written, piece by piece, for the next write to compare the file with."""
 
-    def put_in_place(self, file: Path) -> None:
+    def put_in_place(self, file: Path) -> int | None:
         """Renames the staged file over ``file``: the version it replaces is gone with its name (a
-        reader that has it open keeps reading it whole until it closes it)."""
-        os.replace(self.path, file)
+        reader that has it open keeps reading it whole until it closes it).
+
+        Returns a descriptor of that version when one could be had, or None. The rename then only
+        unlinks it; closing the descriptor frees its pages and blocks (about 3 ms per 4 MB measured
+        here, inside the rename otherwise), which the caller does once the answer has gone. Until
+        then it is in no file: it has no name, and a crash frees it at the next mount."""
+        replaced = _open_replaced(file)
+        try:
+            os.replace(self.path, file)
+        except BaseException:
+            if replaced is not None:
+                os.close(replaced)
+            raise
+        return replaced
+
+
+def _open_replaced(file: Path) -> int | None:
+    try:
+        return open_regular(file)
+    except OSError:
+        return None
 
 
 def _write_durably(fd: int, content: list[bytes]) -> Signature:

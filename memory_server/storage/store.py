@@ -193,6 +193,9 @@ class GraphStore:
         self._unrankable: Graph | None = None  # the same for the ranking's index
         self._index_pending: Graph | None = None  # the graph whose word index a thread is about to make
         self._read_ahead: tuple[bytes, Signature] | None = None  # the file's bytes read by look_ahead
+        # Frees the version a save replaced (no longer under any name) once the answer has gone (see
+        # Staged.put_in_place).
+        self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
         # Compares the file with the bytes last read or written while a write works out its change.
         self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-check")
         self._unreported_change = False
@@ -806,13 +809,15 @@ class GraphStore:
                 self._lock.raise_if_lost()
                 # Readers noticing the new file wait for the new snapshot instead of loading it again.
                 with self._loading:
-                    temporary.put_in_place(self._file)
+                    replaced = temporary.put_in_place(self._file)
                     self._snapshot = _Snapshot(self._with_indexes_published_meanwhile(graph), temporary.signature,
                                                temporary.content, layout)
                     self._writes.saves += 1
         except OSError as error:
             raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
                              "Nothing was changed.") from error
+        if replaced is not None:
+            self._release(replaced)
         fsync_directory(self._file.parent)
 
     def _with_indexes_published_meanwhile(self, graph: Graph) -> Graph:
@@ -824,6 +829,12 @@ class GraphStore:
                                and (graph.terms is not None or current.graph.terms is None)):
             return graph
         return rules.carry_word_index(current.graph, graph) or graph
+
+    def _release(self, fd: int) -> None:
+        try:
+            self._releaser.submit(os.close, fd)
+        except RuntimeError:  # the interpreter is shutting down
+            os.close(fd)
 
     def merge(self, entities: list[rules.IncomingEntity], relations: list[rules.IncomingRelation]) -> WriteResult:
         """Another graph merged in (see graph.merge_graph) in one locked write, so that servers
