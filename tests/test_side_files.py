@@ -97,7 +97,7 @@ def test_the_command_line_refuses_a_fifo_named_as_the_memory_file(tmp_path: Path
     os.mkfifo(fifo, 0o600)
     done = cli(*command, "--file", str(fifo))
     assert done.returncode == 2, done
-    assert f"{fifo} is a FIFO (named pipe), not a regular file" in done.stderr, done.stderr
+    assert f"{fifo} is a FIFO (named pipe), not a memory file" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
 
 

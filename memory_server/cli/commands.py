@@ -72,10 +72,10 @@ def _where(args: argparse.Namespace) -> str:
 def read_bytes(path: Path, what: str) -> tuple[bytes, os.stat_result]:
     """The bytes of a regular file (or a symlink to one), opened without waiting: a FIFO or a device
     named on the command line is refused, as the server refuses it, rather than hanging."""
-    from ..storage.files import NotARegularFile, open_regular, read_all
+    from ..storage.files import NotARegularFile, kind_of, open_regular, read_all
 
     try:
-        fd = open_regular(path, follow=True, advice=f"give the path of a {what} (a regular file)")
+        fd = open_regular(path, follow=True, advice=f"give the path of a {what}")
         try:
             return read_all(fd), os.fstat(fd)
         finally:
@@ -83,7 +83,11 @@ def read_bytes(path: Path, what: str) -> tuple[bytes, os.stat_result]:
     except FileNotFoundError:
         raise CommandError(f"there is no {what} at {path}") from None
     except NotARegularFile as error:
-        raise CommandError(f"cannot read the {what}: {error.strerror}") from None
+        try:
+            kind = kind_of(os.stat(path).st_mode)
+        except OSError:
+            raise CommandError(f"cannot read the {what}: {error.strerror}") from None
+        raise CommandError(f"{path} is {kind}, not a {what}") from None
     except OSError as error:
         raise CommandError(f"cannot read the {what} {path}: {error.strerror}") from None
 
