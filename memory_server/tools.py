@@ -243,6 +243,8 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                  output_schema=PAGE_OUTPUT, annotations=READ)
     async def search_nodes(arguments: dict[str, Any]) -> ToolResult:
         # The store ranks and keeps the best `limit`, with the relations touching those.
+        if isinstance(limit := arguments.get("limit"), float):
+            arguments = {**arguments, "limit": int(limit)}  # 1.0 is an integer to JSON Schema
         return await read("search_nodes", arguments,
                           lambda in_memory: store.search_nodes(arguments["query"], arguments.get("limit"), in_memory=in_memory))
 

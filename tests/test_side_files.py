@@ -37,7 +37,7 @@ def cli(*arguments: str, memory: Path | None = None) -> subprocess.CompletedProc
 
 def error_text(result: dict[str, object]) -> str:
     assert result.get("isError") is True, f"expected a tool error: {result}"
-    return "\n".join(texts(result))  # type: ignore[arg-type]
+    return "\n".join(texts(result))
 
 
 # -- the server ------------------------------------------------------------------------------------
