@@ -283,12 +283,14 @@ def remove_debris(file: Path) -> None:
     lock records that writers killed while taking the lock left.
 
     Called only while holding the lock. The spare of an earlier version goes too (see
-    remove_old_spare). A name whose writer is still alive is left alone (it may
-    be a writer that took over the lock from this one); one that cannot be removed (a directory
-    planted under that name, a file we may not delete) is reported once and skipped."""
-    from .lock import process_gone  # (lock.py builds on this module)
+    remove_old_spare), and the takeover guard of a breaker that was killed (see
+    lock.remove_dead_guard). A name whose writer is still alive is left alone (it may be a writer
+    that took over the lock from this one); one that cannot be removed (a directory planted under
+    that name, a file we may not delete) is reported once and skipped."""
+    from .lock import process_gone, remove_dead_guard  # (lock.py builds on this module)
 
     _unlink_spare(file)
+    remove_dead_guard(file)
     pattern = _debris_pattern(file)
     try:
         with os.scandir(file.parent) as entries:

@@ -69,6 +69,7 @@ __all__ = [
     "WriteAbandoned",
     "lock_path_for",
     "process_gone",
+    "remove_dead_guard",
     "write_all",
 ]
 
@@ -521,5 +522,27 @@ def _pinned(path: Path) -> Iterator[os.stat_result | None]:
         return
     try:
         yield os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_dead_guard(memory_file: Path) -> None:
+    """Removes ``<file>.lock.break`` when the breaker that made it has exited on this host (killed
+    mid-takeover), so that nothing of ours stays beside the memory after writes. Called with the
+    lock held; a guard of a live or unknown breaker is left to expire by age (see _take_over)."""
+    guard = lock_path_for(memory_file).with_name(lock_path_for(memory_file).name + ".break")
+    try:
+        fd = open_regular(guard)
+    except OSError:
+        return
+    try:
+        record = parse_record(os.read(fd, _RECORD_LIMIT))
+        if record is None or record.host != _identity()[1] or not process_gone(record.pid, record.start):
+            return
+        with suppress(OSError):
+            if _same_file(os.lstat(guard), os.fstat(fd)):
+                os.unlink(guard)
+    except OSError:
+        return
     finally:
         os.close(fd)
