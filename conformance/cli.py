@@ -45,9 +45,10 @@ _REPLAY_HELP = f"""\
 For each transcript, start a fresh server, send the client's lines and check the
 server's. Responses match requests by id in any order; notifications match in order
 per stream; values compare exactly except at volatile paths (always:
-{", ".join(DEFAULT_VOLATILE)}). A transcript whose header sets no env would run the
-server on its default data, which may be yours: give --env to point the server at
-throwaway data, or --default-data to run it on its defaults knowingly. Exit status: 0
+{", ".join(DEFAULT_VOLATILE)}). Where the server's data goes is yours to say, never the
+transcript's: give --env to point the server at throwaway data, or --default-data to run
+it on its defaults knowingly; without either nothing runs. Of a header's env only values
+inside {{tmp}} are applied; others are reported and left out. Exit status: 0
 when every transcript matches, 1 when one does not, 2 on usage errors."""
 
 _CHECK_HELP = """\
@@ -127,8 +128,8 @@ def _parser() -> argparse.ArgumentParser:
     replayer.add_argument(
         "--default-data",
         action="store_true",
-        help="run the server on its default data when neither the transcript's header nor --env sets its "
-        "environment (without this, such a transcript is refused)",
+        help="run the server on its default data (and on what this environment names); without this "
+        "or --env, no server is started, whatever the transcripts' headers say",
     )
     replayer.add_argument(
         "--timeout",
@@ -245,12 +246,12 @@ def _replay(options: argparse.Namespace, server: list[str]) -> int:
     except OSError as error:
         print(f"conformance replay: cannot read {error.filename}: {error.strerror}", file=sys.stderr)
         return EXIT_USAGE
-    on_default_data = [transcript.source for transcript in transcripts if not transcript.header.env]
-    if on_default_data and not options.env and not options.default_data:
-        print(_default_data_refusal(on_default_data), file=sys.stderr)
+    if not options.env and not options.default_data:
+        print(_default_data_refusal([transcript.source for transcript in transcripts]), file=sys.stderr)
         return EXIT_USAGE
     settings = ReplaySettings(
-        tuple(server), dict(options.env), tuple(options.volatile), options.timeout, options.quiet_period
+        tuple(server), dict(options.env), tuple(options.volatile), options.timeout, options.quiet_period,
+        options.default_data,
     )
     try:
         verdicts = anyio.run(_replay_each, transcripts, settings)
@@ -264,9 +265,10 @@ def _replay(options: argparse.Namespace, server: list[str]) -> int:
 
 def _default_data_refusal(sources: list[str]) -> str:
     return (
-        f"conformance replay: {', '.join(sources)}: no env in the header, so the server would run on its "
-        "default data, which may be yours (a memory file, a database). Point it at throwaway data with "
-        "--env, e.g. --env 'MEMORY_FILE_PATH={tmp}/memory.jsonl' ({tmp} is a fresh directory per transcript), "
+        f"conformance replay: {', '.join(sources)}: nothing was run: the data a server runs on is named on "
+        "the command line, never by a transcript (its header may say anything, and its steps may delete "
+        "what they find). Point the server at throwaway data with --env, e.g. "
+        "--env 'MEMORY_FILE_PATH={tmp}/memory.jsonl' ({tmp} is a fresh directory per transcript), "
         "or pass --default-data if the server keeps no data or its defaults are throwaway."
     )
 
@@ -294,6 +296,10 @@ async def _replay_each(transcripts: list[Transcript], settings: ReplaySettings) 
     verdicts = []
     for transcript in transcripts:
         verdict = await replay(transcript, settings)
+        if verdict.ignored_env:
+            print(f"conformance replay: {transcript.source}: the header's env {', '.join(verdict.ignored_env)} "
+                  "not applied (only values inside {tmp} are); give them with --env to apply them",
+                  file=sys.stderr)
         _report(_verdict_text(verdict))
         verdicts.append(verdict)
     return verdicts

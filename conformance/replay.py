@@ -3,6 +3,18 @@
 Every wait is bounded by the timeout; whatever happens, the server's process group is
 killed when the transcript is done, so a hung server fails a transcript but never hangs
 the harness.
+
+Where the server's data goes is decided by the person running the replay, never by the
+transcript (whoever wrote it, it may end with `delete_entities`):
+
+1. A server is started only when the settings name its environment (``env``, from ``--env``)
+   or say that its defaults are meant (``default_data``, from ``--default-data``); otherwise
+   :class:`DataNotNamed`, before any process starts.
+2. Of the header's ``env``, only entries whose value lies inside the fresh temporary directory
+   (``{tmp}/...``, without ``..``) are applied: throwaway by construction. Any other entry (a
+   path of the user's, a relative path, or a plain value such as ``LANG=C.UTF-8``) is left out
+   and reported in :attr:`Verdict.ignored_env`; ``--env`` can give it, knowingly.
+3. ``env`` entries are applied over the header's, and over the environment of the harness.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from conformance.matcher import Matcher, volatile_paths
 from conformance.paths import Pattern
 from conformance.report import Failure, ServerLine, describe_status
 from conformance.transcript import (
+    TMP_PLACEHOLDER,
     CloseStdin,
     ExpectExit,
     Send,
@@ -51,6 +64,23 @@ class ServerStartError(Exception):
     pass
 
 
+class DataNotNamed(ServerStartError):
+    """Neither an environment nor --default-data was given: no server is started (see 1. above)."""
+
+
+def header_environment(env: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The header entries that are applied (see 2. above), and the names of those left out."""
+    applied, ignored = {}, []
+    for name, value in env.items():
+        rest = value.removeprefix(TMP_PLACEHOLDER)
+        inside = rest != value and (rest == "" or rest.startswith("/")) and TMP_PLACEHOLDER not in rest
+        if inside and ".." not in rest.split("/"):
+            applied[name] = value
+        else:
+            ignored.append(name)
+    return applied, ignored
+
+
 @dataclass(frozen=True)
 class ReplaySettings:
     command: tuple[str, ...]
@@ -58,6 +88,8 @@ class ReplaySettings:
     volatile: tuple[Pattern, ...] = ()
     timeout: float = 10.0
     quiet_period: float = 0.3
+    default_data: bool = False
+    """Run the server on whatever data its defaults (and the harness's environment) name."""
 
 
 @dataclass(frozen=True)
@@ -65,12 +97,23 @@ class Verdict:
     transcript: Transcript
     failure: Failure | None
     stderr_tail: str = ""
+    ignored_env: tuple[str, ...] = ()
+    """Names in the header's env that were not applied (see 2. above)."""
 
 
 async def replay(transcript: Transcript, settings: ReplaySettings) -> Verdict:
+    if not settings.env and not settings.default_data:
+        raise DataNotNamed(
+            f"{transcript.source}: not started: the data the server runs on is named by the person running the "
+            "replay, never by the transcript. Point it at throwaway data with --env, e.g. --env "
+            "'MEMORY_FILE_PATH={tmp}/memory.jsonl' ({tmp} is a fresh directory per transcript), or pass "
+            "--default-data to run it on its defaults knowingly."
+        )
     matcher = Matcher(transcript.steps, volatile_paths(transcript.header.volatile, settings.volatile))
+    from_header, ignored = header_environment(transcript.header.env)
+    ignored = [name for name in ignored if name not in settings.env]
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
-        templates = {**transcript.header.env, **settings.env}
+        templates = {**from_header, **settings.env}
         env = server_environment(os.environ, templates, tmp)
         try:
             process = await anyio.open_process(settings.command, env=env, start_new_session=True)
@@ -85,7 +128,7 @@ async def replay(transcript: Transcript, settings: ReplaySettings) -> Verdict:
                 tasks.cancel_scope.cancel()
         finally:
             await _kill_group(process)
-    return Verdict(transcript, failure, session.stderr_tail())
+    return Verdict(transcript, failure, session.stderr_tail(), tuple(ignored))
 
 
 async def _kill_group(process: Process) -> None:

@@ -2,18 +2,42 @@
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import os
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 from protocol import Server
-from protocol.http import DEFAULT_PATH, SESSION_IDLE_SECONDS, asgi_app, run
+from protocol.http import (
+    BODY_IDLE_SECONDS,
+    DEFAULT_PATH,
+    HEADER_SECONDS,
+    MAX_BODY_BYTES_IN_FLIGHT,
+    MAX_CONCURRENT_REQUESTS,
+    MAX_CONCURRENT_WRITES,
+    MAX_CONNECTIONS,
+    MAX_STREAMS,
+    SESSION_IDLE_SECONDS,
+    asgi_app,
+    is_loopback,
+    run,
+)
 
 TOKEN_VARIABLE = "MCP_MEMORY_HTTP_TOKEN"
 SESSION_IDLE_VARIABLE = "MCP_MEMORY_HTTP_SESSION_IDLE"
+LIMITS_VARIABLE = "MCP_MEMORY_HTTP_LIMITS"
 DEFAULT_HOST = "127.0.0.1"
+LIMITS: dict[str, tuple[type, float]] = {
+    # name in MCP_MEMORY_HTTP_LIMITS: (kind, default); see docs/http.md and protocol/http/limits.py
+    "connections": (int, MAX_CONNECTIONS),
+    "header_seconds": (float, HEADER_SECONDS),
+    "body_idle_seconds": (float, BODY_IDLE_SECONDS),
+    "bodies_bytes": (int, MAX_BODY_BYTES_IN_FLIGHT),
+    "requests": (int, MAX_CONCURRENT_REQUESTS),
+    "writes": (int, MAX_CONCURRENT_WRITES),
+    "streams": (int, MAX_STREAMS),
+}
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -39,13 +63,25 @@ def session_idle_from(environment: Mapping[str, str]) -> float:
     return seconds
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a name may resolve to anything
+def limits_from(environment: Mapping[str, str]) -> dict[str, Any]:
+    """The limits MCP_MEMORY_HTTP_LIMITS changes (`name=value,...`, names as in LIMITS), over the defaults."""
+    limits: dict[str, Any] = {name: kind(default) for name, (kind, default) in LIMITS.items()}
+    text = environment.get(LIMITS_VARIABLE, "").strip()
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, equals, value = (piece.strip() for piece in item.partition("="))
+        if name not in LIMITS or not equals:
+            raise ValueError(f"{LIMITS_VARIABLE} takes name=value pairs with the names {', '.join(LIMITS)}; "
+                             f"got {item!r}")
+        kind = LIMITS[name][0]
+        try:
+            number = kind(value)
+        except ValueError:
+            number = math.nan
+        if not (number > 0 and math.isfinite(number)):
+            raise ValueError(f"{LIMITS_VARIABLE}: {name} must be a{'n integer' if kind is int else ' number'} "
+                             f"above 0, got {value!r}")
+        limits[name] = number
+    return limits
 
 
 def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = False,
@@ -53,6 +89,7 @@ def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = Fa
     try:
         host, port = parse_address(address)
         session_idle = session_idle_from(os.environ)
+        limits = limits_from(os.environ)
     except ValueError as error:
         raise SystemExit(f"mcp-server-memory: {error}") from None
     token = os.environ.get(TOKEN_VARIABLE) or None
@@ -62,8 +99,10 @@ def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = Fa
             f"without a token. Set {TOKEN_VARIABLE} (clients then send 'Authorization: Bearer <token>'), "
             "or pass --allow-unauthenticated if something else guards the network.")
     app = asgi_app(server, path=DEFAULT_PATH, token=token, allowed_origins=allowed_origins or (),
-                   session_idle_seconds=session_idle)
+                   session_idle_seconds=session_idle, max_concurrent_requests=limits["requests"],
+                   max_concurrent_writes=limits["writes"], max_streams=limits["streams"],
+                   max_body_bytes_in_flight=limits["bodies_bytes"], body_idle_seconds=limits["body_idle_seconds"])
     shown = f"[{host}]" if ":" in host else host
     print(f"Knowledge Graph MCP Server: Streamable HTTP on http://{shown}:{port}{DEFAULT_PATH} "
           f"({'bearer token required' if token else 'no token'})", file=sys.stderr, flush=True)
-    run(app, host, port)
+    run(app, host, port, max_connections=limits["connections"], header_seconds=limits["header_seconds"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,13 +22,33 @@ import anyio
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from protocol import Server, ToolError, ToolResult
+from protocol import RequestContext, Server, ToolError, ToolResult
 
 from .retrieval.paging import CursorError, Page, Pager, budget_from, request_key
 from .storage.interface import MemoryStore
 from .storage.store import GraphError, NotInMemory, WriteResult
 
 GRAPH_URI = "memory://knowledge-graph"
+MAX_QUERY_WORDS = 1_000
+"""Distinct words (whitespace-separated parts) a search_nodes query may hold: the work of a search
+grows with them, and one client's query must not keep the others waiting for seconds."""
+LONG_QUERY_CHARS = 4_096
+"""A longer query is searched in a worker thread, so the event loop keeps serving meanwhile."""
+_WORD = re.compile(r"\S+")
+
+
+def bounded_query(query: str) -> str:
+    """`query`, or a ToolError when it holds more than MAX_QUERY_WORDS distinct words (counted
+    only as far as needed: a flood of words is refused after reading the first thousand)."""
+    if len(query) <= 2 * MAX_QUERY_WORDS:
+        return query  # too short to hold that many words
+    seen: set[str] = set()
+    for word in _WORD.finditer(query):
+        seen.add(word.group())
+        if len(seen) > MAX_QUERY_WORDS:
+            raise ToolError(f"The query holds more than {MAX_QUERY_WORDS} distinct words, the most a search takes. "
+                            "Search with a few specific words (names, types, the words of an observation).")
+    return query
 
 
 # -- arguments ------------------------------------------------------------------------------------------
@@ -242,17 +263,18 @@ class MemoryTools:
     async def delete_relations(self, arguments: DeleteRelations) -> ToolResult:
         return await self._write(self.store.delete_relations, _plain(arguments.relations))
 
-    async def read_graph(self, arguments: ReadGraph) -> ToolResult:
+    async def read_graph(self, arguments: ReadGraph, context: RequestContext) -> ToolResult:
         return await self._read("read_graph", arguments,
-                                lambda in_memory: self.store.read_graph_for_pages(in_memory=in_memory))
+                                lambda in_memory: self.store.read_graph_for_pages(in_memory=in_memory), context)
 
-    async def search_nodes(self, arguments: SearchNodes) -> ToolResult:
+    async def search_nodes(self, arguments: SearchNodes, context: RequestContext) -> ToolResult:
         # The store ranks and keeps the best `limit`, with the relations touching those; a time
         # window (since/until, or a phrase such as "last week") keeps what falls within it.
         from .retrieval import when  # loaded with the first search, not at start-up
 
-        query, store = arguments.query, self.store
+        store = self.store
         limit = None if isinstance(arguments.limit, UnsetType) else arguments.limit
+        query = bounded_query(arguments.query)
         try:
             explicit = when.window_of(None if isinstance(arguments.since, UnsetType) else arguments.since,
                                       None if isinstance(arguments.until, UnsetType) else arguments.until)
@@ -268,11 +290,11 @@ class MemoryTools:
                                                   limit=limit)) is not None:
                     return within
             return store.search_nodes(query, limit, in_memory=in_memory)
-        return await self._read("search_nodes", arguments, answer)
+        return await self._read("search_nodes", arguments, answer, context, long=len(query) > LONG_QUERY_CHARS)
 
-    async def open_nodes(self, arguments: OpenNodes) -> ToolResult:
+    async def open_nodes(self, arguments: OpenNodes, context: RequestContext) -> ToolResult:
         return await self._read("open_nodes", arguments,
-                                lambda in_memory: self.store.open_nodes(arguments.names, in_memory=in_memory))
+                                lambda in_memory: self.store.open_nodes(arguments.names, in_memory=in_memory), context)
 
     # -- how a write and a read are served -----------------------------------------------------------
 
@@ -300,8 +322,10 @@ class MemoryTools:
         return ToolResult.of(outcome.value, *extra_notes(outcome), *outcome.notes)
 
     async def _read(self, tool: str, arguments: ReadGraph | SearchNodes | OpenNodes,
-                    answer: Callable[[bool], dict[str, Any]]) -> ToolResult:
-        """The answer, or the page of it a cursor asks for, within the answer budget."""
+                    answer: Callable[[bool], dict[str, Any]], context: RequestContext, *,
+                    long: bool = False) -> ToolResult:
+        """The answer, or the page of it a cursor asks for, within the answer budget (a cut answer
+        is kept among the pages of the client that asked, as its transport tells clients apart)."""
         pager = self.pager
 
         def page(in_memory: bool = False) -> Page:
@@ -310,15 +334,19 @@ class MemoryTools:
                 return pager.next_page(arguments.cursor, tool, request)
             value = answer(in_memory)
             return pager.first_page(tool, request, value["entities"], value["relations"],
-                                    summarise_graph=tool == "read_graph")
+                                    summarise_graph=tool == "read_graph", client=context.client)
         try:
             # A later page is pure work bounded by the budget (no file, no lock), and so is a read of
             # the graph in memory: no thread needed. A read that needs the file loaded, the cache
             # or an index made first goes to a worker, so the event loop keeps serving meanwhile.
-            try:
-                result = page(in_memory=True)
-            except NotInMemory:
+            # A long query (`long`) is work of its own size: a worker makes its answer.
+            if long:
                 result = await anyio.to_thread.run_sync(page)
+            else:
+                try:
+                    result = page(in_memory=True)
+                except NotInMemory:
+                    result = await anyio.to_thread.run_sync(page)
         except (GraphError, CursorError) as error:
             raise ToolError(str(error)) from error
         if result.following is not None:
@@ -358,7 +386,8 @@ class MemoryTool:
     arguments: type[msgspec.Struct]
     output_schema: dict[str, Any]
     annotations: dict[str, bool]
-    method: Callable[[MemoryTools, Any], Awaitable[ToolResult]]
+    method: Callable[..., Awaitable[ToolResult]]
+    """(tools, arguments) or, for a read that keeps pages per client, (tools, arguments, context)."""
 
 
 TOOLS = (

@@ -35,11 +35,12 @@ def free_port() -> int:
 class HttpServerProcess:
     """`python -m memory_server --http` (or any script) on a free loopback port; stderr is collected."""
 
-    def __init__(self, argv: list[str], *, cwd: Path, env: dict[str, str], port: int) -> None:
+    def __init__(self, argv: list[str], *, cwd: Path, env: dict[str, str], port: int,
+                 preexec_fn: Any = None) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=preexec_fn)
         self._stderr: list[bytes] = []
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
@@ -89,14 +90,15 @@ class HttpServers:
         self.started: list[HttpServerProcess] = []
 
     def memory(self, memory_file: Path, *, token: str | None = None, args: tuple[str, ...] = (),
-               ready: bool = True, extra_env: dict[str, str] | None = None) -> HttpServerProcess:
+               ready: bool = True, extra_env: dict[str, str] | None = None,
+               preexec_fn: Any = None) -> HttpServerProcess:
         port = free_port()
         env = {**server_environment(memory_file), **(extra_env or {})}
         env.pop("MCP_MEMORY_HTTP_TOKEN", None)
         if token:
             env["MCP_MEMORY_HTTP_TOKEN"] = token
         argv = [sys.executable, "-m", "memory_server", "--http", f"127.0.0.1:{port}", *args]
-        server = HttpServerProcess(argv, cwd=self.workdir, env=env, port=port)
+        server = HttpServerProcess(argv, cwd=self.workdir, env=env, port=port, preexec_fn=preexec_fn)
         self.started.append(server)
         return server.wait_ready() if ready else server
 

@@ -311,7 +311,7 @@ def test_export_markdown_has_a_section_per_entity(tmp_path: Path) -> None:
                      "- Alice *works_at* Acme\n- Bob *knows* Alice\n"
                      "- Q \"quoted\" \\\\ back\\\\ *line\n  break* Alice\n- Alice *is* Alice\n")
     assert "\n## Bob\n\nType: person\n\nRelations:\n\n- Bob *knows* Alice\n" in text
-    assert "- \\<xml\\> & \\</script\\>" in text, "markup in names and observations is shown, not rendered"
+    assert "- \\<xml\\> \\& \\</script\\>" in text, "markup in names and observations is shown, not rendered"
     assert '\n## Q "quoted" \\\\ back\\\\\n\nType: odd type\n' in text, "a heading stays one line"
 
 

@@ -62,8 +62,13 @@ def server_messages(transcript: Transcript) -> list[dict[str, Any]]:
             if isinstance(step, Expect) and isinstance(step.wire, JsonLine)]
 
 
+THROWAWAY = {"MEMORY_FILE_PATH": "{tmp}/memory.jsonl"}
+"""Where the replayed servers keep their memory: a fresh directory per transcript."""
+
+
 def replay_cli(*arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "conformance", "replay", *arguments, "--", *MEMORY_SERVER],
+    return subprocess.run([sys.executable, "-m", "conformance", "replay", *arguments, "--env",
+                           f"MEMORY_FILE_PATH={THROWAWAY['MEMORY_FILE_PATH']}", "--", *MEMORY_SERVER],
                           cwd=REPO, capture_output=True, text=True, timeout=4 * TIMEOUT)
 
 
@@ -80,7 +85,7 @@ def rewrite(source: Path, target: Path, change: Any) -> Path:
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=named)
 def test_the_memory_server_answers_as_the_transcript_says(path: Path) -> None:
     transcript = load_transcript(path)
-    verdict = anyio.run(replay, transcript, ReplaySettings(MEMORY_SERVER, {}, timeout=TIMEOUT))
+    verdict = anyio.run(replay, transcript, ReplaySettings(MEMORY_SERVER, THROWAWAY, timeout=TIMEOUT))
     assert verdict.failure is None, format_failure(named(path), verdict.failure, verdict.stderr_tail)
 
 
@@ -262,4 +267,4 @@ def test_a_recording_script_keeps_notes_and_the_short_form_of_a_long_line(script
     assert first["note"] == "before any era"
     assert second == {"c2s_raw_repeat": {"text": "y", "count": 5000, "prefix": long_query.prefix,
                                          "suffix": long_query.suffix}}
-    assert anyio.run(replay, load_transcript(out), ReplaySettings(MEMORY_SERVER, {}, timeout=TIMEOUT)).failure is None
+    assert anyio.run(replay, load_transcript(out), ReplaySettings(MEMORY_SERVER, THROWAWAY, timeout=TIMEOUT)).failure is None

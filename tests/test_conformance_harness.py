@@ -921,9 +921,9 @@ def test_a_hung_server_fails_the_transcript_and_is_killed(tmp_path: Path) -> Non
         tmp_path / "hang.jsonl",
         {"c2s": request(1, "hold")},
         {"s2c": response(1)},
-        header={**HEADER, "env": {"FIXTURE_PIDFILE": str(pidfile)}},
     )
-    result = conformance("replay", "--default-data", str(transcript), "--timeout", "0.5", "--", *ECHO_SERVER, "--stubborn")
+    result = conformance("replay", "--env", f"FIXTURE_PIDFILE={pidfile}", str(transcript), "--timeout", "0.5", "--",
+                         *ECHO_SERVER, "--stubborn")
     assert result.returncode == 1
     assert f"{transcript}:3: no such server message came within 0.5 s" in result.stdout
     assert_gone(int(pidfile.read_text()))
@@ -1046,17 +1046,18 @@ def test_record_refuses_an_unwritable_transcript_path(tmp_path: Path) -> None:
 
 SUBSCRIBE_UPDATES = REPO / "conformance" / "corpus" / "parity" / "legacy-subscribe-updates.jsonl"
 MEMORY_SERVER = [sys.executable, "-m", "memory_server"]
+THROWAWAY = ["--env", "MEMORY_FILE_PATH={tmp}/memory.jsonl"]
 
 
 @pytest.mark.parametrize("mode", ["--early", "--spurious"])
 def test_an_update_sent_before_the_write_it_announces_fails_as_early(mode: str) -> None:
     meddler = [sys.executable, str(FIXTURES / "early_updates.py"), mode, "--", *MEMORY_SERVER]
-    result = conformance("replay", str(SUBSCRIBE_UPDATES), "--", *meddler)
+    result = conformance("replay", str(SUBSCRIBE_UPDATES), *THROWAWAY, "--", *meddler)
     assert result.returncode == 1, result.stdout + result.stderr
     assert (f"{SUBSCRIBE_UPDATES}:8: early server message after line 5: the transcript has it at line 8, "
             "after client line 7, which had not been sent yet") in result.stdout
     # The server behind the proxy passes on its own: the verdict is about the early update alone.
-    assert conformance("replay", str(SUBSCRIBE_UPDATES), "--", *MEMORY_SERVER).returncode == 0
+    assert conformance("replay", str(SUBSCRIBE_UPDATES), *THROWAWAY, "--", *MEMORY_SERVER).returncode == 0
 
 
 # --- replay never runs a server on its default data silently ----------------------------------
@@ -1094,7 +1095,7 @@ def test_a_transcript_without_env_is_refused_rather_than_run_on_the_users_memory
     transcript = without_env(REPO / "conformance" / "corpus" / "parity" / "legacy-build-and-query.jsonl", tmp_path / "t.jsonl")
     refused = replay_in(app, str(transcript))
     assert (refused.returncode, refused.stdout) == (2, "")
-    assert f"{transcript}: no env in the header, so the server would run on its default data" in refused.stderr
+    assert f"{transcript}: nothing was run: the data a server runs on is named on the command line" in refused.stderr
     assert "--env 'MEMORY_FILE_PATH={tmp}/memory.jsonl'" in refused.stderr and "--default-data" in refused.stderr
     assert memory.read_bytes() == users_memory
 
@@ -1109,12 +1110,54 @@ def test_a_transcript_without_env_is_refused_rather_than_run_on_the_users_memory
     assert memory.read_bytes() != users_memory and b"My_Dentist" in memory.read_bytes()
 
 
-def test_a_transcript_that_sets_the_servers_environment_needs_no_flag(installed_elsewhere: tuple[Path, Path]) -> None:
+def with_env(source: Path, target: Path, env: dict[str, str]) -> Path:
+    records = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    records[0]["env"] = env
+    target.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return target
+
+
+@pytest.mark.parametrize("header_env", [{"LANG": "C.UTF-8"}, {"MEMORY_FILE_PATH": "{tmp}/memory.jsonl"}],
+                         ids=["LANG only", "throwaway memory"])
+def test_whatever_the_header_says_no_server_runs_without_the_command_line_naming_its_data(
+    tmp_path: Path, header_env: dict[str, str]
+) -> None:
+    # The user's real memory, named by their environment, as a person who uses the server has it.
+    real = tmp_path / "home" / "memory.jsonl"
+    real.parent.mkdir()
+    real.write_text('{"type":"entity","name":"My_Dentist","entityType":"person","observations":["Tuesday 9:00"]}\n')
+    users_memory = real.read_bytes()
+    source = REPO / "conformance" / "corpus" / "parity" / "legacy-deletes.jsonl"
+    assert "delete_entities" in source.read_text()  # the transcript deletes what it finds
+    transcript = with_env(source, tmp_path / "t.jsonl", header_env)
+    env = {**os.environ, "MEMORY_FILE_PATH": str(real)}
+    refused = subprocess.run([sys.executable, "-m", "conformance", "replay", str(transcript), "--", *MEMORY_SERVER],
+                             cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert (refused.returncode, refused.stdout) == (2, ""), refused.stderr
+    assert "nothing was run" in refused.stderr and "--default-data" in refused.stderr
+    assert real.read_bytes() == users_memory
+    assert sorted(path.name for path in real.parent.iterdir()) == ["memory.jsonl"]
+
+
+def test_a_header_naming_a_path_outside_its_temporary_directory_is_not_applied(
+    installed_elsewhere: tuple[Path, Path], tmp_path: Path
+) -> None:
     app, memory = installed_elsewhere
-    users_memory = memory.read_bytes()
-    result = replay_in(app, str(REPO / "conformance" / "corpus" / "parity" / "legacy-build-and-query.jsonl"))
+    real = tmp_path / "real.jsonl"
+    real.write_text('{"type":"entity","name":"Bank","entityType":"org","observations":["PIN 4711"]}\n')
+    kept = real.read_bytes()
+    source = REPO / "conformance" / "corpus" / "parity" / "legacy-build-and-query.jsonl"
+    for number, path in enumerate((str(real), "{tmp}/../" + real.name, "memory.jsonl")):
+        transcript = with_env(source, tmp_path / f"t{number}.jsonl", {"MEMORY_FILE_PATH": path})
+        result = replay_in(app, str(transcript), "--env", "FIXTURE_UNUSED=1")
+        assert "the header's env MEMORY_FILE_PATH not applied" in result.stderr, result.stderr
+        assert real.read_bytes() == kept
+    # The throwaway path the user gives wins over a header's, and replays green.
+    transcript = with_env(source, tmp_path / "t.jsonl", {"MEMORY_FILE_PATH": str(real)})
+    result = replay_in(app, str(transcript), "--env", "MEMORY_FILE_PATH={tmp}/memory.jsonl")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert memory.read_bytes() == users_memory
+    assert "not applied" not in result.stderr
+    assert real.read_bytes() == kept
 
 
 # --- options as the usage line writes them ------------------------------------------------------
@@ -1168,7 +1211,7 @@ def test_the_console_script_records_and_replays_from_anywhere(tmp_path: Path) ->
     assert proxy.returncode == 0 and len(stdout.splitlines()) == 2
     header = read_records(out)[0]
     assert header["recorded"]["with"] == "mcp-conformance record" and header["era"] == "legacy"
-    replayed = subprocess.run([str(script), "replay", str(out), "--", *server], cwd=tmp_path, env=env,
+    replayed = subprocess.run([str(script), "replay", str(out), *THROWAWAY, "--", *server], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=120)
     assert (replayed.returncode, replayed.stdout) == (0, f"PASS {out}\n1 passed, 0 failed\n"), replayed.stderr
 

@@ -207,7 +207,8 @@ async def test_requests_beyond_the_concurrency_cap_wait_their_turn_and_one_that_
     release = {number: anyio.Event() for number in range(1, 5)}
 
     @server.tool("hold", description="Holds its slot until the test lets it go.",
-                 input_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+                 input_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+                 annotations={"readOnlyHint": True})  # a read: it waits among the reads
     async def hold(arguments: dict[str, Any]) -> str:
         number = arguments["n"]
         inside.append(number)

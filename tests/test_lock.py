@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -191,6 +192,7 @@ def test_two_processes_racing_for_a_stale_lock_never_hold_it_together(
 
 HOLDER = """
 import sys
+import time
 from pathlib import Path
 from memory_server.storage.store import MemoryFileLock
 lock = MemoryFileLock(Path(sys.argv[1]), stale_after=float(sys.argv[2]), refresh_every=float(sys.argv[3]))
@@ -237,6 +239,7 @@ def test_a_paused_holder_loses_the_lock_learns_it_and_leaves_the_new_holders_loc
 
 PREVIOUS = """
 import sys
+import time
 from filelock import SoftFileLease, Timeout
 lease = SoftFileLease(sys.argv[1], lease_duration=30.0, heartbeat_interval=15.0, mode=0o600)
 try:
@@ -280,3 +283,109 @@ def test_this_version_holding_the_lock_excludes_a_previous_one_until_it_dies(
     children.append(previous)
     expect_line(previous, "held")
     finish(previous)
+
+
+# -- staleness by the lock file's own age (its modification time) -------------------------------------
+
+# One write with the default timings (stale after 30 s), giving up after 5 s: it succeeds only if the
+# lock in its way is judged by its own age rather than by how long this writer has watched it.
+WRITER = """
+import sys, time
+from pathlib import Path
+from memory_server.storage.store import GraphStore
+store = GraphStore(Path(sys.argv[1]), lock_timeout=float(sys.argv[2]))
+try:
+    store.create_entities([{"name": "Alice", "entityType": "t", "observations": []}])
+except Exception as error:
+    print(type(error).__name__, error, flush=True)
+else:
+    print("written", flush=True)
+"""
+
+
+def plant_lock(memory: Path, content: bytes, age: float) -> Path:
+    lock_file = memory.with_name(memory.name + ".lock")
+    lock_file.write_bytes(content)
+    then = time.time() - age
+    os.utime(lock_file, (then, then))
+    return lock_file
+
+
+def live_process(children: list[subprocess.Popen[str]]) -> subprocess.Popen[str]:
+    process = python("import sys; sys.stdin.readline()")
+    children.append(process)
+    return process
+
+
+@pytest.mark.parametrize("holder", ["a live process on another host", "a live process on this host",
+                                    "an unreadable record", "an empty file", "a previous version's record"])
+def test_a_lock_two_minutes_old_is_taken_at_once_whoever_holds_it(
+        tmp_path: Path, children: list[subprocess.Popen[str]], holder: str) -> None:
+    memory = tmp_path / "memory.jsonl"
+    live = live_process(children)
+    content = {
+        "a live process on another host": encode_record(Record(live.pid, "elsewhere", "ab" * 16, 30.0, None)),
+        "a live process on this host": encode_record(Record(live.pid, this_host(), "ab" * 16, 30.0,
+                                                            process_start(live.pid))),
+        "an unreadable record": b"\x00\xff garbage",
+        "an empty file": b"",
+        # filelock 4.3's lease record, as the previous version wrote it, of a live process elsewhere
+        "a previous version's record": (f"filelock/2\npid={live.pid}\nhost=elsewhere\nmode=lease\ntoken="
+                                        f"{'cd' * 16}\nduration=600.0\n").encode(),
+    }[holder]
+    plant_lock(memory, content, age=120)
+    writer = python(WRITER, str(memory), "5")
+    children.append(writer)
+    expect_line(writer, "written")
+    assert writer.wait(WAIT) == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["memory.jsonl"]
+    assert live.poll() is None  # the holder was not asked to die: its lock was judged by age alone
+
+
+def test_a_lock_refreshed_recently_is_not_taken_by_age(tmp_path: Path, children: list[subprocess.Popen[str]]) -> None:
+    memory = tmp_path / "memory.jsonl"
+    live = live_process(children)
+    plant_lock(memory, encode_record(Record(live.pid, "elsewhere", "ab" * 16, 30.0, None)), age=5)
+    writer = python(WRITER, str(memory), "0.5")
+    children.append(writer)
+    assert writer.stdout is not None
+    assert writer.stdout.readline().startswith("LockTimeout")
+    assert not memory.exists()
+
+
+def test_a_lock_from_the_future_is_taken_once_it_has_been_seen_unchanged_for_the_stale_time(
+        tmp_path: Path, children: list[subprocess.Popen[str]]) -> None:
+    # A modification time an hour ahead (the clock was set back since it was written): its age
+    # cannot be told from it, so it counts from when the waiter first saw it.
+    memory = tmp_path / "memory.jsonl"
+    live = live_process(children)
+    plant_lock(memory, encode_record(Record(live.pid, "elsewhere", "ab" * 16, 1.0, None)), age=-3600)
+    with pytest.raises(LockTimeout):
+        GraphStore(memory, lock_timeout=0.3, stale_after=1, refresh_every=0.2).create_entities([entity("A")])
+    assert GraphStore(memory, lock_timeout=30, stale_after=1, refresh_every=0.2).create_entities(
+        [entity("A")]).changed
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["memory.jsonl"]
+
+
+@pytest.mark.parametrize("kind", ["a FIFO", "a directory", "a symbolic link"])
+def test_something_else_at_the_lock_s_name_fails_the_write_at_once_and_says_what_to_remove(
+        tmp_path: Path, children: list[subprocess.Popen[str]], kind: str) -> None:
+    memory = tmp_path / "memory.jsonl"
+    lock_file = tmp_path / "memory.jsonl.lock"
+    if kind == "a FIFO":
+        os.mkfifo(lock_file)
+    elif kind == "a directory":
+        lock_file.mkdir()
+    else:
+        (tmp_path / "elsewhere").write_bytes(b"")
+        lock_file.symlink_to(tmp_path / "elsewhere")
+    # Even with a minute to wait, the answer comes at once: nothing there will ever be a lock.
+    writer = python(WRITER, str(memory), "60")
+    children.append(writer)
+    try:
+        out, _ = writer.communicate(timeout=WAIT / 2)
+    finally:
+        writer.kill()
+    assert out.startswith("GraphError Cannot take the lock:"), out
+    assert str(lock_file) in out and "not a regular file" in out and "remove it" in out
+    assert not memory.exists()

@@ -248,5 +248,4 @@ def test_several_servers_writing_one_file_at_once_lose_nothing(memory_servers: M
         assert sorted(item["name"] for item in graph["entities"]) == sorted(item["name"] for item in everything)
     assert sorted(file_lines(memory_file)) == sorted(record_line(entity_record(item)) for item in everything)
     leftovers = sorted(path.name for path in tmp_path.iterdir())
-    # The spare is the version before the last save, kept for the next save to write into.
-    assert leftovers == ["cwd", "memory.jsonl", "memory.jsonl.spare"], "no lock, break guard or temporary file is left behind"
+    assert leftovers == ["cwd", "memory.jsonl"], "no lock, break guard or temporary file is left behind"

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from memory_server.model.records import (
     LINES_PER_PIECE,
+    TOO_DEEP,
     EntityRecord,
     Extended,
     Opaque,
@@ -115,7 +116,7 @@ def test_a_line_ending_in_cr_is_kept_without_it() -> None:
     (b'{"a":1}{"b":2}', "not valid JSON"),
     (b'{"type":"entity","name":"\xff\xfe","entityType":"t","observations":[]}', "not valid UTF-8"),
     (b"\xc3(\r", "not valid UTF-8"),
-    (b"[" * 100_000 + b"]" * 100_000, "not valid JSON"),
+    (b"[" * 100_000 + b"]" * 100_000, TOO_DEEP),
 ])
 def test_a_line_that_is_not_json_is_rejected_byte_for_byte(line: bytes, reason: str) -> None:
     assert decode_line(line, 3) == Rejected(line, 3, reason)

@@ -147,7 +147,7 @@ def test_write_results_are_the_tool_values(store: GraphStore) -> None:
 def test_the_lock_file_exists_only_during_a_write(store: GraphStore, memory: Path) -> None:
     store.create_entities([entity("Alice")])
     store.delete_entities(["Alice"])
-    assert sorted(path.name for path in memory.parent.iterdir()) == ["memory.jsonl", "memory.jsonl.spare"]
+    assert sorted(path.name for path in memory.parent.iterdir()) == ["memory.jsonl"]
 
 
 # -- unreadable lines --------------------------------------------------------------------------

@@ -211,3 +211,8 @@ def test_an_answer_that_picks_observations_shows_their_dates() -> None:
                                                "observationDates": ["2026-12-02", "2026-12-01"]}
     assert dates.shown_dates(view, [1]) == {"createdAt": "2026-12-01", "updatedAt": "2026-12-02"}
     assert dates.shown_dates({"name": "Bo", "entityType": "x", "observations": ["y"]}, [0]) == {}
+
+
+def test_a_long_pasted_text_names_no_time() -> None:
+    text = "notes from yesterday " + "x " * 400
+    assert parse_query(text, NOW) == (text, None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 from collections.abc import Callable, Iterable
 from contextlib import suppress
@@ -36,6 +37,8 @@ PROGRESS_ABOVE: Final = 10_000
 NEWLINE: Final = b"\n"
 EXPORT_FORMATS: Final = ("jsonl", "json", "graphml", "dot", "markdown", "html")
 """The keys of export.EXPORTERS, spelled out so that parsing the command line need not import it."""
+PRIVATE_EXPORT: Final = 0o600
+"""An export's mode unless --mode says otherwise: it holds what the memory holds."""
 TROUBLE: Final = 2
 """Exit status when a command could not do its work (as diff and grep use it)."""
 
@@ -67,13 +70,24 @@ def _where(args: argparse.Namespace) -> str:
 
 
 def read_bytes(path: Path, what: str) -> tuple[bytes, os.stat_result]:
+    """The bytes of a regular file (or a symlink to one), opened without waiting: a FIFO or a device
+    named on the command line is refused, as the server refuses it, rather than hanging."""
+    from ..storage.files import NotARegularFile, kind_of, open_regular, read_all
+
     try:
-        with open(path, "rb") as stream:
-            return stream.read(), os.fstat(stream.fileno())
+        fd = open_regular(path, follow=True, advice=f"give the path of a {what}")
+        try:
+            return read_all(fd), os.fstat(fd)
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         raise CommandError(f"there is no {what} at {path}") from None
-    except IsADirectoryError:
-        raise CommandError(f"{path} is a directory, not a {what}") from None
+    except NotARegularFile as error:
+        try:
+            kind = kind_of(os.stat(path).st_mode)
+        except OSError:
+            raise CommandError(f"cannot read the {what}: {error.strerror}") from None
+        raise CommandError(f"{path} is {kind}, not a {what}") from None
     except OSError as error:
         raise CommandError(f"cannot read the {what} {path}: {error.strerror}") from None
 
@@ -151,9 +165,11 @@ def run_stats(args: argparse.Namespace) -> int:
     path, data, status = read_memory(args)
     lines = numbered_lines(data)
     figures = stats(graph_from_lines(line for _, line in lines), extended_records=count_extended(lines), top=args.top)
-    side_file = path.with_name(path.name + ".rejected")
+    from ..storage.files import read_regular, rejected_path_for
+
+    side_file = rejected_path_for(path)
     try:
-        set_aside: int | None = side_file.read_bytes().count(NEWLINE)
+        set_aside: int | None = read_regular(side_file).count(NEWLINE)
     except FileNotFoundError:
         set_aside = 0
     except OSError as error:
@@ -218,7 +234,7 @@ def run_export(args: argparse.Namespace) -> int:
     with suppress(OSError):
         if os.path.samefile(target, path):
             raise CommandError(f"{target} is the memory file itself; export to another file")
-    _write_file(pieces, target)
+    _write_file(pieces, target, args.mode)
     print(f"Wrote {target} ({args.format}): {_count(len(graph.entities), 'entity', 'entities')}, "
           f"{_count(len(graph.relations), 'relation', 'relations')}.")
     return 0
@@ -230,17 +246,31 @@ def _write_stream(pieces: Iterable[str], stream: IO[bytes]) -> None:
     stream.flush()
 
 
-def _write_file(pieces: Iterable[str], target: Path) -> None:
-    """Whole or not at all: a temporary file next to the target, renamed over it when complete."""
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+def _write_file(pieces: Iterable[str], target: Path, mode: int = PRIVATE_EXPORT) -> None:
+    """Whole or not at all: a new temporary file next to the target, with a name nobody can guess
+    (created O_EXCL|O_NOFOLLOW, so nothing planted under it is followed or written into), private
+    (0600) from its first byte like the memory it comes from, fsynced, then renamed over the
+    target (a symlink at the target's name is replaced, never followed). ``mode``, when the user
+    asked for another, is set before the rename, so the target never has any other."""
+    from ..storage.files import NotARegularFile, fsync_directory, open_regular
+
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(16)}.tmp")
     try:
-        with open(temporary, "wb") as stream:
+        fd = open_regular(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, private=True)
+    except (NotARegularFile, OSError) as error:
+        raise CommandError(f"cannot write {target}: {error.strerror}") from None
+    try:
+        with open(fd, "wb", closefd=True) as stream:
             _write_stream(pieces, stream)
+            if mode != PRIVATE_EXPORT and hasattr(os, "fchmod"):
+                os.fchmod(stream.fileno(), mode)
+            os.fsync(stream.fileno())
         os.replace(temporary, target)
     except OSError as error:
         with suppress(OSError):
             temporary.unlink()
         raise CommandError(f"cannot write {target}: {error.strerror}") from None
+    fsync_directory(target.parent)
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,10 +363,22 @@ def _no_arguments(parser: argparse.ArgumentParser) -> None:
     pass
 
 
+def _file_mode(text: str) -> int:
+    try:
+        value = int(text, 8)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 0o777:
+        raise argparse.ArgumentTypeError(f"{text} is not a file mode in octal, such as 600 or 644")
+    return value
+
+
 def _export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", required=True, choices=EXPORT_FORMATS, help="the output format")
     parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE (replaced whole once complete) "
                         "instead of stdout")
+    parser.add_argument("--mode", type=_file_mode, default=PRIVATE_EXPORT, metavar="OCTAL",
+                        help="the mode of FILE (default: 600, private like the memory it comes from)")
 
 
 def _import_arguments(parser: argparse.ArgumentParser) -> None:

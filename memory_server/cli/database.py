@@ -81,7 +81,7 @@ def _export(args: argparse.Namespace, store: PostgresStore) -> int:
         _write_stream(pieces, sys.stdout.buffer)
         return 0
     target = Path(os.path.abspath(os.path.expanduser(args.output)))
-    _write_file(pieces, target)
+    _write_file(pieces, target, args.mode)
     print(f"Wrote {target} ({args.format}): {_count(len(graph.entities), 'entity', 'entities')}, "
           f"{_count(len(graph.relations), 'relation', 'relations')}.")
     return 0

@@ -148,9 +148,21 @@ def type_colours(view: ExportView) -> dict[str, str]:
     return {name: PALETTE[number] if number < len(PALETTE) else OTHER_COLOUR for number, name in enumerate(view.types)}
 
 
+# C0 controls (but the line breaks and tab, which have their own treatment) and DEL, as the Unicode
+# "control pictures" (U+2400 + code: NUL shows as ␀): Graphviz reads its input as C strings, so a NUL
+# ends the file for it, and other controls make labels it cannot lay out.
+_CONTROL: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def visible_controls(text: str) -> str:
+    return _CONTROL.sub(lambda match: chr(0x2421 if match.group() == "\x7f" else 0x2400 + ord(match.group())), text)
+
+
 def dot_string(text: str) -> str:
     """A DOT quoted string whose label shows `text` as it is: in a label a backslash starts an
-    escape (\\n, \\N...), so it is doubled; a line break becomes the label's \\n."""
+    escape (\\n, \\N...), so it is doubled; a line break becomes the label's \\n; control
+    characters are shown as their pictures (see _CONTROL)."""
+    text = visible_controls(text)
     text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r\n", "\n").replace("\r", "\n")
     return '"' + text.replace("\n", "\\n") + '"'
 
@@ -180,15 +192,30 @@ def to_dot(view: ExportView) -> Iterator[str]:
 # Markdown, for people
 # --------------------------------------------------------------------------------------------
 
-# An underscore inside a word (works_at) is no emphasis and stays as it is, for plain-text readers.
-_MARKDOWN_SPECIAL: Final = re.compile(r"([\\`*\[\]<>|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))")
-_LINE_START: Final = re.compile(r"^(\s*)([#+\-=>]|\d+[.)])", re.MULTILINE)
+# Characters that can start markup anywhere: every one is ASCII punctuation, which CommonMark lets a
+# backslash make literal. & starts an entity (AT&amp;T would show as AT&T). An underscore inside a
+# word (works_at) is no emphasis and stays as it is, for plain-text readers.
+_MARKDOWN_SPECIAL: Final = re.compile(r"([\\`*\[\]<>|~&]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))")
+_HEADING_SPECIAL: Final = re.compile(r"([\\`*\[\]<>|~&#]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))")
+"""In a heading every # too: "#" after a space at its end would be taken for its closing sequence."""
+# What starts a block only at the start of a line: a heading, a list item, a quote, a setext
+# underline; an ordered item is its digits followed by . or ), so the escape goes before the
+# punctuation (a backslash before a digit is no escape: "\1. Buy milk" would show the backslash).
+_LINE_START: Final = re.compile(r"^([ \t]*)(?:([#+\-=>])|([0-9]+)([.)]))", re.MULTILINE)
 
 
-def markdown_text(text: str, indent: str = "") -> str:
-    """Text that Markdown shows as written; its further lines indented to stay in the same block."""
-    text = _MARKDOWN_SPECIAL.sub(r"\\\1", text.replace("\r\n", "\n").replace("\r", "\n"))
-    text = _LINE_START.sub(lambda match: match.group(1) + "\\" + match.group(2), text)
+def _escape_line_start(match: re.Match[str]) -> str:
+    if match.group(2) is not None:
+        return match.group(1) + "\\" + match.group(2)
+    return match.group(1) + match.group(3) + "\\" + match.group(4)
+
+
+def markdown_text(text: str, indent: str = "", special: re.Pattern[str] = _MARKDOWN_SPECIAL) -> str:
+    """Text that Markdown shows as written; its further lines indented to stay in the same block.
+    Control characters show as their pictures (see _CONTROL; CommonMark would turn NUL into U+FFFD)."""
+    text = visible_controls(text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = special.sub(r"\\\1", text)
+    text = _LINE_START.sub(_escape_line_start, text)
     return text.replace("\n", "\n" + indent)
 
 
@@ -224,7 +251,7 @@ def to_markdown(view: ExportView) -> Iterator[str]:
 
 def _one_line(text: str) -> str:
     """A heading or label line: its line breaks become spaces, so that it stays one line."""
-    return markdown_text(" ".join(text.splitlines()) if "\n" in text or "\r" in text else text)
+    return markdown_text(" ".join(text.splitlines()) if "\n" in text or "\r" in text else text, special=_HEADING_SPECIAL)
 
 
 def _sentence(relation: Mapping[str, Any]) -> str:

@@ -14,7 +14,9 @@ hold is classified here so that nothing is ever silently lost:
 - a known record with extra fields -> :class:`Extended` (the extra fields are written back);
 - valid JSON that is not a usable record (unknown ``type``, wrong field types, not an
   object) -> :class:`Opaque`, written back verbatim;
-- a line that is not JSON, or not UTF-8 -> :class:`Rejected`, moved to the side file.
+- a line that is not JSON, or not UTF-8, or JSON nested too deeply to read (a thousand arrays
+  one inside the other) -> :class:`Rejected`, moved to the side file. Decoding never raises: the
+  decoder's RecursionError on deep nesting is one more unreadable line.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ DATE_KEYS: Final = ("createdAt", "updatedAt", "recordedAt", "happenedOn")
 """The entity line's optional date fields, in the file's key order."""
 RELATION_KEYS: Final = frozenset({"type", "from", "to", "relationType"})
 _BOM: Final = b"\xef\xbb\xbf"
+TOO_DEEP: Final = "JSON nested too deeply to read (arrays or objects about a thousand levels deep)"
 
 _strict = msgspec.json.Decoder(EntityRecord | RelationRecord)
 _lenient = msgspec.json.Decoder(_AnyEntity | _AnyRelation)
@@ -113,7 +116,7 @@ def decode_file(data: bytes) -> list[Line]:
     try:
         # A file this program or the reference wrote decodes in one call.
         return list(_strict.decode_lines(data))
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, RecursionError):
         return [decode_line(line, number) for number, line in enumerate(data.split(b"\n"), 1) if line.strip()]
 
 
@@ -122,7 +125,10 @@ def decode_line(line: bytes, number: int) -> Line:
     try:
         return _strict.decode(line)
     except msgspec.MsgspecError:
-        return _classify(line.removesuffix(b"\r"), line, number)
+        pass
+    except RecursionError:
+        return Rejected(line, number, TOO_DEEP)
+    return _classify(line.removesuffix(b"\r"), line, number)
 
 
 def _classify(content: bytes, line: bytes, number: int) -> Line:
@@ -133,7 +139,12 @@ def _classify(content: bytes, line: bytes, number: int) -> Line:
     try:
         fields = _fields.decode(content)
     except msgspec.MsgspecError:
-        return Opaque(content) if is_json(content) else Rejected(line, number, "not valid JSON")
+        try:
+            return Opaque(content) if is_json(content) else Rejected(line, number, "not valid JSON")
+        except RecursionError:
+            return Rejected(line, number, TOO_DEEP)
+    except RecursionError:
+        return Rejected(line, number, TOO_DEEP)
     known = {"entity": ENTITY_KEYS, "relation": RELATION_KEYS}.get(_tag(fields.get("type")) or "")
     if known is None:
         return Opaque(content)
@@ -142,6 +153,8 @@ def _classify(content: bytes, line: bytes, number: int) -> Line:
     except msgspec.MsgspecError:
         # A known type with missing fields or wrong field types: shown nowhere, kept as written.
         return Opaque(content)
+    except RecursionError:
+        return Rejected(line, number, TOO_DEEP)
     extra = {key: value for key, value in fields.items() if key not in known}
     record = _tighten(loose)
     if isinstance(record, EntityRecord):
@@ -168,7 +181,7 @@ def _tag(raw: msgspec.Raw | None) -> str | None:
         return None
     try:
         return _text.decode(raw)
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, RecursionError):
         return None
 
 
@@ -187,11 +200,12 @@ def is_json(content: bytes) -> bool:
 
     msgspec refuses some valid JSON (unpaired surrogate escapes, numbers beyond a double), so
     this slower check decides whether a line msgspec could not read is still a record to keep.
+    RecursionError when the nesting is too deep to tell (the caller moves such a line aside: in
+    the side file, nothing is lost).
     """
     try:
         json.loads(content, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        # Nesting too deep to check is moved aside with the rest: in the side file, nothing is lost.
+    except ValueError:
         return False
     return True
 

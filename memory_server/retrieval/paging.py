@@ -37,7 +37,9 @@ DEFAULT_BUDGET: Final = 80_000
 MINIMUM_BUDGET: Final = 5_000
 """Room for the notes and the summary of a page, and for some entities besides."""
 KEPT_ANSWERS: Final = 16
-"""Cut answers kept for their cursors; the oldest is forgotten (its cursors expire) after this many."""
+"""Cut answers kept for each client's cursors; its oldest is forgotten (its cursors expire) after this many."""
+KEPT_ANSWERS_IN_ALL: Final = 256
+"""Cut answers kept for all clients together; beyond it the one unused for longest is forgotten."""
 
 SUMMARY_TYPES: Final = 20
 SUMMARY_CONNECTED: Final = 10
@@ -282,13 +284,19 @@ class Pager:
 
     Safe to share between threads."""
 
-    def __init__(self, budget: int = DEFAULT_BUDGET, *, keep: int = KEPT_ANSWERS, key: bytes | None = None) -> None:
+    def __init__(self, budget: int = DEFAULT_BUDGET, *, keep: int = KEPT_ANSWERS,
+                 keep_in_all: int = KEPT_ANSWERS_IN_ALL, key: bytes | None = None) -> None:
         if budget < MINIMUM_BUDGET:
             raise ValueError(f"the answer budget must be at least {MINIMUM_BUDGET}")
         self.budget = budget
         self.keep = keep
+        self.keep_in_all = keep_in_all
         self._key = key if key is not None else secrets.token_bytes(32)
-        self._answers: OrderedDict[int, Answer] = OrderedDict()
+        self._answers: OrderedDict[int, Answer] = OrderedDict()  # least recently used first
+        # Each client's answers, least recently used first, and whose each answer is: one client
+        # making many cut answers forgets its own, never another's (see `_keep`).
+        self._of_client: dict[str | None, OrderedDict[int, None]] = {}
+        self._client_of: dict[int, str | None] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._ahead: tuple[tuple[int, int, int], Page] | None = None  # see prepare
@@ -298,13 +306,14 @@ class Pager:
     # -- the first page ------------------------------------------------------------------------
 
     def first_page(self, tool: str, request: bytes, entities: list[Any], relations: list[Any], *,
-                   summarise_graph: bool = False) -> Page:
+                   summarise_graph: bool = False, client: str | None = None) -> Page:
         """The whole answer when it fits the budget (exactly as an uncut answer is encoded),
         else the first page of it, led by the graph's summary when `summarise_graph` (from the
         entities' own `summarise` when they are a Listing, else counted here).
 
         Entities and relations are their objects, or their JSON as msgspec.Raw (an answer read
-        from the index cache, not decoded until a page needs more than its bytes)."""
+        from the index cache, not decoded until a page needs more than its bytes). A cut answer is
+        kept among `client`'s (whoever the transport says asked; None for a lone client)."""
         smallest = _SMALLEST_ENTITY * len(entities) + _SMALLEST_RELATION * len(relations)
         if smallest <= self.budget:
             encoded = _encoder.encode({"entities": entities, "relations": relations})
@@ -319,10 +328,28 @@ class Pager:
         answer = Answer(tool, request, entities + relations, len(entities), summary)
         with self._lock:
             answer_id = next(self._ids)
-            self._answers[answer_id] = answer
-            while len(self._answers) > self.keep:
-                self._answers.popitem(last=False)
+            self._keep(answer_id, answer, client)
         return self._page(answer_id, answer, 0, 0, first=True)
+
+    def _keep(self, answer_id: int, answer: Answer, client: str | None) -> None:
+        """Under the lock: keep `answer`, forgetting its client's oldest beyond `keep` and the
+        oldest of all beyond `keep_in_all`."""
+        self._answers[answer_id] = answer
+        self._client_of[answer_id] = client
+        mine = self._of_client.setdefault(client, OrderedDict())
+        mine[answer_id] = None
+        while len(mine) > self.keep:
+            self._forget(next(iter(mine)))
+        while len(self._answers) > self.keep_in_all:
+            self._forget(next(iter(self._answers)))
+
+    def _forget(self, answer_id: int) -> None:
+        del self._answers[answer_id]
+        client = self._client_of.pop(answer_id)
+        theirs = self._of_client[client]
+        del theirs[answer_id]
+        if not theirs:
+            del self._of_client[client]
 
     # -- later pages ---------------------------------------------------------------------------
 
@@ -335,9 +362,11 @@ class Pager:
             answer = self._answers.get(answer_id)
             if answer is not None:
                 self._answers.move_to_end(answer_id)
+                self._of_client[self._client_of[answer_id]].move_to_end(answer_id)
         if answer is None:
-            raise CursorError(f"This cursor has expired: the server keeps the pages of its last {self.keep} cut "
-                              f"answers and forgets them all when it restarts. {start_again}")
+            raise CursorError(f"This cursor has expired: the server keeps the pages of each client's last {self.keep} "
+                              f"cut answers ({self.keep_in_all} in all) and forgets them all when it restarts. "
+                              f"{start_again}")
         if answer.tool != tool:
             raise CursorError(f"This cursor continues an answer of {answer.tool}, not of {tool}: pass it to "
                               f"{answer.tool} with the same arguments as before, or call {tool} without a cursor.")

@@ -46,6 +46,8 @@ from ..model.dates import Span
 if TYPE_CHECKING:
     from ..model.graph import Graph, Node
 
+MAX_PHRASE_QUERY: Final = 500
+"""Characters of a query beyond which no time phrase is looked for (each pattern is a pass over it)."""
 _MONTHS: Final = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
 _MONTHS["sept"] = 9
@@ -190,7 +192,10 @@ def _opened(span: Span, lead: str | None, now: datetime) -> Span:
 def parse_query(query: str, now: datetime) -> tuple[str, Span | None]:
     """The query without its time phrase, and the window the phrase names (None: no phrase).
 
-    Pure: `now` (aware, UTC) is what "today" and "last week" are counted from."""
+    Pure: `now` (aware, UTC) is what "today" and "last week" are counted from. A query longer
+    than MAX_PHRASE_QUERY characters is a pasted text, not a question about a time: it is left whole."""
+    if len(query) > MAX_PHRASE_QUERY:
+        return query, None
     for kind, pattern in _PATTERNS:
         for found in pattern.finditer(query):
             try:

@@ -16,18 +16,14 @@ import re
 import secrets
 import stat
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Final, NamedTuple, TypeAlias
 
-from ..model.records import Rejected
-from .lock import process_gone, write_all
+from protocol.fdio import write_all
 
-try:
-    import fcntl
-except ImportError:  # Windows
-    fcntl = None  # type: ignore[assignment]
+from ..model.records import Rejected
 
 log = logging.getLogger("memory_server")
 
@@ -60,34 +56,108 @@ def stat_signature(file: Path) -> Signature:
 
 _KINDS: Final = (
     (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"),
 )
+_MEMORY_ADVICE: Final = "point MEMORY_FILE_PATH at a regular file (or a symlink to one)"
 
 
-def _require_regular(file: Path, st: os.stat_result) -> None:
+def kind_of(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _subject(file: Path, advice: str) -> str:
+    # The memory file's errors name it already; a side file's name is the news.
+    return "it" if advice == _MEMORY_ADVICE else str(file)
+
+
+def _require_regular(file: Path, st: os.stat_result, advice: str = _MEMORY_ADVICE) -> None:
     if stat.S_ISREG(st.st_mode):
         return
-    kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
-    raise NotARegularFile(errno.EINVAL, f"it is {kind}, not a regular file; point MEMORY_FILE_PATH at a regular "
-                                        "file (or a symlink to one)", str(file))
+    raise NotARegularFile(errno.EINVAL, f"{_subject(file, advice)} is {kind_of(st.st_mode)}, not a regular file; "
+                                        f"nothing was read or written; {advice}", str(file))
 
 
-def open_memory_file(file: Path) -> int | None:
-    """A read-only descriptor of the memory file, or None when it does not exist.
+def refuse_unless_regular(path: Path, advice: str = "remove it") -> None:
+    """NotARegularFile unless ``path`` is missing or a regular file itself (not a link to one).
 
-    Refuses anything but a regular file before opening it (opening a device can have effects),
-    and again after, in case the name changed in between: then the open itself must not block."""
+    For files opened by a library that cannot be given O_NONBLOCK (SQLite, for the cache): a FIFO
+    there would block the open for ever. A name swapped after this check is the library's to
+    meet; what it then reads is checked like any cache content."""
     try:
-        _require_regular(file, os.stat(file))
-        fd = os.open(file, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
+        st = os.lstat(path)
     except FileNotFoundError:
-        return None
+        return
+    _require_regular(path, st, advice)
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY, *, follow: bool = False, private: bool = False,
+                 advice: str = "remove it") -> int:
+    """A descriptor of the regular file ``path``, opened without waiting: NotARegularFile for a FIFO,
+    a device, a socket, a directory (and for a symbolic link unless ``follow``), before anything is
+    read or written.
+
+    The kind is checked before the open (opening a device can have effects) and again on the open
+    descriptor, in case the name changed in between; O_NONBLOCK makes that open return at once even
+    on a FIFO with no writer. ``private`` (files this server writes beside the memory): the file must
+    have no second name (a planted hard link would make us write into someone else's file) and be
+    this user's, and it is narrowed to 0600; a file it creates is 0600 from its first byte."""
     try:
-        _require_regular(file, os.fstat(fd))
+        _require_regular(path, os.stat(path) if follow else os.lstat(path), advice)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+    try:
+        fd = os.open(path, flags | _CLOEXEC | _NONBLOCK | (0 if follow else _NOFOLLOW), PRIVATE)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENXIO):  # a link planted meanwhile; a FIFO opened for writing
+            raise NotARegularFile(errno.EINVAL, f"{_subject(path, advice)} is not a regular file; nothing was read "
+                                                f"or written; {advice}", str(path)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        _require_regular(path, st, advice)
+        if private:
+            # A second name means someone linked another file here: writing (or chmod) would change theirs.
+            if st.st_nlink > 1:
+                raise NotARegularFile(errno.EMLINK, f"{_subject(path, advice)} is a hard link to another file "
+                                                    f"({st.st_nlink} names); refusing to write to it; {advice}",
+                                      str(path))
+            if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+                raise NotARegularFile(errno.EPERM, f"{_subject(path, advice)} belongs to another user (uid "
+                                                   f"{st.st_uid}); refusing to write to it; {advice}", str(path))
+            # The umask cannot widen a mode, but an existing file may have been widened by hand.
+            # (Windows before Python 3.13 has no fchmod, and no POSIX modes to narrow.)
+            if hasattr(os, "fchmod") and stat.S_IMODE(st.st_mode) != PRIVATE:
+                os.fchmod(fd, PRIVATE)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 24):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def read_regular(path: Path, *, follow: bool = False, advice: str = "remove it") -> bytes:
+    """The bytes of the regular file ``path`` (see open_regular); FileNotFoundError when missing."""
+    fd = open_regular(path, follow=follow, advice=advice)
+    try:
+        return read_all(fd)
+    finally:
+        os.close(fd)
+
+
+def open_memory_file(file: Path) -> int | None:
+    """A read-only descriptor of the memory file (a symlink to one is followed), or None when it
+    does not exist."""
+    try:
+        return open_regular(file, follow=True, advice=_MEMORY_ADVICE)
+    except FileNotFoundError:
+        return None
 
 
 def read_file(file: Path) -> tuple[bytes, Signature]:
@@ -97,10 +167,7 @@ def read_file(file: Path) -> tuple[bytes, Signature]:
         return b"", None
     try:
         signature = signature_of(os.fstat(fd))
-        chunks = []
-        while chunk := os.read(fd, 1 << 24):
-            chunks.append(chunk)
-        return b"".join(chunks), signature
+        return read_all(fd), signature
     finally:
         os.close(fd)
 
@@ -140,23 +207,7 @@ def holds(file: Path, content: Sequence[bytes]) -> bool:
 
 
 def _open_private(path: Path, flags: int) -> int:
-    fd = os.open(path, flags | _CLOEXEC | _NOFOLLOW, PRIVATE)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, f"{path} is not a regular file; remove it")
-        # A second name means someone linked another file here: writing (or chmod) would change theirs.
-        if st.st_nlink > 1:
-            raise OSError(errno.EMLINK, f"{path} is a hard link to another file ({st.st_nlink} names); "
-                                        "refusing to write to it, remove it")
-        # The umask cannot widen a mode, but an existing file may have been widened by hand.
-        # (Windows before Python 3.13 has no fchmod, and no POSIX modes to narrow.)
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, PRIVATE)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return open_regular(path, flags, private=True)
 
 
 def _iov_max() -> int:
@@ -226,9 +277,15 @@ def remove_debris(file: Path) -> None:
     """Removes the temporary files that writers killed mid-save left next to the memory file, and the
     lock records that writers killed while taking the lock left.
 
-    Called only while holding the lock. A name whose writer is still alive is left alone (it may
-    be a writer that took over the lock from this one); one that cannot be removed (a directory
-    planted under that name, a file we may not delete) is reported once and skipped."""
+    Called only while holding the lock. The spare of an earlier version goes too (see
+    remove_old_spare), and the takeover guard of a breaker that was killed (see
+    lock.remove_dead_guard). A name whose writer is still alive is left alone (it may be a writer
+    that took over the lock from this one); one that cannot be removed (a directory planted under
+    that name, a file we may not delete) is reported once and skipped."""
+    from .lock import process_gone, remove_dead_guard  # (lock.py builds on this module)
+
+    _unlink_spare(file)
+    remove_dead_guard(file)
     pattern = _debris_pattern(file)
     try:
         with os.scandir(file.parent) as entries:
@@ -265,133 +322,48 @@ class Staged(NamedTuple):
     """What was written, piece by piece, for the next write to compare the file with."""
 
     def put_in_place(self, file: Path) -> int | None:
-        """Renames the staged file over ``file``, whose version becomes the spare of the next save
-        (see staged). Returns a descriptor of the spare this replaced, when there was one: closing
-        it frees the spare's blocks (about 1 ms per 6 MB), which can wait until the answer has gone."""
-        spare = spare_path_for(file)
-        keep = temporary_name(file)
-        _saving.add(keep.name)
+        """Renames the staged file over ``file``: the version it replaces is gone with its name (a
+        reader that has it open keeps reading it whole until it closes it).
+
+        Returns a descriptor of that version when one could be had, or None. The rename then only
+        unlinks it; closing the descriptor frees its pages and blocks (about 3 ms per 4 MB measured
+        here, inside the rename otherwise), which the caller does once the answer has gone. Until
+        then it is in no file: it has no name, and a crash frees it at the next mount."""
+        replaced = _open_replaced(file)
         try:
-            # A second name for the memory file first, so that once the rename has replaced it,
-            # the replaced version is there to become the spare. Where hard links are not to be
-            # had, saves simply go through new temporary files.
-            keep_made = _keeps_spare(file)
-            if keep_made:
-                try:
-                    os.link(file, keep, follow_symlinks=False)
-                except OSError:
-                    keep_made = False
-            try:
-                os.replace(self.path, file)
-            except BaseException:
-                if keep_made:
-                    with suppress(OSError):
-                        os.unlink(keep)
-                raise
-            if not keep_made:
-                return None
-            replaced = _open_old_spare(spare)
-            try:
-                os.replace(keep, spare)
-            except OSError:
-                # The name is taken by what no rename may replace (a directory): no spare then.
-                with suppress(OSError):
-                    os.unlink(keep)
-            return replaced
-        finally:
-            _saving.discard(keep.name)
-
-
-def spare_path_for(file: Path) -> Path:
-    """``<file>.spare``: the version of the memory file before the last save, kept so that the next
-    save can write into its blocks rather than into new ones (see staged)."""
-    return file.with_name(f"{file.name}.spare")
-
-
-_SETLEASE: Final = getattr(fcntl, "F_SETLEASE", None) if fcntl is not None else None
-_BUSY: Final = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EBUSY})
-
-_without_leases: Final[set[Path]] = set()
-"""Memory files whose filesystem grants no leases: they keep no spare (it could never be used)."""
-
-
-def _keeps_spare(file: Path) -> bool:
-    return _SETLEASE is not None and file not in _without_leases
-
-
-def _spare_to_overwrite(file: Path) -> int | None:
-    """A descriptor for writing over the spare, or None when it must not be written over.
-
-    The spare must be a regular file of this user with no other name (a hard link planted to it
-    elsewhere would be written into), and no process may have it open: it is the memory file of
-    one save before, which a reader that opened it then may still be reading, and such a reader
-    must keep seeing that version whole. Linux proves the second by granting a write lease, which
-    it does only while nobody else has the file open (and mapped); the lease is given back at once,
-    because a later open of the spare by its name (a backup tool) only reads a file being written,
-    which it is. Elsewhere, and on a filesystem that grants no leases, every save goes through a
-    new temporary file and no spare is kept."""
-    lease = _SETLEASE
-    if lease is None or not _keeps_spare(file):
-        return None
-    try:
-        fd = os.open(spare_path_for(file), os.O_WRONLY | _CLOEXEC | _NOFOLLOW | _NONBLOCK)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.geteuid():
-            raise OSError(errno.EPERM, "not a spare this process may write over")
-        try:
-            fcntl.fcntl(fd, lease, fcntl.F_WRLCK)
-        except OSError as error:
-            if error.errno not in _BUSY:
-                # Not "open elsewhere" but "no leases here" (a network filesystem): saves go through
-                # temporary files from now on, and the spare, of no use, goes.
-                _without_leases.add(file)
-                with suppress(OSError):
-                    os.unlink(spare_path_for(file))
+            os.replace(self.path, file)
+        except BaseException:
+            if replaced is not None:
+                os.close(replaced)
             raise
-        fcntl.fcntl(fd, lease, fcntl.F_UNLCK)
-        if stat.S_IMODE(st.st_mode) != PRIVATE:
-            os.fchmod(fd, PRIVATE)  # it was the memory file: maybe made by another program, readable by others
+        return replaced
+
+
+def _open_replaced(file: Path) -> int | None:
+    try:
+        return open_regular(file)
     except OSError:
-        os.close(fd)
         return None
-    return fd
 
 
 def _write_durably(fd: int, content: list[bytes]) -> Signature:
-    """Writes `content` from the start of the file `fd` and nothing after it (a spare may have been
-    longer), flushes it to disk, and closes `fd`: the signature of what was written."""
+    """Writes `content` into the new file `fd`, flushes it to disk, and closes `fd`: the signature of
+    what was written."""
     try:
         write_pieces(fd, content)
-        os.ftruncate(fd, sum(map(len, content)))
         os.fsync(fd)
         return signature_of(os.fstat(fd))
     finally:
         os.close(fd)
 
 
-def _open_old_spare(spare: Path) -> int | None:
-    try:
-        return os.open(spare, os.O_RDONLY | _CLOEXEC | _NOFOLLOW | _NONBLOCK)
-    except OSError:
-        return None
-
-
 @contextmanager
 def staged(file: Path, pieces: Iterable[bytes]) -> Iterator[Staged]:
-    """The ``pieces`` durably in a file next to ``file``, ready to be put in its place.
+    """The ``pieces`` durably in a new temporary file next to ``file``, ready to be put in its place.
 
-    That file is the spare when it may be written over (the blocks and cached pages of the file
-    it replaced are reused: a new file costs fresh pages, which on a virtual machine can take ten
-    times as long as the copy itself), else a new temporary file, which is gone afterwards
-    whatever happens (renamed, or removed). A spare written but not put in place is still only
-    the spare."""
+    The file is created for this save alone (O_EXCL, never through a link) and private (0600) from
+    its first byte; it is gone afterwards whatever happens: renamed over ``file``, or removed."""
     content = list(pieces)  # kept for the next write to compare the file with
-    if (fd := _spare_to_overwrite(file)) is not None:
-        yield Staged(spare_path_for(file), _write_durably(fd, content), content)
-        return
     path = temporary_name(file)
     _saving.add(path.name)
     try:
@@ -405,6 +377,41 @@ def staged(file: Path, pieces: Iterable[bytes]) -> Iterator[Staged]:
         _saving.discard(path.name)
         with suppress(FileNotFoundError):
             os.unlink(path)
+
+
+def spare_path_for(file: Path) -> Path:
+    """``<file>.spare``: where earlier versions kept the memory file as it was before the last
+    save. It holds what later writes removed, so this version deletes it (see remove_old_spare)."""
+    return file.with_name(f"{file.name}.spare")
+
+
+def remove_old_spare(file: Path, held: Callable[[], AbstractContextManager[object]]) -> None:
+    """Removes the spare an older version left, under the lock ``held()`` takes (an older server
+    sharing the file writes its spare only while it holds the lock). Costs one lstat when there is
+    none. When the lock is busy or the spare cannot go, the next save removes it (remove_debris)."""
+    try:
+        st = os.lstat(spare_path_for(file))
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        return  # not a file an older version made: nothing of ours
+    with suppress(Exception), held():
+        _unlink_spare(file)
+
+
+def _unlink_spare(file: Path) -> None:
+    spare = spare_path_for(file)
+    try:
+        st = os.lstat(spare)
+        if stat.S_ISREG(st.st_mode):
+            spare.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        if _unremovable.first_time(spare):
+            log.warning("%s holds an older version of the memory file (left by an earlier version, which kept one) but "
+                        "cannot be removed (%s). Remove it by hand: it may hold deleted facts.", spare,
+                        error.strerror)
 
 
 def fsync_directory(directory: Path) -> None:

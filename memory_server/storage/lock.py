@@ -18,9 +18,20 @@ The protocol (every process sharing a memory file follows it, this version and t
 
 - The holder refreshes the file's modification time every ``refresh_every`` seconds.
 - A waiter takes over a lock whose process is gone on this host (a recycled pid is told apart by
-  its start time) at once, and any other lock once it has seen it unchanged for ``stale_after``
-  seconds, unless the record declares another stale time (then only its death frees it). An empty
-  or unreadable lock file (older versions could leave one) expires by age as well.
+  its start time) at once, and any other lock once it has gone ``stale_after`` seconds without a
+  refresh, whoever wrote it and whatever its record says (another host or container, an older
+  version's record, an empty or unreadable file): its age is now minus its modification time,
+  so a lock two minutes old is taken at the first look, however long the waiter has watched it.
+- Clocks: the holder's refresh sets the modification time from the clock of the host that owns a
+  local filesystem, and the waiter reads the same clock. A lock whose time lies ahead of now (the
+  clock was set back, or the file was touched by hand) counts from when the waiter first saw it
+  unchanged, on its monotonic clock, so it is taken ``stale_after`` seconds later at most. A clock
+  set forward by more than ``stale_after`` makes a live holder's lock look stale: it is taken, and
+  the holder, finding its lock replaced, fails its write changing nothing (below). On a network
+  filesystem the file server's clock sets the time; hosts whose clocks differ from it by more than
+  ``stale_after`` see the same two cases.
+- A lock file's name holding something else (a FIFO, a directory, a symbolic link) is never
+  opened in a way that waits, and never taken over: writes fail at once, saying what to remove.
 - Takeovers happen one at a time, under ``<file>.lock.break``, itself such a lock file: a waiter
   that finds it taken skips that round. The taker renames its own record over the stale one, so the
   lock name never goes missing and no third process can slip in between.
@@ -35,7 +46,6 @@ import errno
 import os
 import secrets
 import socket
-import stat
 import sys
 import threading
 import time
@@ -45,9 +55,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from protocol.fdio import write_all  # re-exported: files.py writes through it too
+from protocol.fdio import write_all
 
 from ..model.graph import GraphError
+from .files import NotARegularFile, open_regular
 
 __all__ = [
     "LOCK_REFRESH_EVERY",
@@ -60,6 +71,7 @@ __all__ = [
     "WriteAbandoned",
     "lock_path_for",
     "process_gone",
+    "remove_dead_guard",
     "write_all",
 ]
 
@@ -333,17 +345,19 @@ class _Marker:
             os.close(fd)
 
     def stale(self) -> os.stat_result | None:
-        """The lock file's stat when it may be taken over now, else None."""
+        """The lock file's stat when it may be taken over now, else None. NotARegularFile when the
+        name holds something else than a lock file (a FIFO, a directory): it is not ours to take."""
         try:
-            # Read-only and non-blocking: the name may not even be a regular file any more.
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-                         | getattr(os, "O_CLOEXEC", 0))
+            # Read-only and without waiting: the name may not even be a regular file any more.
+            fd = open_regular(self.path)
+        except NotARegularFile:
+            raise
         except OSError:
             return None
         try:
             # The open descriptor keeps the inode from being reused while it is judged.
             st = os.fstat(fd)
-            content = os.read(fd, _RECORD_LIMIT) if stat.S_ISREG(st.st_mode) else b""
+            content = os.read(fd, _RECORD_LIMIT)
         except OSError:
             return None
         finally:
@@ -351,24 +365,31 @@ class _Marker:
         record = parse_record(content)
         if record is not None and record.host == _identity()[1] and process_gone(record.pid, record.start):
             return st
-        if record is not None and record.duration is not None and record.duration != self.stale_after:
-            return None  # its holder counts time differently: only its death frees it
-        return st if self._unchanged_for(st) >= self.stale_after else None
+        return st if self._unrefreshed_for(st) >= self.stale_after else None
 
-    def _unchanged_for(self, st: os.stat_result) -> float:
-        # Measured on this process's monotonic clock, so that clocks set differently cannot disagree.
+    def _unrefreshed_for(self, st: os.stat_result) -> float:
+        """How long the lock file has gone without a refresh: its age by its modification time
+        (set by the holder with the clock this host reads too), or, when that time lies ahead of
+        now (a clock set back, a file touched by hand), how long this waiter has seen it unchanged,
+        on its monotonic clock."""
         key = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
         now = time.monotonic()
         if self._seen is None or self._seen[0] != key:
             self._seen = (key, now)
-        return now - self._seen[1]
+        watched = now - self._seen[1]
+        return max(watched, time.time() - st.st_mtime_ns / 1e9)
 
     def holder(self) -> Record | None:
         try:
-            with open(self.path, "rb") as file:
-                return parse_record(file.read(_RECORD_LIMIT))
+            fd = open_regular(self.path)
         except OSError:
             return None
+        try:
+            return parse_record(os.read(fd, _RECORD_LIMIT))
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
 
 class _Refresher:
@@ -435,6 +456,9 @@ class MemoryFileLock:
                 fd = self._lock.create(token)
                 if fd is None and (stale := self._lock.stale()) is not None:
                     fd = self._take_over(token, stale)
+            except NotARegularFile as error:
+                raise GraphError(f"Cannot take the lock: {error.strerror}. Nothing was "
+                                 "changed.") from error
             except OSError as error:
                 raise GraphError(f"Cannot create the lock file {self.path} ({error.strerror}); the directory "
                                  "holding the memory file must be writable. Nothing was changed.") from error
@@ -500,5 +524,27 @@ def _pinned(path: Path) -> Iterator[os.stat_result | None]:
         return
     try:
         yield os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_dead_guard(memory_file: Path) -> None:
+    """Removes ``<file>.lock.break`` when the breaker that made it has exited on this host (killed
+    mid-takeover), so that nothing of ours stays beside the memory after writes. Called with the
+    lock held; a guard of a live or unknown breaker is left to expire by age (see _take_over)."""
+    guard = lock_path_for(memory_file).with_name(lock_path_for(memory_file).name + ".break")
+    try:
+        fd = open_regular(guard)
+    except OSError:
+        return
+    try:
+        record = parse_record(os.read(fd, _RECORD_LIMIT))
+        if record is None or record.host != _identity()[1] or not process_gone(record.pid, record.start):
+            return
+        with suppress(OSError):
+            if _same_file(os.lstat(guard), os.fstat(fd)):
+                os.unlink(guard)
+    except OSError:
+        return
     finally:
         os.close(fd)

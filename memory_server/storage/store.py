@@ -37,6 +37,7 @@ from .files import (
     read_file,
     rejected_path_for,
     remove_debris,
+    remove_old_spare,
     staged,
     stat_signature,
 )
@@ -197,12 +198,15 @@ class GraphStore:
         self._unrankable: Graph | None = None  # the same for the ranking's index
         self._index_pending: Graph | None = None  # the graph whose word index a thread is about to make
         self._read_ahead: tuple[bytes, Signature] | None = None  # the file's bytes read by look_ahead
-        # Frees the spare a save replaced while the answer goes out (see Staged.put_in_place).
+        # Frees the version a save replaced (no longer under any name) once the answer has gone (see
+        # Staged.put_in_place).
         self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
         # Compares the file with the bytes last read or written while a write works out its change.
         self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-check")
         self._unreported_change = False
         self._cache = index_cache.CacheState()
+        # A spare an earlier version kept beside the memory holds what later writes deleted.
+        remove_old_spare(self._file, lambda: self._lock.held(deadline=time.monotonic()))
 
     # -- reads ---------------------------------------------------------------------------------
 

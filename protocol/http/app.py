@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hmac
+import hashlib
 import logging
 import secrets
 import time
@@ -31,15 +31,13 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
-import msgspec
 
-from .context import RequestContext
-from .engine import respond
-from .eras import LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_VERSION, Era
-from .errors import (
+from ..context import RequestContext
+from ..engine import respond
+from ..eras import LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_VERSION, Era
+from ..errors import (
     HEADER_MISMATCH,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -47,11 +45,29 @@ from .errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     ProtocolError,
 )
-from .framing import MAX_LINE_BYTES, Line
-from .messages import Blank, Invalid, Notification, Request, RequestId, Response, classify, encode_error, id_key
-from .peer import Peer
-from .runtime import running
-from .server import Server
+from ..framing import MAX_LINE_BYTES, Line
+from ..messages import Blank, Invalid, Notification, Request, RequestId, Response, classify, encode_error, id_key
+from ..peer import Peer
+from ..runtime import running
+from ..server import Server
+from .limits import (
+    BODY_IDLE_SECONDS,
+    MAX_BODY_BYTES_IN_FLIGHT,
+    MAX_CONCURRENT_REQUESTS,
+    MAX_CONCURRENT_WRITES,
+    MAX_STREAMS,
+    BodyBudget,
+    Slots,
+)
+from .security import (
+    cors_headers,
+    host_allowed,
+    normal_origin,
+    origin_allowed,
+    origin_set,
+    preflight_headers,
+    token_matches,
+)
 
 log = logging.getLogger("protocol.http")
 
@@ -67,16 +83,12 @@ MAX_SESSIONS = 1000
 SESSION_IDLE_SECONDS = 3600.0
 """A legacy session with no request in flight and no GET stream open for this long is ended: its
 next request gets 404, and its client initializes a new one."""
-MAX_CONCURRENT_REQUESTS = 64
-"""Requests answered at once across all clients (listens and GET streams not counted); the rest wait their turn."""
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 NAME_PARAMS = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
 STATUS_OF_ERROR = {PARSE_ERROR: 400, INVALID_REQUEST: 400, HEADER_MISMATCH: 400,
                    UNSUPPORTED_PROTOCOL_VERSION: 400, METHOD_NOT_FOUND: 404}
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform"),
                (b"x-accel-buffering", b"no")]
 JSON_HEADERS = [(b"content-type", b"application/json")]
-_decoder = msgspec.json.Decoder()
 
 
 class _Outbox:
@@ -114,42 +126,6 @@ class _Outbox:
         return None if self.closed else b""
 
 
-class _Slots:
-    """At most `limit` requests answered at once; the others wait in the order they came.
-
-    anyio's CapacityLimiter passes through the event loop even when a slot is free (a checkpoint;
-    a tenth of the event loop's time at 32 clients in a profile); a free slot here is a counter.
-    A slot freed while others wait is handed straight to the first of them."""
-
-    def __init__(self, limit: int) -> None:
-        self._free = limit
-        self._waiting: deque[anyio.Event] = deque()
-
-    async def __aenter__(self) -> None:
-        if self._free > 0 and not self._waiting:
-            self._free -= 1
-            return
-        turn = anyio.Event()
-        self._waiting.append(turn)
-        try:
-            await turn.wait()
-        except BaseException:
-            if turn.is_set():
-                self._release()  # handed a slot as it was cancelled: the next one gets it
-            else:
-                self._waiting.remove(turn)
-            raise
-
-    async def __aexit__(self, *_: object) -> None:
-        self._release()
-
-    def _release(self) -> None:
-        if self._waiting:
-            self._waiting.popleft().set()
-        else:
-            self._free += 1
-
-
 class _LegacySession:
     def __init__(self, server: Server, session_id: str) -> None:
         self.id = session_id
@@ -185,24 +161,37 @@ class _Gone(Exception):
 
 
 class StreamableHTTP:
-    """The ASGI application. Build it with `asgi_app(server, ...)`."""
+    """The ASGI application. Build it with `asgi_app(server, ...)`; the limits are those of `limits`.
+
+    `allowed_hosts`: the Host names answered (None: any; `run` sets the loopback names for a
+    server bound to a loopback address). `allowed_origins`: the browser origins given CORS."""
 
     def __init__(self, server: Server, *, path: str = DEFAULT_PATH, token: str | None = None,
-                 allowed_origins: Iterable[str] = (), max_body_bytes: int = MAX_LINE_BYTES,
+                 allowed_origins: Iterable[str] = (), allowed_hosts: Iterable[str] | None = None,
+                 max_body_bytes: int = MAX_LINE_BYTES,
                  keepalive_seconds: float = KEEPALIVE_SECONDS, max_sessions: int = MAX_SESSIONS,
                  max_concurrent_requests: int = MAX_CONCURRENT_REQUESTS,
+                 max_concurrent_writes: int = MAX_CONCURRENT_WRITES, max_streams: int = MAX_STREAMS,
+                 max_body_bytes_in_flight: int = MAX_BODY_BYTES_IN_FLIGHT,
+                 body_idle_seconds: float = BODY_IDLE_SECONDS,
                  session_idle_seconds: float = SESSION_IDLE_SECONDS) -> None:
         self.server = server
         self.path = "/" + path.strip("/") if path.strip("/") else ""
         self._token = token.encode() if token else None
-        self._origins = {origin.rstrip("/").lower() for origin in allowed_origins}
+        self._origins = origin_set(allowed_origins)
+        self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower().strip("[]") for h in allowed_hosts)
         self.max_body_bytes = max_body_bytes
         self.keepalive_seconds = keepalive_seconds
         self.max_sessions = max_sessions
+        self.max_streams = max_streams
+        self.body_idle_seconds = body_idle_seconds
         self.session_idle_seconds = session_idle_seconds
         self._sessions: dict[str, _LegacySession] = {}
         self._listening: set[Peer] = set()  # modern peers with an open listen stream
-        self._slots = _Slots(max_concurrent_requests)
+        self._streams = 0  # SSE streams open: listens and GET streams
+        self._slots = Slots(max_concurrent_requests)
+        self._write_slots = Slots(max_concurrent_writes)
+        self._bodies = BodyBudget(max_body_bytes_in_flight)
         self.closing = False
 
     # -- lifetime -------------------------------------------------------------------------------------
@@ -251,21 +240,28 @@ class StreamableHTTP:
             return
         if scope["type"] != "http":
             return  # websockets: not ours; the ASGI server closes the connection
+        headers = _headers(scope)
+        origin = headers.get("origin")
+        if origin is not None and normal_origin(origin) in self._origins:
+            send = _adding(send, cors_headers(origin))  # errors too: the page can read why
         try:
-            await self._http(scope, receive, send)
+            await self._http(scope, headers, receive, send)
         except _Reject as reject:
             await _json(send, reject.status, encode_error(reject.request_id, reject.error), reject.headers)
         except _Gone:
             pass
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _http(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
         if _relative_path(scope) != (self.path or "/"):
             await _plain(send, 404, b"Not Found")
             return
-        headers = _headers(scope)
+        self._check_host(headers)
         self._check_origin(headers)
-        self._check_token(headers)
         method = scope["method"]
+        if method == "OPTIONS":
+            await self._options(headers, send)
+            return
+        self._check_token(headers)
         if method == "POST":
             await self._post(scope, headers, receive, send)
         elif method == "GET":
@@ -277,29 +273,35 @@ class StreamableHTTP:
             await send({"type": "http.response.start", "status": 204, "headers": []})
             await send({"type": "http.response.body", "body": b""})
         else:
-            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET, POST, DELETE")])
+            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET, POST, DELETE, OPTIONS")])
 
-    # -- security -------------------------------------------------------------------------------------
+    # -- security (see `security`) --------------------------------------------------------------------
+
+    def _check_host(self, headers: dict[str, str]) -> None:
+        host = headers.get("host")
+        if not host_allowed(host, self.allowed_hosts):
+            raise _Reject(421, ProtocolError(
+                INVALID_REQUEST, f"Misdirected Request: this server does not answer for the host {host!r}"))
 
     def _check_origin(self, headers: dict[str, str]) -> None:
         origin = headers.get("origin")
-        if origin is None or origin.rstrip("/").lower() in self._origins:
-            return
-        try:
-            host = urlsplit(origin).hostname
-        except ValueError:
-            host = None
-        if host not in LOOPBACK_HOSTS:
+        if origin is not None and not origin_allowed(origin, self._origins):
             raise _Reject(403, ProtocolError(INVALID_REQUEST, f"Forbidden: origin {origin!r} is not allowed"))
 
     def _check_token(self, headers: dict[str, str]) -> None:
-        if self._token is None:
-            return
-        scheme, _, given = headers.get("authorization", "").partition(" ")
-        # compare_digest on equal-typed bytes: the time taken says nothing about the token
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self._token):
+        if self._token is not None and not token_matches(headers.get("authorization"), self._token):
             raise _Reject(401, ProtocolError(INVALID_REQUEST, "Unauthorized: a valid bearer token is required"),
                           headers=[(b"www-authenticate", b'Bearer realm="mcp"')])
+
+    async def _options(self, headers: dict[str, str], send: Send) -> None:
+        """A CORS preflight (answered without the token, which a preflight never carries), or a
+        plain OPTIONS: the methods this endpoint serves."""
+        origin = headers.get("origin")
+        extra = [(b"allow", b"GET, POST, DELETE, OPTIONS")]
+        if origin is not None and normal_origin(origin) in self._origins:
+            extra += preflight_headers(headers.get("access-control-request-headers"))
+        await send({"type": "http.response.start", "status": 204, "headers": extra})
+        await send({"type": "http.response.body", "body": b""})
 
     # -- sessions -------------------------------------------------------------------------------------
 
@@ -351,7 +353,16 @@ class StreamableHTTP:
         if content_type != "application/json":
             raise _Reject(415, ProtocolError(INVALID_REQUEST, "Unsupported Media Type: send application/json"))
         body = await self._body(headers, receive)
+        held = [len(body)]  # counted in the body budget until answered (a listen gives it up at once)
+        try:
+            await self._serve_post(scope, headers, body, held, receive, send)
+        finally:
+            self._bodies.give(held[0])
+
+    async def _serve_post(self, scope: Scope, headers: dict[str, str], body: bytes, held: list[int],
+                          receive: Receive, send: Send) -> None:
         message = classify(Line(body))
+        del body
         if isinstance(message, Blank):
             raise _Reject(400, ProtocolError(INVALID_REQUEST, "Invalid Request: the body is empty"))
         if isinstance(message, Invalid):
@@ -367,26 +378,31 @@ class StreamableHTTP:
         assert isinstance(message, Request)
         if session is not None:
             self._check_legacy_version(headers, message)
-            await self._answer(session.peer, message, receive, send, session=session, sse=_wants_sse(headers))
+            await self._answer(session.peer, message, receive, send, session=session, sse=_wants_sse(headers),
+                               client=f"session {session.id}")
         elif message.method == "initialize":
             session = self._new_session()
             await self._answer(session.peer, message, receive, send, session=session, created=True,
-                               sse=_wants_sse(headers))
+                               sse=_wants_sse(headers), client=f"session {session.id}")
         else:
             modern = _carries_modern_meta(message)
             if modern:
                 _check_request_headers(headers, message)
             if message.method == "subscriptions/listen":
+                self._bodies.give(held[0])
+                held[0] = 0
                 await self._listen(message, receive, send)
             else:
                 # A modern request is served as on a stdio connection already in the modern era.
                 peer = Peer(self.server, _nowhere, transport="http", era=Era.MODERN if modern else None)
                 try:
-                    await self._answer(peer, message, receive, send, strict=not modern, sse=_wants_sse(headers))
+                    await self._answer(peer, message, receive, send, strict=not modern, sse=_wants_sse(headers),
+                                       client=_stateless_client(scope, headers))
                 finally:
                     peer.close()
 
     async def _body(self, headers: dict[str, str], receive: Receive) -> bytes:
+        """The request's body, counted in the body budget as it arrives (given back by the caller)."""
         too_big = _Reject(413, ProtocolError(
             INVALID_REQUEST, f"Invalid Request: the body exceeds the limit of {self.max_body_bytes} bytes"))
         try:
@@ -397,17 +413,33 @@ class StreamableHTTP:
             raise too_big
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise _Gone
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise too_big
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        try:
+            while True:
+                with anyio.move_on_after(self.body_idle_seconds):
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise _Gone
+                    chunk = message.get("body", b"")
+                    if size + len(chunk) > self.max_body_bytes:
+                        raise too_big
+                    if not self._bodies.take(size, len(chunk)):
+                        raise _Reject(503, ProtocolError(
+                            INVALID_REQUEST, "Service Unavailable: the server is receiving as many bytes of "
+                            f"request bodies as it holds at once ({self._bodies.limit}); retry in a moment"),
+                            headers=[(b"retry-after", b"1"), (b"connection", b"close")])
+                    size += len(chunk)
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        body = b"".join(chunks)
+                        size = 0  # the caller holds it now
+                        return body
+                    continue
+                raise _Reject(408, ProtocolError(
+                    INVALID_REQUEST, f"Request Timeout: no byte of the body came for {self.body_idle_seconds:g} s"),
+                    headers=[(b"connection", b"close")])
+        finally:
+            if size:
+                self._bodies.give(size)
 
     def _check_legacy_version(self, headers: dict[str, str], request: Request) -> None:
         version = headers.get("mcp-protocol-version")
@@ -418,10 +450,11 @@ class StreamableHTTP:
 
     async def _answer(self, peer: Peer, request: Request, receive: Receive, send: Send, *,
                       session: _LegacySession | None = None, created: bool = False, strict: bool = False,
-                      sse: bool = False) -> None:
+                      sse: bool = False, client: str | None = None) -> None:
         """Serve one request while watching for the client going away; answer it as JSON, or as a
         one-event SSE stream to a client that accepts only that."""
         context = peer.context(request, None)
+        context.client = client
         key = id_key(request.id)
         if session is not None and key in session.inflight:
             raise _Reject(400, ProtocolError(
@@ -433,7 +466,7 @@ class StreamableHTTP:
                 session.inflight[key] = (tasks.cancel_scope, context)
             try:
                 tasks.start_soon(_watch_disconnect, receive, tasks.cancel_scope, context)
-                async with self._slots:
+                async with self._slots_for(request):
                     outcome = await respond(peer, request, context)
                 tasks.cancel_scope.cancel()
             finally:
@@ -471,8 +504,33 @@ class StreamableHTTP:
         else:
             await _json(send, status, line, extra)
 
+    def _slots_for(self, request: Request) -> Slots:
+        """A tool call that may write (not annotated readOnlyHint) waits among the writes; the rest
+        among the reads, so that writes waiting for the lock never hold every turn."""
+        if request.method == "tools/call":
+            name = request.params.get("name")
+            tool = self.server.tools.get(name) if isinstance(name, str) else None
+            if tool is not None and not (tool.annotations or {}).get("readOnlyHint", False):
+                return self._write_slots
+        return self._slots
+
+    def _open_stream(self, request_id: RequestId | None = None) -> None:
+        """Count one more SSE stream, or refuse it when MAX_STREAMS are open (statement 5 of `limits`)."""
+        if self._streams >= self.max_streams:
+            raise _Reject(503, ProtocolError(
+                INVALID_REQUEST, f"Service Unavailable: {self.max_streams} streams (listens and GET streams) are "
+                "open, the most this server keeps; retry later"), request_id, headers=[(b"retry-after", b"5")])
+        self._streams += 1
+
     async def _listen(self, request: Request, receive: Receive, send: Send) -> None:
         """A modern listen: an SSE stream from the acknowledgement to the graceful closure."""
+        self._open_stream(request.id)
+        try:
+            await self._listen_stream(request, receive, send)
+        finally:
+            self._streams -= 1
+
+    async def _listen_stream(self, request: Request, receive: Receive, send: Send) -> None:
         outbox = _Outbox()
         peer = Peer(self.server, outbox.put, transport="http", era=Era.MODERN if _carries_modern_meta(request) else None)
         context = peer.context(request, None)
@@ -529,6 +587,7 @@ class StreamableHTTP:
             return
         if session.streaming:
             raise _Reject(409, ProtocolError(INVALID_REQUEST, "Conflict: this session's GET stream is already open"))
+        self._open_stream()
         session.streaming = True
         try:
             await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
@@ -537,6 +596,7 @@ class StreamableHTTP:
                 await self._stream(session.outbox, send)
                 tasks.cancel_scope.cancel()
         finally:
+            self._streams -= 1
             session.streaming = False
             session.last_used = time.monotonic()
             with anyio.CancelScope(shield=True):
@@ -563,6 +623,16 @@ def _headers(scope: Scope) -> dict[str, str]:
     for name, value in scope.get("headers", ()):
         headers[name.decode("latin-1").lower()] = value.decode("latin-1")
     return headers
+
+
+def _stateless_client(scope: Scope, headers: dict[str, str]) -> str:
+    """Who a request outside a session comes from, as far as HTTP tells: its address, and the
+    credentials it carried (hashed). Keys what is kept for it, such as its cut answers' pages."""
+    address = (scope.get("client") or ("?",))[0]
+    authorization = headers.get("authorization")
+    if authorization is None:
+        return f"address {address}"
+    return f"address {address} credentials {hashlib.sha256(authorization.encode('latin-1')).hexdigest()[:16]}"
 
 
 def _wants_sse(headers: dict[str, str]) -> bool:
@@ -663,53 +733,17 @@ async def _event(send: Send, line: bytes) -> None:
                 "more_body": True})
 
 
+def _adding(send: Send, headers: list[tuple[bytes, bytes]]) -> Send:
+    """`send`, with `headers` added to the response's start."""
+    async def send_with(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *headers]}
+        await send(message)
+    return send_with
+
+
 async def _end(send: Send) -> None:
     try:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except Exception:  # the connection is already gone
         pass
-
-
-
-# -- running it -----------------------------------------------------------------------------------------
-
-SHUTDOWN_GRACE_SECONDS = 2
-"""After SIGTERM or SIGINT: how long requests in flight may finish before they are cancelled."""
-
-
-def run(app: StreamableHTTP, host: str, port: int) -> None:
-    """Serve `app` with uvicorn until SIGTERM or SIGINT; every listen then gets its graceful closure.
-
-    uvicorn is the `http` extra: it is imported here, so the stdio server never needs it. Logging
-    is the caller's to configure (the command line does it; a library never should)."""
-    try:
-        import uvicorn
-    except ImportError:
-        raise SystemExit("Streamable HTTP needs the http extra (uvicorn): pip install 'kg-memory-mcp[http]'") from None
-    import asyncio
-    import signal
-
-    loop: list[asyncio.AbstractEventLoop] = []
-
-    class Server(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            # uvicorn waits for open connections before its lifespan ends, so the streams are
-            # told first: each listen answers its closure and each GET stream ends.
-            if loop and not app.closing:
-                loop[0].call_soon_threadsafe(app.close_streams)
-            super().handle_exit(sig, frame)
-
-    config = uvicorn.Config(app, host=host, port=port, lifespan="on", ws="none", access_log=False,
-                            server_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
-                            log_config=None)
-    server = Server(config)
-
-    async def serve() -> None:
-        loop.append(asyncio.get_running_loop())
-        await server.serve()
-
-    # uvicorn re-raises the signal it caught once it has stopped, to the handler found before it
-    # started: a handler that does nothing makes that a clean exit 0, as on stdio.
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: None)
-    asyncio.run(serve())
