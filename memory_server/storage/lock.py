@@ -58,7 +58,7 @@ from typing import Final, NamedTuple
 from protocol.fdio import write_all
 
 from ..model.graph import GraphError
-from .files import NotARegularFile, open_regular
+from .osio import NotARegularFile, open_regular
 
 __all__ = [
     "LOCK_REFRESH_EVERY",
