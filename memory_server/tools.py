@@ -15,7 +15,8 @@ import msgspec
 
 from protocol import Server, ToolError, ToolResult
 
-from .retrieval.paging import CursorError, Page, Pager, budget_from, request_key
+from .retrieval import answer as answers
+from .retrieval.paging import CursorError, Facts, Page, Pager, budget_from, request_key
 from .storage.store import GraphError, GraphStore, NotInMemory, WriteResult
 
 GRAPH_URI = "memory://knowledge-graph"
@@ -79,6 +80,11 @@ SUMMARY = _object({
         "description": "How many relations start or end there (one to itself counts twice)"}}, closed=True),
                            "The entities with the most relations, most first"),
 }, closed=True)
+SEARCH_OUTPUT = _object({
+    "entities": _list(_object({**_entity()["properties"], "partial": _string(
+        "Present when not every observation of the entity is shown: how many are; open_nodes gives all")},
+        closed=True, optional=("partial",))),
+    "relations": _list(_relation(closed=True)), "nextCursor": NEXT_CURSOR}, closed=True, optional=("nextCursor",))
 GRAPH_PAGE_OUTPUT = _object({
     "summary": {**SUMMARY, "description": "On the first page of a cut read_graph: what the whole graph holds"},
     **PAGE_OUTPUT["properties"]}, closed=True, optional=("summary", "nextCursor"))
@@ -100,6 +106,10 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
             # Before any protocol traffic: the client sees the server exit, its log shows why.
             raise SystemExit(f"mcp-server-memory: {error}") from None
     pager = Pager(budget)
+    try:
+        glance = min(answers.characters_from(os.environ), budget)
+    except ValueError as error:
+        raise SystemExit(f"mcp-server-memory: {error}") from None
 
     def announce(write: Callable[..., WriteResult]) -> Callable[[Any, threading.Event], WriteResult]:
         # Runs in the worker thread, so a change is announced even when the caller was cancelled
@@ -132,6 +142,8 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
             if (cursor := arguments.get("cursor")) is not None:
                 return pager.next_page(cursor, tool, request)
             value = answer(in_memory)
+            if isinstance(value, Facts):
+                return pager.first_facts(tool, request, value)
             return pager.first_page(tool, request, value["entities"], value["relations"],
                                     summarise_graph=tool == "read_graph")
         try:
@@ -142,7 +154,7 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
                 result = page(in_memory=True)
             except NotInMemory:
                 result = await anyio.to_thread.run_sync(page)
-        except (GraphError, CursorError) as error:
+        except (GraphError, CursorError, answers.ArgumentError) as error:
             raise ToolError(str(error)) from error
         if result.following is not None:
             # Right after this answer is written out (this handler returns to the engine, which
@@ -233,18 +245,28 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
     async def read_graph(arguments: dict[str, Any]) -> ToolResult:
         return await read("read_graph", arguments, lambda in_memory: store.read_graph_for_pages(in_memory=in_memory))
 
+    # search_nodes: the store finds the matching entities, retrieval.answer makes the answer of
+    # their facts (best first, a glance per page: see docs/search.md).
     @server.tool("search_nodes", title="Search Nodes",
                  description="Search for nodes in the knowledge graph based on a query",
                  input_schema=_object({
                      "query": _string("The search query to match against entity names, types, and observation content"),
                      "limit": {"type": "integer", "minimum": 1, "description": "Return at most this many entities"},
+                     "characters": {"type": "integer", "minimum": answers.MINIMUM_CHARACTERS, "description": (
+                         "How large a page of the answer may be, in characters (default "
+                         f"{glance:,}): the best-matching facts first; pass nextCursor back as cursor for more")},
                      "cursor": CURSOR_INPUT,
-                 }, optional=("limit", "cursor")),
-                 output_schema=PAGE_OUTPUT, annotations=READ)
+                 }, optional=("limit", "characters", "cursor")),
+                 output_schema=SEARCH_OUTPUT, annotations=READ)
     async def search_nodes(arguments: dict[str, Any]) -> ToolResult:
-        # The store ranks and keeps the best `limit`, with the relations touching those.
-        return await read("search_nodes", arguments,
-                          lambda in_memory: store.search_nodes(arguments["query"], arguments.get("limit"), in_memory=in_memory))
+        def found(in_memory: bool) -> Facts:
+            characters = answers.check_characters(arguments.get("characters", glance), pager.budget)
+            value = store.search_nodes(arguments["query"], None, in_memory=in_memory)
+            if isinstance(value, Facts):  # a store that shapes the answer itself
+                return value
+            return answers.shape(arguments["query"], value["entities"], value["relations"], characters,
+                                 limit=arguments.get("limit"))
+        return await read("search_nodes", arguments, found)
 
     @server.tool("open_nodes", title="Open Nodes",
                  description="Open specific nodes in the knowledge graph by their names",
