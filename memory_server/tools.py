@@ -135,7 +135,7 @@ def register_tools(server: Server, store: GraphStore, *, budget: int | None = No
             raise ToolError(str(error)) from error
         return ToolResult.of(outcome.value, *extra_notes(outcome), *outcome.notes)
 
-    async def read(tool: str, arguments: dict[str, Any], answer: Callable[[bool], dict[str, Any]]) -> ToolResult:
+    async def read(tool: str, arguments: dict[str, Any], answer: Callable[[bool], dict[str, Any] | Facts]) -> ToolResult:
         """The answer, or the page of it a cursor asks for, within the answer budget."""
         def page(in_memory: bool = False) -> Page:
             request = request_key(tool, arguments)

@@ -430,9 +430,9 @@ class Pager:
 
     def _page(self, answer_id: int, answer: Answer, unit: int, part: int, *, first: bool) -> Page:
         if answer.facts is not None:
-            fill = _fill_facts(answer.facts, unit)
-            cursor = self._cursor(answer_id, fill.end, 0) if fill.end < len(answer.facts.order) else None
-            return _render_facts(answer.facts, fill, unit, cursor, answer_id)
+            facts = _fill_facts(answer.facts, unit)
+            cursor = self._cursor(answer_id, facts.end, 0) if facts.end < len(answer.facts.order) else None
+            return _render_facts(answer.facts, facts, unit, cursor, answer_id)
         summary = answer.summary if first else None
         # Room for the note as long as it can be (its numbers at their longest), not more: a page
         # holds as many units as fit. Notes about split entities, rare, take their room when made.
@@ -682,7 +682,7 @@ def _render_facts(facts: Facts, fill: _FactFill, start: int, cursor: str | None,
         value["nextCursor"] = cursor
     encoded = _encoder.encode(value)
     partial = sum(1 for entity in value["entities"] if "partial" in entity)
-    notes = ()
+    notes: tuple[str, ...] = ()
     if cursor is not None or partial or fill.more_relations or fill.cut or start:
         notes = (_facts_note(facts, fill, start, cursor is not None, partial),)
     following = (answer_id, fill.end, 0) if cursor is not None else None
