@@ -549,7 +549,6 @@ class Pager:
 # Pages of facts (search answers)
 # --------------------------------------------------------------------------------------------
 
-_PARTIAL_ROOM: Final = len(b',"partial":"999,999 of 999,999 observations shown; open_nodes gives all"')
 _FACT_NOTE_ROOM: Final = 330
 """Bytes kept for a page's note (the longest it can be, but for names in it)."""
 RELATION_SHARE: Final = 4
@@ -583,7 +582,7 @@ def _fill_facts(facts: Facts, start: int) -> _FactFill:
         if fill.end < len(facts.order) and facts.relations:
             # Relations take their share only when facts are left for the room; a page of few
             # relations leaves the rest to facts.
-            wanted = sum(len(_encoder.encode(relation)) + 1 for relation in _touching(facts, fill.shown))
+            wanted = sum(len(_encoder.encode(relation)) + 1 for _, relation in _touching(facts, fill.shown))
             if wanted:
                 fill, used = _take_facts(facts, start, room - min(wanted, room // RELATION_SHARE))
         fill.relations, fill.more_relations = _fit_relations(_touching(facts, fill.shown), room - used)
@@ -606,8 +605,9 @@ def _take_facts(facts: Facts, start: int, room: int) -> tuple[_FactFill, int]:
         entity = facts.entities[position]
         cost = 0
         if position not in shown:
+            # A partial marker's room is not kept here: the page is measured once rendered.
             cost += len(_encoder.encode({"name": entity["name"], "entityType": entity["entityType"],
-                                         "observations": []})) + 1 + _PARTIAL_ROOM
+                                         "observations": []})) + 1
         observation = entity["observations"][index] if index >= 0 else None
         if observation is not None:
             cost += len(_encoder.encode(observation)) + 1
@@ -636,28 +636,32 @@ def _take_facts(facts: Facts, start: int, room: int) -> tuple[_FactFill, int]:
     return _FactFill(at, shown, indexes, [], 0, cut), used
 
 
-def _touching(facts: Facts, shown: Mapping[int, Any]) -> list[Any]:
-    """The relations touching the entities shown: those between two of them first."""
+def _touching(facts: Facts, shown: Mapping[int, Any]) -> list[tuple[bool, Any]]:
+    """The relations touching the entities shown, in graph order, each with whether both its
+    ends are shown."""
     names = {facts.entities[position]["name"] for position in shown}
-    both, one = [], []
+    touching = []
     for relation in facts.relations:
         source, target = relation["from"] in names, relation["to"] in names
-        if source and target:
-            both.append(relation)
-        elif source or target:
-            one.append(relation)
-    return both + one
+        if source or target:
+            touching.append((source and target, relation))
+    return touching
 
 
-def _fit_relations(relations: list[Any], room: int) -> tuple[list[Any], int]:
-    taken, used = [], 0
-    for relation in relations:
-        size = len(_encoder.encode(relation)) + 1
-        if used + size > room:
-            break
-        taken.append(relation)
-        used += size
-    return taken, len(relations) - len(taken)
+def _fit_relations(touching: list[tuple[bool, Any]], room: int) -> tuple[list[Any], int]:
+    """The relations that fit `room`, in graph order: all when they fit, else those between two
+    entities shown first, then those with one end shown; and how many were left out."""
+    sizes = [len(_encoder.encode(relation)) + 1 for _, relation in touching]
+    if sum(sizes) <= room:
+        return [relation for _, relation in touching], 0
+    chosen: set[int] = set()
+    used = 0
+    for wanted in (True, False):
+        for number, (both, _) in enumerate(touching):
+            if both == wanted and used + sizes[number] <= room:
+                chosen.add(number)
+                used += sizes[number]
+    return [relation for number, (_, relation) in enumerate(touching) if number in chosen], len(touching) - len(chosen)
 
 
 def _shown_entity(facts: Facts, position: int, fill: _FactFill) -> Any:
