@@ -357,11 +357,12 @@ class FactRanker(NamedTuple):
     """BM25's saturation of repeated terms within a fact."""
     b: float = 0.5
     """BM25's pull of a fact's length."""
-    name: float = 0.8
-    """A query term in the entity's name, as a share of the same term's score in the fact."""
+    name: float = 2.0
+    """A query term in the entity's name, against the same term's score in the fact: more, since
+    a fact of the entity the question names is about it, a fact that mentions the name is not."""
     kind: float = 0.4
     """A query term in the entity's type, likewise."""
-    context_only: float = 0.3
+    context_only: float = 1.0
     """The share of its score a fact keeps when none of the query's terms is in the fact itself,
     only in its entity's name or type (the person is named, but not what is asked)."""
     coverage: float = 1.0
