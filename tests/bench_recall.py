@@ -282,7 +282,7 @@ def people_memory(seed: int = 11, people_count: int = 20) -> Memory:
                 f"Thinks {pick.choice(DISHES)} is overrated",
                 f"Wondered whether a {pick.choice(COURSES)} course would be worth it",
                 f"Said the weather in {city} has been grey lately",
-                f"Wants to spend more time outdoors this year",
+                "Wants to spend more time outdoors this year",
                 "Asked for tips on sleeping better", "Is thinking about learning to cook more dishes",
                 f"Talked about friends from {pick.choice(list(CITIES))}",
                 "Enjoys long conversations over coffee", "Prefers mornings for deep work",

@@ -20,6 +20,7 @@ entities of rules 1 and 2 and the relations touching them), which the index cach
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -56,13 +57,14 @@ def semantic_nearest(graph: Graph) -> answers.Nearest | None:
     from ``retrieval/semantic.py`` when it is there (loaded with the first search that asks for it);
     None without it. ``nearest`` itself answers None when no model is installed."""
     try:
-        from . import semantic  # type: ignore[attr-defined,unused-ignore]
+        # By name: the module may not be there (an install without the semantic extra's code).
+        semantic = importlib.import_module(f"{__package__}.semantic")
     except ImportError:
         return None
-    nearest = getattr(semantic, "nearest", None)
+    nearest: Callable[[Graph, str, int], list[tuple[str, int, float]] | None] | None = getattr(semantic, "nearest", None)
     if nearest is None:
         return None
-    return lambda query, k: nearest(graph, query, k)  # type: ignore[no-any-return]
+    return lambda query, k: nearest(graph, query, k)
 
 
 def matches(graph: Graph, query: str, limit: int | None = None, ranker: Ranker | None = None) -> dict[str, Any]:
