@@ -10,18 +10,25 @@ Memories:
 
 - synthetic: people, places, projects and chat turns generated here (deterministic), with
   questions phrased as people ask them and the entities that answer them;
+- people: 20 people holding about 130 facts each (one entity per person, every fact an
+  observation, as the README's prompt keeps them), with about 1,400 questions each answered by
+  one fact, phrased in other words than the fact where people would;
 - LoCoMo (``--locomo DIR``, the ``*.json`` conversations of the public LoCoMo data set, CC BY-NC:
   read from where you keep it, never copied into this repository): one entity per dialog turn,
   one memory per conversation, every question with evidence asked of its conversation's memory.
   Two mappings of a turn to an entity (``turn``: named by its dialog id, the speaker in the
   text; ``message``: named by speaker and id, the date apart), so that ranking is not tuned to one.
 
-Each question goes to ``search_nodes`` of a real server process over stdio (this server and the
-npm reference, installed with npm into a temporary directory), and to the in-process rankers
-(``plain``: BM25 with stems, no field weights nor coverage; ``default``: what the server uses).
-Reported per memory and server: recall@5 and recall@10 (an answer entity among the first 5 / 10
-returned, per question), and the median and p95 answer size in bytes (the JSON-RPC line; in
-process, the JSON of the result).
+Each question goes verbatim, with no other argument, to ``search_nodes`` of a real server
+process over stdio (this server and the npm reference, installed with npm into a temporary
+directory), and to in-process askers: ``plain`` and ``default`` (the entity rankers, answering
+whole entities, as search_nodes did before its answers were made of facts), ``fact BM25 top 10``
+(plain BM25 over single facts, each fact a document with its entity's name, answering its best
+ten) and ``ours (in-process)`` (search_nodes' first page without a process).
+Reported per memory and asker: recall@5 and recall@10 (an answer entity among the first 5 / 10
+returned, per question), the median and p95 answer size in bytes (the JSON-RPC line), and for
+questions answered by one fact the share whose fact ends within the first 1, 2 and 4 KB of the
+answer's text (its first text item, as the model reads it).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ DEFAULT_CHARACTERS: Final = 1_500
 the JSON twice (structured and as text), stays near 3.5 KB."""
 MINIMUM_CHARACTERS: Final = 600
 """Room for a note, an entity and a fact or two."""
-SCORED_FACTS: Final = 20_000
+SCORED_FACTS: Final = 5_000
 """Facts scored one by one per search, at most; the entities beyond follow in the order the word
 index ranked them. Bounds the work of a query whose words half the memory holds."""
 SMALL_ENTITY: Final = 400
