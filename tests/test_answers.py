@@ -221,6 +221,7 @@ def words_of(graph: rules.Graph, question: str) -> list[Any]:
 def test_closeness_is_one_side_by_side_and_falls_with_distance() -> None:
     assert ranking.closeness(("support", "group"), frozenset({"support", "group"})) == 1.0
     assert ranking.closeness(("support", "x", "y", "group"), frozenset({"support", "group"})) == pytest.approx(1 / 3)
+    assert ranking.closeness(("group", "x", "support", "group"), frozenset({"support", "group"})) == 1.0
     near = ranking.rank_facts("support group", [("a", "t", ["support group meeting", "support for the big group"])])
     assert [index for _, index, _ in near] == [0, 1]
 

@@ -447,20 +447,13 @@ def _best_fact_first(fact: ScoredFact) -> tuple[float, int, int]:
 
 
 def closeness(fact: Sequence[str], hits: AbstractSet[str]) -> float:
-    """How close together the `hits` (two or more distinct terms) stand in the fact's terms:
-    1.0 when side by side, towards 0 as the shortest stretch holding them all grows."""
-    places = [(at, term) for at, term in enumerate(fact) if term in hits]
-    need = len(hits)
-    inside: Counter[str] = Counter()
-    shortest = len(fact)
-    left = 0
-    for right in range(len(places)):
-        inside[places[right][1]] += 1
-        while len(inside) == need:
-            shortest = min(shortest, places[right][0] - places[left][0])
-            term = places[left][1]
-            inside[term] -= 1
-            if not inside[term]:
-                del inside[term]
-            left += 1
-    return (need - 1) / shortest if shortest else 1.0
+    """How close together the `hits` (two or more distinct terms) stand in the fact's terms: 1.0
+    when two of them stand side by side, 1/n when the nearest two different ones are n apart."""
+    nearest = len(fact)
+    last_term, last_at = None, -1
+    for at, term in enumerate(fact):
+        if term in hits:
+            if last_term is not None and term != last_term and at - last_at < nearest:
+                nearest = at - last_at
+            last_term, last_at = term, at
+    return 1.0 / nearest if nearest else 1.0

@@ -141,6 +141,8 @@ class Facts:
     """What a page gives the model at most, in UTF-8 bytes of its JSON and its notes."""
     words: bool
     """Whether the query was taken as words (False: entities containing the whole query)."""
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What its pages work out once for all of them (relations by endpoint, their sizes)."""
 
 
 @dataclass(slots=True)
@@ -351,16 +353,21 @@ class Pager:
         """The first page of a search answer made of facts (see :class:`Facts`): the whole answer
         when it fits `facts.characters` (exactly as an uncut answer is encoded, when every entity
         is shown whole), else its first page, with a cursor to the next."""
-        fill = _fill_facts(facts, 0)
-        if fill.end == len(facts.order):
-            return _render_facts(facts, fill, 0, None)
-        answer = Answer(tool, request, [], 0, facts=facts)
         with self._lock:
-            answer_id = next(self._ids)
-            self._answers[answer_id] = answer
-            while len(self._answers) > self.keep:
-                self._answers.popitem(last=False)
-        return _render_facts(facts, fill, 0, self._cursor(answer_id, fill.end, 0), answer_id)
+            answer_id = next(self._ids)  # an id unused when the answer fits: ids only need to differ
+        page = self._facts_page(answer_id, facts, 0)
+        if page.following is not None:
+            with self._lock:
+                self._answers[answer_id] = Answer(tool, request, [], 0, facts=facts)
+                while len(self._answers) > self.keep:
+                    self._answers.popitem(last=False)
+        return page
+
+    def _facts_page(self, answer_id: int, facts: Facts, start: int) -> Page:
+        def cursor(end: int) -> str | None:
+            return self._cursor(answer_id, end, 0) if end < len(facts.order) else None
+
+        return _facts_page(facts, start, cursor, answer_id)
 
     # -- later pages ---------------------------------------------------------------------------
 
@@ -430,9 +437,7 @@ class Pager:
 
     def _page(self, answer_id: int, answer: Answer, unit: int, part: int, *, first: bool) -> Page:
         if answer.facts is not None:
-            facts = _fill_facts(answer.facts, unit)
-            cursor = self._cursor(answer_id, facts.end, 0) if facts.end < len(answer.facts.order) else None
-            return _render_facts(answer.facts, facts, unit, cursor, answer_id)
+            return self._facts_page(answer_id, answer.facts, unit)
         summary = answer.summary if first else None
         # Room for the note as long as it can be (its numbers at their longest), not more: a page
         # holds as many units as fit. Notes about split entities, rare, take their room when made.
@@ -549,7 +554,7 @@ class Pager:
 # Pages of facts (search answers)
 # --------------------------------------------------------------------------------------------
 
-_FACT_NOTE_ROOM: Final = 330
+_FACT_NOTE_ROOM: Final = 380
 """Bytes kept for a page's note (the longest it can be, but for names in it)."""
 RELATION_SHARE: Final = 4
 """Relations take at most 1/RELATION_SHARE of a page that has facts left for it."""
@@ -571,10 +576,10 @@ class _FactFill:
     cut: list[str]
 
 
-def _fill_facts(facts: Facts, start: int) -> _FactFill:
-    """What the page starting at fact `start` holds, within facts.characters: the facts that fit
-    (at least one, an observation too long for any page cut with its marker), then the relations
-    touching their entities (within a share of the page when facts are left for it)."""
+def _facts_page(facts: Facts, start: int, cursor: Callable[[int], str | None], answer_id: int) -> Page:
+    """The page starting at fact `start`, within facts.characters: the facts that fit (at least one,
+    an observation too long for any page cut with its marker), then the relations touching their
+    entities (within a share of the page when facts are left for it)."""
     budget = facts.characters
     room = budget - _ENVELOPE - _FACT_NOTE_ROOM
     while True:
@@ -582,15 +587,17 @@ def _fill_facts(facts: Facts, start: int) -> _FactFill:
         if fill.end < len(facts.order) and facts.relations:
             # Relations take their share only when facts are left for the room; a page of few
             # relations leaves the rest to facts.
-            wanted = sum(len(_encoder.encode(relation)) + 1 for _, relation in _touching(facts, fill.shown))
+            wanted = sum(size for _, _, size in _touching(facts, fill.shown))
             if wanted:
                 fill, used = _take_facts(facts, start, room - min(wanted, room // RELATION_SHARE))
         fill.relations, fill.more_relations = _fit_relations(_touching(facts, fill.shown), room - used)
-        page = _render_facts(facts, fill, start, "x" * CURSOR_LENGTH if fill.end < len(facts.order) else None)
+        page = _render_facts(facts, fill, start, cursor(fill.end), answer_id)
         over = len(page.json) + sum(len(note.encode()) for note in page.notes) - budget
         if over <= 0 or room <= 64:
-            return fill
-        room -= over
+            return page
+        # What overflows is mostly the note and partial markers, not what room keeps: a page's
+        # content only changes once a whole relation or fact gives way, so step by at least that.
+        room -= max(over, 48)
 
 
 def _take_facts(facts: Facts, start: int, room: int) -> tuple[_FactFill, int]:
@@ -636,32 +643,41 @@ def _take_facts(facts: Facts, start: int, room: int) -> tuple[_FactFill, int]:
     return _FactFill(at, shown, indexes, [], 0, cut), used
 
 
-def _touching(facts: Facts, shown: Mapping[int, Any]) -> list[tuple[bool, Any]]:
+def _touching(facts: Facts, shown: Mapping[int, Any]) -> list[tuple[bool, Any, int]]:
     """The relations touching the entities shown, in graph order, each with whether both its
-    ends are shown."""
+    ends are shown and its size (with a comma)."""
+    memo = facts.memo
+    if (by_name := memo.get("by_name")) is None:
+        by_name = memo["by_name"] = {}
+        for number, relation in enumerate(facts.relations):
+            by_name.setdefault(relation["from"], []).append(number)
+            by_name.setdefault(relation["to"], []).append(number)
+        memo["sizes"] = {}
+    sizes: dict[int, int] = memo["sizes"]
     names = {facts.entities[position]["name"] for position in shown}
+    numbers = sorted({number for name in names for number in by_name.get(name, ())})
     touching = []
-    for relation in facts.relations:
-        source, target = relation["from"] in names, relation["to"] in names
-        if source or target:
-            touching.append((source and target, relation))
+    for number in numbers:
+        relation = facts.relations[number]
+        if (size := sizes.get(number)) is None:
+            size = sizes[number] = len(_encoder.encode(relation)) + 1
+        touching.append((relation["from"] in names and relation["to"] in names, relation, size))
     return touching
 
 
-def _fit_relations(touching: list[tuple[bool, Any]], room: int) -> tuple[list[Any], int]:
+def _fit_relations(touching: list[tuple[bool, Any, int]], room: int) -> tuple[list[Any], int]:
     """The relations that fit `room`, in graph order: all when they fit, else those between two
     entities shown first, then those with one end shown; and how many were left out."""
-    sizes = [len(_encoder.encode(relation)) + 1 for _, relation in touching]
-    if sum(sizes) <= room:
-        return [relation for _, relation in touching], 0
+    if sum(size for _, _, size in touching) <= room:
+        return [relation for _, relation, _ in touching], 0
     chosen: set[int] = set()
     used = 0
     for wanted in (True, False):
-        for number, (both, _) in enumerate(touching):
-            if both == wanted and used + sizes[number] <= room:
+        for number, (both, _, size) in enumerate(touching):
+            if both == wanted and used + size <= room:
                 chosen.add(number)
-                used += sizes[number]
-    return [relation for number, (_, relation) in enumerate(touching) if number in chosen], len(touching) - len(chosen)
+                used += size
+    return [relation for number, (_, relation, _) in enumerate(touching) if number in chosen], len(touching) - len(chosen)
 
 
 def _shown_entity(facts: Facts, position: int, fill: _FactFill) -> Any:
