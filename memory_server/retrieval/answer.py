@@ -105,9 +105,18 @@ def shape(query: str, entities: Sequence[Any], relations: Sequence[Any], charact
         order = _word_order(query, entities, nearest, lookup)
         if limit is not None:
             order, entities = _first_entities(order, entities, limit)
-    names = {entity["name"] for entity in entities}
-    touching = [relation for relation in relations if relation["from"] in names or relation["to"] in names]
+    touching = list(relations)
+    if limit is not None or nearest is not None:
+        names = {entity["name"] for entity in entities}
+        touching = [relation for relation in relations if relation["from"] in names or relation["to"] in names]
     return Facts(entities, order, touching, characters, words)
+
+
+def _size(entity: Mapping[str, Any]) -> int:
+    """About the bytes of an entity's JSON (characters, quotes and commas): cheap, for choosing
+    how to show it, never for fitting a page."""
+    observations = entity["observations"]
+    return len(entity["name"]) + len(entity["entityType"]) + sum(map(len, observations)) + 3 * len(observations) + 44
 
 
 def _contained_order(query: str, entities: list[Any], characters: int) -> list[tuple[int, int]]:
@@ -119,7 +128,7 @@ def _contained_order(query: str, entities: list[Any], characters: int) -> list[t
             order.append((position, -1))
             continue
         every = range(len(observations))
-        if (len(_encoder.encode(entity)) * 2 > characters and FIELD_SEPARATOR not in needle
+        if (_size(entity) * 2 > characters and FIELD_SEPARATOR not in needle
                 and needle not in entity["name"].lower() and needle not in entity["entityType"].lower()):
             holding = [index for index in every if needle in observations[index].lower()]
             order += [(position, index) for index in holding or every]
@@ -152,7 +161,7 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
         entity = entities[position]
         if position in done:
             continue
-        if len(_encoder.encode(entity)) <= SMALL_ENTITY:
+        if _size(entity) <= SMALL_ENTITY:
             done.add(position)
             first = [index for index in by_entity[position] if index >= 0]
             taken = set(first)

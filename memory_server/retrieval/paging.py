@@ -643,25 +643,33 @@ def _take_facts(facts: Facts, start: int, room: int) -> tuple[_FactFill, int]:
     return _FactFill(at, shown, indexes, [], 0, cut), used
 
 
+_source_of: Final = itemgetter("from")
+_target_of: Final = itemgetter("to")
+
+
 def _touching(facts: Facts, shown: Mapping[int, Any]) -> list[tuple[bool, Any, int]]:
     """The relations touching the entities shown, in graph order, each with whether both its
     ends are shown and its size (with a comma)."""
+    key = frozenset(shown)
     memo = facts.memo
-    if (by_name := memo.get("by_name")) is None:
-        by_name = memo["by_name"] = {}
-        for number, relation in enumerate(facts.relations):
-            by_name.setdefault(relation["from"], []).append(number)
-            by_name.setdefault(relation["to"], []).append(number)
-        memo["sizes"] = {}
-    sizes: dict[int, int] = memo["sizes"]
+    if memo.get("touching", (None,))[0] == key:
+        return memo["touching"][1]
+    sizes: dict[int, int] = memo.setdefault("sizes", {})
+    if (ends := memo.get("ends")) is None:
+        ends = memo["ends"] = (list(map(_source_of, facts.relations)), list(map(_target_of, facts.relations)))
     names = {facts.entities[position]["name"] for position in shown}
-    numbers = sorted({number for name in names for number in by_name.get(name, ())})
     touching = []
-    for number in numbers:
+    # A page holds few entities, an answer may touch thousands of relations: picked in C, no
+    # Python code per relation.
+    count = len(facts.relations)
+    numbers = set(compress(range(count), map(names.__contains__, ends[0])))
+    numbers.update(compress(range(count), map(names.__contains__, ends[1])))
+    for number in sorted(numbers):
         relation = facts.relations[number]
         if (size := sizes.get(number)) is None:
             size = sizes[number] = len(_encoder.encode(relation)) + 1
         touching.append((relation["from"] in names and relation["to"] in names, relation, size))
+    memo["touching"] = (key, touching)
     return touching
 
 
