@@ -36,10 +36,10 @@ if TYPE_CHECKING:
 
 
 def search(graph: Graph, query: str, *, characters: int = answers.DEFAULT_CHARACTERS,
-           limit: int | None = None) -> Facts:
+           limit: int | None = None, ranked: Callable[[Graph], Graph] | None = None) -> Facts:
     """The answer to a search_nodes call on the graph in memory: rules 1 to 3, semantic candidates
-    included when ``retrieval/semantic.py`` and its model are installed."""
-    matched = matches(graph, query)
+    included when ``retrieval/semantic.py`` and its model are installed. `ranked`: see :func:`matches`."""
+    matched = matches(graph, query, ranked=ranked)
     nearest = None
     if not (matched["entities"] and answers.whole_query_matches(query, matched["entities"][0])):
         nearest = semantic_nearest(graph)
@@ -67,16 +67,22 @@ def semantic_nearest(graph: Graph) -> answers.Nearest | None:
     return lambda query, k: nearest(graph, query, k)
 
 
-def matches(graph: Graph, query: str, limit: int | None = None, ranker: Ranker | None = None) -> dict[str, Any]:
+def matches(graph: Graph, query: str, limit: int | None = None, ranker: Ranker | None = None, *,
+            ranked: Callable[[Graph], Graph] | None = None) -> dict[str, Any]:
     """The best `limit` (default: all) entities for the query, best first, and every relation
     with at least one end among them, in graph order.
 
     When entities contain the whole query (ignoring case) in their name, type or an
     observation, those are the matches, as the reference server finds them; otherwise the query
     is taken as words and entities holding any of its terms are ranked (see :mod:`..index.ranking`).
-    """
+
+    `ranked`: the graph with its ranking index, asked for only when the query is taken as words
+    (the store makes that index once per load, or raises its NotInMemory for a read that must not
+    wait for it); without it a graph lacking the index gets one for this search."""
     matched = contains_query(graph, query)
     if matched is None:
+        if ranked is not None:
+            graph = ranked(graph)
         matched = ranked_by_words(graph, query, ranker)
     return found(graph, matched, limit)
 
