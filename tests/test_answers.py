@@ -284,3 +284,17 @@ def test_a_bad_page_size_in_the_environment_ends_the_server_with_the_reason(prof
                          env={**server_environment(profile_file), answers.CHARACTERS_VARIABLE: "12"})
     assert run.returncode != 0
     assert answers.CHARACTERS_VARIABLE.encode() in run.stderr
+
+
+def test_the_ranking_index_is_asked_for_only_when_the_query_is_taken_as_words() -> None:
+    plain = rules.create_entities(rules.EMPTY, profile()).graph
+    asked: list[rules.Graph] = []
+
+    def ranked(graph: rules.Graph) -> rules.Graph:
+        asked.append(graph)
+        return rules.with_term_index(graph)
+
+    assert [entity["name"] for entity in query.search(plain, "cello", ranked=ranked).entities] == ["Bob"]
+    assert asked == []
+    assert query.search(plain, "who plays an instrument like the cello?", ranked=ranked).words
+    assert asked == [plain]
