@@ -12,7 +12,9 @@ COPY conformance ./conformance
 RUN pip wheel --no-deps -w /dist .
 
 # Stage 2: the wheel and its runtime dependencies from PyPI, nothing else. The http extra
-# (uvicorn and its C parser httptools) lets the same image serve a team over Streamable HTTP: `... mcp/memory --http 0.0.0.0:8000`.
+# (uvicorn and its C parser httptools) lets the same image serve a team over Streamable HTTP.
+# Built as `docker build -t kg-memory-mcp .` (docs/docker.md; `mcp/memory` is the reference server's
+# image), a team runs `docker run ... kg-memory-mcp --http 0.0.0.0:8000`.
 FROM python:3.12-slim
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 COPY --from=build /dist /tmp/dist
@@ -20,7 +22,7 @@ RUN pip install "$(echo /tmp/dist/*.whl)[http]" && rm -rf /tmp/dist
 # A non-root user owns /app/dist. Docker fills an empty named volume with the image's
 # content and ownership at the mount point, so `-v claude-memory:/app/dist` comes up
 # writable by this user. A volume made by an older root-run image, or a bind mount, must
-# be owned by uid 10001 first (see README).
+# be owned by uid 10001 first (see docs/docker.md).
 RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin memory \
     && mkdir -p /app/dist && chown -R memory:memory /app
 ENV MEMORY_FILE_PATH=/app/dist/memory.jsonl

@@ -1,7 +1,7 @@
 """The transcript file: a header line, then one line per wire line or action, in wire order.
 
 Parsing and rendering are pure; ``load_transcript`` is the only function touching disk.
-The format is documented in the project README (conformance section); in short::
+The format is documented in docs/conformance.md (Transcript format); in short::
 
     {"transcript": 1, "era": "legacy", "description": "...", "recorded": {...},
      "volatile": ["result.content.*.text"], "env": {"MEMORY_FILE_PATH": "{tmp}/memory.jsonl"}}

@@ -4,6 +4,7 @@ commands that look after the memory file (stats, check, export, import: see comm
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import sys
 from pathlib import Path
@@ -24,6 +25,13 @@ against the package directory ({server_dir}).
 Unset, it is {server_dir}/memory.jsonl,
 which a reinstall deletes: keep your memory outside the installation.
 Several clients may share one file: writes take turns through <file>.lock.
+
+A team's memory can live in PostgreSQL instead (needs the postgres extra:
+pip install 'kg-memory-mcp[postgres]'): set MEMORY_DATABASE_URL to a libpq URI,
+postgresql://user:password@host:port/dbname, and MEMORY_NAME to pick one memory
+in that database (default "default"; letters, digits, - and _). Many servers may
+serve one memory, and many memories live side by side in one database.
+MEMORY_FILE_PATH and MEMORY_DATABASE_URL cannot both be set.
 
 MEMORY_ANSWER_BUDGET caps what one answer of read_graph, search_nodes or open_nodes
 gives the model, in characters (default 80000, at least 5000); a larger answer comes
@@ -74,25 +82,43 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(arguments)
     if args.command is not None:
         from .cli.commands import run as run_command
+        from .cli.database import where_the_memory_is
 
+        args.run = where_the_memory_is(args.run)
         sys.exit(run_command(args))
     serve(http=args.http, allow_unauthenticated=args.allow_unauthenticated, allowed_origins=args.allow_origin)
 
 
 def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allowed_origins: list[str] | None = None) -> None:
     # Imported after argument parsing so that --help and --version touch nothing.
-    from .storage.paths import fragile_location_warning, resolve_memory_path
-    from .storage.store import GraphStore
+    from .storage.choice import StoreChoiceError, database_from, open_database
+    from .storage.interface import MemoryStore
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    server_dir = Path(__file__).resolve().parent
-    path = resolve_memory_path(os.environ, server_dir, log)
-    log(f"Knowledge Graph MCP Server: memory file {path}")
-    if warning := fragile_location_warning(path, server_dir):
-        log(warning)
-    store = GraphStore(path)
+    # The one logging set-up of the process: the engine and the store log through `logging`, to stderr.
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
+
+    store: MemoryStore
+    try:
+        database = database_from(os.environ)
+        if database is not None:
+            store = open_database(database)
+            log(f"Knowledge Graph MCP Server: {store.where}")
+    except StoreChoiceError as error:
+        raise SystemExit(f"mcp-server-memory: {error}") from None
+    if database is None:
+        from .storage.paths import fragile_location_warning, resolve_memory_path
+        from .storage.store import GraphStore
+
+        server_dir = Path(__file__).resolve().parent
+        path = resolve_memory_path(os.environ, server_dir, log)
+        log(f"Knowledge Graph MCP Server: memory file {path}")
+        if warning := fragile_location_warning(path, server_dir):
+            log(warning)
+        store = GraphStore(path)
     # The file is read and hashed (and its cache opened) while the protocol engine is imported.
     store.look_ahead()
     # Imports make many objects and no garbage worth a collection: the collector waits until they
@@ -108,7 +134,9 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
 
         serve_http(server, http, allow_unauthenticated=allow_unauthenticated, allowed_origins=allowed_origins or [])
         return
-    server.run_stdio()
+    from protocol import run_stdio
+
+    run_stdio(server)
 
 
 if __name__ == "__main__":

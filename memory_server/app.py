@@ -6,11 +6,12 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
-from protocol import CacheHint, ProtocolError, Server
+from protocol import CacheHint, ProtocolError, Runtime, Server
 from protocol.errors import INTERNAL_ERROR
 
 from . import __version__
-from .storage.store import GraphError, GraphStore
+from .storage.interface import MemoryStore
+from .storage.store import GraphError
 from .tools import GRAPH_URI, register_tools
 
 WATCH_INTERVAL_SECONDS = 0.5
@@ -35,7 +36,7 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(store: GraphStore, *, watch_interval: float = WATCH_INTERVAL_SECONDS) -> Server:
+def build_server(store: MemoryStore, *, watch_interval: float = WATCH_INTERVAL_SECONDS) -> Server:
     server = Server("memory-server", __version__, title="Knowledge Graph Memory", instructions=INSTRUCTIONS)
     register_tools(server, store)
     encoder = msgspec.json.Encoder()
@@ -52,13 +53,13 @@ def build_server(store: GraphStore, *, watch_interval: float = WATCH_INTERVAL_SE
             raise ProtocolError(INTERNAL_ERROR, str(error), {"uri": uri}) from error
 
     @server.background
-    async def watch_memory_file(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        # The first look comes before any subscription is acknowledged (the engine waits for
+    async def watch_memory_file(runtime: Runtime, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        # The first look comes before any subscription is acknowledged (the runtime waits for
         # started()): what the file holds then is the state every later poll compares with, so a
         # subscriber is told of every write made after it subscribed, even one made before the
         # first interval has passed. It is taken after the first interval as before (start-up
         # stays quick), or at once when a subscription is waiting for it.
-        await server.until_wanted(watch_interval)
+        await runtime.until_wanted(watch_interval)
         with anyio.move_on_after(FIRST_LOOK_SECONDS):
             if await anyio.to_thread.run_sync(store.poll_external_change, abandon_on_cancel=True):
                 server.resource_updated(GRAPH_URI)  # a tool call loaded the file first, then it changed

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from .eras import MODERN_VERSIONS, SUBSCRIPTION_ID, CacheHint, Era, negotiate_legacy
 from .errors import INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, ProtocolError, invalid_params
 from .messages import RequestId
+from .peer import Peer
 from .server import Resource, ToolError, ToolResult
 
 if TYPE_CHECKING:
     from .context import RequestContext
-    from .engine import Peer
 
 PAGE_SIZE = 100
 
@@ -39,7 +39,7 @@ class Reply:
     cache: CacheHint | None = None
 
 
-Handler = Callable[["Peer", Call], Awaitable[Reply]]
+Handler = Callable[[Peer, Call], Awaitable[Reply]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +93,11 @@ async def call_tool(peer: Peer, call: Call) -> Reply:
     arguments = call.params.get("arguments", {})
     if not isinstance(arguments, dict):
         raise invalid_params("tools/call params.arguments must be an object when present")
-    problems = tool.argument_errors(arguments)
+    value, problems = tool.parse_arguments(arguments)
     if problems:
         return Reply(ToolResult.error(f"Invalid arguments for tool {name}: " + "; ".join(problems)).to_json())
     try:
-        outcome = await (tool.handler(arguments, call.context) if tool.takes_context else tool.handler(arguments))
+        outcome = await (tool.handler(value, call.context) if tool.takes_context else tool.handler(value))
     except ToolError as error:
         return Reply(ToolResult.error(str(error)).to_json())
     if isinstance(outcome, str):
@@ -134,7 +134,7 @@ async def read_resource(peer: Peer, call: Call) -> Reply:
 
 async def subscribe(peer: Peer, call: Call) -> Reply:
     uri = _resource(peer, call).uri
-    await peer.server.wait_ready()
+    await peer.runtime.wait_ready()
     peer.subscribe(uri)
     return Reply({})
 
@@ -156,7 +156,7 @@ async def listen(peer: Peer, call: Call) -> Reply:
         raise invalid_params("notifications.resourceSubscriptions must be an array of resource URIs")
     # Lists never change here, so the *ListChanged types are dropped: the ack says what is honoured.
     honoured = [uri for uri in dict.fromkeys(uris) if uri in peer.server.resources]
-    await peer.server.wait_ready()
+    await peer.runtime.wait_ready()
     await peer.listen(call.id, {"resourceSubscriptions": honoured} if honoured else {})
     return Reply({"_meta": {SUBSCRIPTION_ID: call.id}})
 

@@ -1,8 +1,12 @@
 """Era selection: which protocol era serves a request, decided from the request and the connection.
 
-Pure code. The first request that is served successfully picks the era of the
-connection (`EraSelector.served`); errors pick nothing, and neither does a `ping`
-sent before any era was picked.
+Pure code, and the only code that sets a connection's era (as h11 keeps its state machine in one file):
+
+1. A connection starts undecided, or in the era its transport knows already (an HTTP request that
+   stands alone and carries the modern `_meta` is modern from the start).
+2. The first request that is served successfully picks the era of the connection
+   (`EraSelector.served`); errors pick nothing, and neither does a `ping` sent before any era was
+   picked. Once picked, the era never changes.
 """
 
 from __future__ import annotations
@@ -35,8 +39,12 @@ class CacheHint:
 
 
 class EraSelector:
-    def __init__(self) -> None:
-        self.era: Era | None = None
+    def __init__(self, era: Era | None = None) -> None:
+        self._era = era
+
+    @property
+    def era(self) -> Era | None:
+        return self._era
 
     def route(self, request: Request) -> Era | None:
         """The era that serves `request`, or None for a ping before any era was picked."""
@@ -64,8 +72,8 @@ class EraSelector:
         )
 
     def served(self, era: Era | None) -> None:
-        if self.era is None and era is not None:
-            self.era = era
+        if self._era is None and era is not None:
+            self._era = era
 
 
 def check_modern_meta(params: dict[str, Any]) -> None:

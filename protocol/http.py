@@ -37,7 +37,7 @@ import anyio
 import msgspec
 
 from .context import RequestContext
-from .engine import Peer, respond
+from .engine import respond
 from .eras import LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_VERSION, Era
 from .errors import (
     HEADER_MISMATCH,
@@ -49,6 +49,8 @@ from .errors import (
 )
 from .framing import MAX_LINE_BYTES, Line
 from .messages import Blank, Invalid, Notification, Request, RequestId, Response, classify, encode_error, id_key
+from .peer import Peer
+from .runtime import running
 from .server import Server
 
 log = logging.getLogger("protocol.http")
@@ -211,7 +213,7 @@ class StreamableHTTP:
 
         A host application that mounts this app enters it from its own lifespan."""
         self.closing = False
-        async with self.server.running():
+        async with running(self.server):
             try:
                 yield
             finally:
@@ -678,17 +680,14 @@ SHUTDOWN_GRACE_SECONDS = 2
 def run(app: StreamableHTTP, host: str, port: int) -> None:
     """Serve `app` with uvicorn until SIGTERM or SIGINT; every listen then gets its graceful closure.
 
-    uvicorn is the `http` extra: it is imported here, so the stdio server never needs it."""
+    uvicorn is the `http` extra: it is imported here, so the stdio server never needs it. Logging
+    is the caller's to configure (the command line does it; a library never should)."""
     try:
         import uvicorn
     except ImportError:
         raise SystemExit("Streamable HTTP needs the http extra (uvicorn): pip install 'kg-memory-mcp[http]'") from None
     import asyncio
     import signal
-    import sys
-
-    if not logging.getLogger().handlers:
-        logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
 
     loop: list[asyncio.AbstractEventLoop] = []
 

@@ -1,6 +1,8 @@
 """What an embedding server declares: identity, instructions, tools, resources, background tasks.
 
-The engine owns the protocol; a server built on it only registers these and calls
+A `Server` holds declarations only. The engine owns the protocol, and a transport serves the
+declaration (`run_stdio(server)`, `asgi_app(server)`) inside `running(server)`, whose `Runtime`
+holds what lives only while serving; a server built on it only declares these and calls
 `resource_updated` when a resource changes.
 """
 
@@ -8,16 +10,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import msgspec
 
+from .arguments import ArgumentCheck
+from .arguments import input_schema as tool_input_schema
 from .context import wants_context
 from .eras import CacheHint
-from .subscriptions import Subscriptions
+from .runtime import current_runtime
 
 _encoder = msgspec.json.Encoder()
 
@@ -53,7 +55,8 @@ class ToolResult:
         return result
 
 
-# A handler takes its arguments (a reader its URI), and optionally the RequestContext second.
+# A handler takes its arguments (a reader its URI), and optionally the RequestContext second; a
+# background task takes the Runtime that serves the server.
 ToolHandler = Callable[..., Awaitable["ToolResult | dict[str, Any] | str"]]
 ResourceReader = Callable[..., Awaitable["str | bytes"]]
 BackgroundTask = Callable[..., Coroutine[Any, Any, None]]
@@ -68,13 +71,13 @@ class Tool:
     title: str | None = None
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
-    _validator: Any = field(default=None, repr=False)
+    arguments: Any = None  # the msgspec type `input_schema` was made from, if it was
     takes_context: bool = field(default=False, init=False)
-    _accepts: Callable[[Any], bool] | None = field(default=None, init=False, repr=False)
+    _check: ArgumentCheck = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.takes_context = wants_context(self.handler)
-        self._accepts = _quick_check(self.input_schema)
+        self._check = ArgumentCheck(self.input_schema, self.arguments)
 
     def describe(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": self.name}
@@ -88,20 +91,10 @@ class Tool:
             entry["annotations"] = self.annotations
         return entry
 
-    def argument_errors(self, arguments: dict[str, Any]) -> list[str]:
-        """Why `arguments` break the input schema, one line per violation, offending path first."""
-        # Arguments that plainly fit a plain schema need no validator; anything else gets jsonschema's word.
-        if self._accepts is not None and self._accepts(arguments):
-            return []
-        if self._validator is None:
-            # jsonschema is slow to import: paid for by the first call it has to judge, never at
-            # start-up nor by a first call whose arguments are plainly valid (see _quick_check)
-            from jsonschema import Draft202012Validator, validators
-
-            # A schema without $schema is 2020-12 (MCP's default dialect); a declared one is honoured.
-            self._validator = validators.validator_for(self.input_schema, Draft202012Validator)(self.input_schema)
-        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
-        return [f"at {_json_path(error.absolute_path)}: {error.message}" for error in errors[:20]]
+    def parse_arguments(self, arguments: dict[str, Any]) -> tuple[Any, list[str]]:
+        """What the handler receives (an instance of `arguments`, or the dict itself), or the
+        violations of the input schema, one line each, offending path first."""
+        return self._check.parse(arguments)
 
 
 @dataclass
@@ -127,7 +120,7 @@ class Resource:
 
 
 class Server:
-    """Declarations plus the live subscribers that `resource_updated` fans out to."""
+    """Identity, instructions, tools, resources and background tasks: a declaration, served by a transport."""
 
     def __init__(self, name: str, version: str, *, title: str | None = None,
                  instructions: str | None = None, list_cache: CacheHint = CacheHint(3_600_000, "public")) -> None:
@@ -140,15 +133,18 @@ class Server:
         self.resources: dict[str, Resource] = {}
         self.background_tasks: list[BackgroundTask] = []
         self.background_ready: dict[BackgroundTask, bool] = {}
-        self.subscriptions = Subscriptions()
-        self.ready: anyio.Event | None = None  # set by the engine once background tasks have started
-        self.wanted: anyio.Event | None = None  # set when a subscription waits for `ready`
 
-    def tool(self, name: str, *, description: str, input_schema: dict[str, Any], title: str | None = None,
-             output_schema: dict[str, Any] | None = None,
+    def tool(self, name: str, *, description: str, input_schema: dict[str, Any] | None = None,
+             arguments: Any = None, title: str | None = None, output_schema: dict[str, Any] | None = None,
              annotations: dict[str, Any] | None = None) -> Callable[[ToolHandler], ToolHandler]:
+        """Declare a tool by its arguments' msgspec type (its handler then receives an instance), or
+        by a hand-written `input_schema` (its handler receives the arguments as a dict)."""
+        if (input_schema is None) == (arguments is None):
+            raise TypeError(f"tool {name!r}: declare either arguments (a msgspec type) or input_schema")
+        schema = input_schema if input_schema is not None else tool_input_schema(arguments)
+
         def register(handler: ToolHandler) -> ToolHandler:
-            self.tools[name] = Tool(name, description, input_schema, handler, title, output_schema, annotations)
+            self.tools[name] = Tool(name, description, schema, handler, title, output_schema, annotations, arguments)
             return handler
         return register
 
@@ -161,10 +157,11 @@ class Server:
         return register
 
     def background(self, task: BackgroundTask) -> BackgroundTask:
-        """Run `task` for as long as the server serves; it is cancelled at shutdown.
+        """Run `task(runtime)` for as long as the server serves; it is cancelled at shutdown.
 
         A task with a `task_status` parameter is waited for until it calls `task_status.started()`:
-        no subscription is acknowledged before that (other requests are served meanwhile)."""
+        no subscription is acknowledged before that (other requests are served meanwhile); see
+        runtime.py, whose `Runtime` the task receives."""
         self.background_tasks.append(task)
         self.background_ready[task] = "task_status" in inspect.signature(task).parameters
         return task
@@ -177,112 +174,9 @@ class Server:
             capabilities["resources"] = {"subscribe": True}
         return capabilities
 
-    async def wait_ready(self) -> None:
-        """Until the background tasks that look first have looked (at once when nothing runs them)."""
-        if self.ready is not None and not self.ready.is_set():
-            if self.wanted is not None:
-                self.wanted.set()
-            await self.ready.wait()
-
-    async def until_wanted(self, seconds: float) -> None:
-        """For a background task: wait `seconds`, or less if a subscription is waiting for it."""
-        with anyio.move_on_after(seconds):
-            if self.wanted is not None:
-                await self.wanted.wait()
-            else:
-                await anyio.sleep(seconds)
-
     def resource_updated(self, uri: str) -> None:
         """Tell every subscriber of `uri`, legacy and modern alike, on every transport.
 
-        Safe to call from any thread (the event loop's, or a worker's); it never blocks."""
-        self.subscriptions.publish(uri)
-
-    def running(self) -> AbstractAsyncContextManager[None]:
-        """Background tasks run and `resource_updated` is thread-safe while this is entered."""
-        from .engine import running
-
-        return running(self)
-
-    def run_stdio(self) -> None:
-        from .stdio import run
-
-        run(self)
-
-    def asgi_app(self, **options: Any) -> Any:
-        """This server as an ASGI application (Streamable HTTP); see `protocol.http.asgi_app`."""
-        from .http import asgi_app
-
-        return asgi_app(self, **options)
-
-
-def _json_path(path: Any) -> str:
-    parts = list(path)
-    return "/" + "/".join(str(part) for part in parts) if parts else "the top level"
-
-
-# -- a quick yes for plain schemas --------------------------------------------------------------------
-
-_PLAIN_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda value: isinstance(value, dict),
-    "array": lambda value: isinstance(value, list),
-    "string": lambda value: isinstance(value, str),
-    "boolean": lambda value: isinstance(value, bool),
-    # An integral float (2.0) is an integer to JSON Schema: that rarer case is left to jsonschema.
-    "integer": lambda value: isinstance(value, int) and not isinstance(value, bool),
-    "number": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
-}
-_ANNOTATIONS = frozenset({"description", "title", "examples", "default", "deprecated", "readOnly", "writeOnly"})
-_PLAIN_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "items", "minimum"}) | _ANNOTATIONS
-
-
-def _quick_check(schema: Any) -> Callable[[Any], bool] | None:
-    """A predicate that is True only for values the schema surely accepts, or None when the schema
-    uses more than this knows (then jsonschema always decides). Tool calls are mostly valid, and a
-    validator walk costs more than the call itself for a page of a read; a False sends the value to
-    jsonschema, so every error is reported exactly as before."""
-    if not isinstance(schema, dict) or not schema.keys() <= _PLAIN_KEYWORDS:
-        return None
-    checks: list[Callable[[Any], bool]] = []
-    kind = schema.get("type")
-    if kind is not None:
-        if not isinstance(kind, str) or kind not in _PLAIN_TYPES:
-            return None
-        checks.append(_PLAIN_TYPES[kind])
-    if "minimum" in schema:
-        minimum = schema["minimum"]
-        if kind not in ("integer", "number") or isinstance(minimum, bool) or not isinstance(minimum, (int, float)):
-            return None
-        checks.append(lambda value: value >= minimum)
-    if "properties" in schema or "required" in schema or "additionalProperties" in schema:
-        if kind != "object":
-            return None
-        properties = schema.get("properties", {})
-        required = schema.get("required", [])
-        closed = schema.get("additionalProperties", True)
-        if (not isinstance(properties, dict) or not isinstance(required, list)
-                or not all(isinstance(name, str) for name in required) or not isinstance(closed, bool)):
-            return None
-        inner: dict[str, Callable[[Any], bool]] = {}
-        for name, sub in properties.items():
-            if (check := _quick_check(sub)) is None:
-                return None
-            inner[name] = check
-        known = properties.keys()
-
-        def fits_object(value: dict[str, Any]) -> bool:
-            if any(name not in value for name in required):
-                return False
-            if not closed and not value.keys() <= known:
-                return False
-            return all(check(value[name]) for name, check in inner.items() if name in value)
-        checks.append(fits_object)
-    if "items" in schema:
-        if kind != "array":
-            return None
-        item = _quick_check(schema["items"])
-        if item is None:
-            return None
-        checks.append(lambda value: all(map(item, value)))
-    # Each check after the first may assume the type holds, as they come in that order.
-    return lambda value: all(check(value) for check in checks)
+        Safe to call from any thread (the event loop's, or a worker's); it never blocks. Forwarded
+        to the runtime serving this server now (runtime.py)."""
+        current_runtime(self).publish(uri)

@@ -3,7 +3,7 @@
 The session owns a task group in which each request runs in its own cancel scope,
 so a slow call never blocks another and `notifications/cancelled` stops exactly the
 request it names. It never touches a stream: the stdio runner, or a test, feeds it
-bytes and gives it a `send` callable; the engine (`engine.Peer`, `engine.answer`)
+bytes and gives it a `send` callable; the engine (`peer.Peer`, `engine.answer`)
 does the rest.
 
 What runs at once is bounded: `receive` (the runner's way in) waits before starting a
@@ -23,11 +23,12 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .context import RequestContext
-from .engine import Peer, answer
+from .engine import answer
 from .eras import Era
 from .errors import INVALID_REQUEST, ProtocolError
 from .framing import MAX_LINE_BYTES, LineSplitter
 from .messages import Invalid, Notification, Request, RequestId, classify, encode_error, id_key
+from .peer import Peer
 from .server import Server
 from .subscriptions import Channel
 
@@ -80,10 +81,6 @@ class Session:
     @property
     def era(self) -> Era | None:
         return self.peer.eras.era
-
-    @property
-    def legacy_subscriptions(self) -> set[str]:
-        return self.peer.legacy.uris
 
     def feed(self, data: bytes) -> None:
         """Bytes from the peer; complete lines are served at once (requests in their own tasks)."""

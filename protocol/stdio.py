@@ -29,6 +29,8 @@ import anyio.from_thread
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from .fdio import write_all
+from .runtime import running
 from .server import Server
 from .session import Session
 
@@ -39,10 +41,10 @@ PIPE_BYTES = 1 << 20  # Linux's default ceiling for an unprivileged process (/pr
 WRITE_DRAIN_SECONDS = 5.0
 
 
-def run(server: Server, stdin_fd: int = 0, stdout_fd: int = 1) -> None:
-    """Serve `server` on stdin/stdout until end of input or SIGTERM/SIGINT; then return (exit 0)."""
-    if not logging.getLogger().handlers:
-        logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
+def run_stdio(server: Server, stdin_fd: int = 0, stdout_fd: int = 1) -> None:
+    """Serve `server` on stdin/stdout until end of input or SIGTERM/SIGINT; then return (exit 0).
+
+    Logging is the caller's to configure (the command line does it; a library never should)."""
     try:
         anyio.run(serve, server, stdin_fd, stdout_fd)
     except KeyboardInterrupt:
@@ -63,7 +65,7 @@ async def serve(server: Server, stdin_fd: int, stdout_fd: int) -> None:
         stop = anyio.Event()
         tasks.start_soon(_watch_signals, stop)
         # The engine first: background tasks run, and subscriptions wait for those that look first.
-        async with server.running(), Session(server, writer.send, pending_bytes=writer.pending,
+        async with running(server), Session(server, writer.send, pending_bytes=writer.pending,
                                              drained=drained) as session:
             if _pollable(stdin_fd):
                 tasks.start_soon(_read_on_loop, stdin_fd, session, stop)
@@ -177,7 +179,7 @@ class _Writer:
         with self._written:
             if not self._queued and not self._broken and len(line) <= self._pipe_room and _pipe_empty(self._fd, self._fionread):
                 try:
-                    _write_all(self._fd, line)
+                    write_all(self._fd, line)
                 except OSError:
                     self._broken = True
                 return
@@ -205,19 +207,13 @@ class _Writer:
                 continue
             try:
                 if not self._broken:
-                    _write_all(self._fd, item)
+                    write_all(self._fd, item)
             except OSError:
                 self._broken = True  # the reader went away; keep draining so nobody blocks
             finally:
                 with self._written:
                     self._queued -= len(item)
                     self._written.notify_all()
-
-
-def _write_all(fd: int, line: bytes | bytearray) -> None:
-    view = memoryview(line)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def _pipe_capacity(fd: int) -> tuple[int, int]:

@@ -1,11 +1,13 @@
 """Who hears about a changed resource: legacy `resources/subscribe` sets and modern listens, in one place.
 
-Every transport registers its subscribers with the server's `Subscriptions`; `publish` fans one
+Every transport registers its subscribers with the runtime's `Subscriptions` (runtime.py); `publish` fans one
 change out to each of them in the era's own shape. A subscriber is a channel with a `send`
 callable that takes one encoded notification line; the transport decides where it goes (a stdio
 writer, an HTTP GET stream, a listen's SSE stream).
 
 `publish` may be called from any thread: off the event loop it is handed to the loop, in order.
+An unbound `Subscriptions` (an idle runtime's, for sessions driven bare) tells subscribers on the
+caller's thread.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-import anyio.from_thread
 
 from .eras import SUBSCRIPTION_ID
 from .messages import RequestId, encode_notification
@@ -65,7 +66,7 @@ Channel = LegacySubscriptions | Listen
 
 
 class Subscriptions:
-    """Every live subscriber of a server, whatever its transport or era."""
+    """Every live subscriber of a running server, whatever its transport or era."""
 
     def __init__(self) -> None:
         # Insertion-ordered, so subscribers hear of a change in the order they subscribed.
@@ -79,15 +80,12 @@ class Subscriptions:
     def discard(self, channel: Channel) -> None:
         self._channels.pop(channel, None)
 
-    def listens(self) -> list[Listen]:
-        return [channel for channel in self._channels if isinstance(channel, Listen)]
-
     def bind(self) -> None:
-        """Called on the event loop by the engine: from now on other threads hand their publishes to it."""
-        try:
-            self._loop = asyncio.get_running_loop()
-        except RuntimeError:  # another anyio backend: worker threads still reach it through anyio
-            self._loop = None
+        """Called on the event loop by `running()`: from now on other threads hand their publishes to it.
+
+        The engine runs on asyncio (anyio's default backend, which every transport here starts):
+        its loop takes a call from any thread without making that thread wait."""
+        self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
 
     def unbind(self) -> None:
@@ -95,35 +93,18 @@ class Subscriptions:
         self._loop_thread = None
 
     def publish(self, uri: str) -> None:
-        """Tell every subscriber of `uri`. Safe from any thread; never blocks."""
-        if self._loop_thread is None or threading.get_ident() == self._loop_thread:
-            if self._loop_thread is None and not _on_a_loop():
-                try:  # an anyio worker thread of an engine that was never bound (tests drive sessions bare)
-                    anyio.from_thread.run_sync(self._fan_out, uri)
-                    return
-                except RuntimeError:
-                    pass  # no event loop at all: nobody is awaiting, deliver here
-            self._fan_out(uri)
-        elif self._loop is not None:
-            try:
-                self._loop.call_soon_threadsafe(self._fan_out, uri)
-            except RuntimeError:
-                pass  # the loop is closed: shutdown, nobody left to tell
-        else:
-            try:
-                anyio.from_thread.run_sync(self._fan_out, uri)
-            except RuntimeError:
-                pass
+        """Tell every subscriber of `uri`. Safe from any thread of a bound runtime; never blocks."""
+        loop = self._loop  # read once: the runtime may unbind meanwhile
+        if loop is None or threading.get_ident() == self._loop_thread:
+            self._fan_out(uri)  # on the loop, or unbound (an idle runtime): here and now
+            return
+        try:
+            loop.call_soon_threadsafe(self._fan_out, uri)
+        except RuntimeError:
+            pass  # the loop is closed: shutdown, nobody left to tell
 
     def _fan_out(self, uri: str) -> None:
         for channel in list(self._channels):
             if channel.wants(uri):
                 channel.deliver(uri)
 
-
-def _on_a_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import anyio
 
-from protocol import CacheHint, Server, ToolError, ToolResult
+from protocol import CacheHint, Server, ToolError, ToolResult, asgi_app, run_stdio
 
 COUNTER_URI = "example://counter"
 
@@ -62,9 +62,9 @@ def main(argv: list[str]) -> None:
         from protocol.http import run
 
         host, _, port = argv[1].rpartition(":")
-        run(server.asgi_app(), host or "127.0.0.1", int(port))
+        run(asgi_app(server), host or "127.0.0.1", int(port))
     else:
-        server.run_stdio()
+        run_stdio(server)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ memory server. Test modules import the fixtures they use from here (`era`, `memo
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -283,8 +284,23 @@ def server_environment(memory_file: Path | str | None, extra: dict[str, str] | N
     environment = {key: value for key, value in os.environ.items() if key != "MEMORY_FILE_PATH"}
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     if memory_file is not None:
-        environment["MEMORY_FILE_PATH"] = str(memory_file)
+        environment.update(memory_environment(memory_file))
     return {**environment, **(extra or {})}
+
+
+STORE = os.environ.get("MEMORY_TEST_STORE", "file")
+"""Where the servers of the store-independent tests keep their memory: "file" (the default), or
+"postgres" to run the same tests on a database (MEMORY_TEST_DATABASE_URL; .ci/run does both). A
+test that looks at the memory file itself is marked `file_store` and runs on files only."""
+
+
+def memory_environment(memory_file: Path | str) -> dict[str, str]:
+    """The environment naming the test's memory: its file, or, on the database, a memory of its own
+    named after that file (servers given one file share one memory, as they would share the file)."""
+    if STORE == "file":
+        return {"MEMORY_FILE_PATH": str(memory_file)}
+    digest = hashlib.sha256(os.path.abspath(memory_file).encode()).hexdigest()[:32]
+    return {"MEMORY_DATABASE_URL": os.environ["MEMORY_TEST_DATABASE_URL"], "MEMORY_NAME": f"test-{digest}"}
 
 
 class MemoryServers:

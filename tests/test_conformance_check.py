@@ -7,6 +7,7 @@ breaks each requirement in turn and must be flagged for exactly that one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -32,9 +33,9 @@ SHAPES = {requirement.id for requirement in REQUIREMENTS if requirement.schema}
 MALFORMED = {requirement.id for requirement in REQUIREMENTS if requirement.id.startswith("malformed.")}
 
 
-# The spec's pages and schema.json files are not part of this repository: CI has them beside the
-# clone (../shared/spec), a developer may point MCP_SPEC_DIR at a clone of the spec repository.
-needs_spec = pytest.mark.skipif(not SPEC.is_dir(), reason=f"needs the MCP spec pages at {SPEC} (or MCP_SPEC_DIR)")
+# The spec pages the requirements cite and each era's schema.json: the copies in tests/spec/
+# (see its README.md), or the directory MCP_SPEC_DIR names.
+CARRIED_SPEC = REPO / "tests" / "spec"
 
 
 def check(*arguments: str, server: tuple[str, ...], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -54,10 +55,34 @@ def check_json(*arguments: str, server: tuple[str, ...]) -> tuple[int, dict[str,
     return result.returncode, json.loads(result.stdout)
 
 
+# --- the spec the tests read ----------------------------------------------------------------------
+
+
+def carried_digests() -> dict[str, str]:
+    lines = (CARRIED_SPEC / "SHA256SUMS").read_text(encoding="utf-8").splitlines()
+    return {name: digest for digest, name in (line.split("  ", 1) for line in lines)}
+
+
+def test_the_carried_spec_is_the_copy_its_digests_name_and_every_cited_page_is_in_it() -> None:
+    digests = carried_digests()
+    carried = sorted(str(path.relative_to(CARRIED_SPEC)) for path in CARRIED_SPEC.rglob("*")
+                     if path.suffix in (".json", ".mdx"))
+    assert carried == sorted(digests), "tests/spec/SHA256SUMS lists exactly the copied files"
+    for name, digest in digests.items():
+        assert hashlib.sha256((CARRIED_SPEC / name).read_bytes()).hexdigest() == digest, f"tests/spec/{name} was changed"
+    cited = {f"{r.section.version}/{r.section.page}.mdx" for r in REQUIREMENTS}
+    schemas = {f"{version}/schema.json" for version in ("2025-11-25", "2026-07-28")}
+    assert cited | schemas <= set(digests), f"pages to copy into tests/spec: {sorted(cited | schemas - set(digests))}"
+    # Where CI lays the spec's pages beside the checkout (../shared/spec), the copies equal them.
+    shared = REPO.parent / "shared" / "spec"
+    for name in digests:
+        if (shared / name).is_file():
+            assert (shared / name).read_bytes() == (CARRIED_SPEC / name).read_bytes(), f"{shared / name} differs"
+
+
 # --- the table itself ---------------------------------------------------------------------------
 
 
-@needs_spec
 def test_every_requirement_cites_a_section_that_exists_in_the_spec() -> None:
     assert SPEC.is_dir(), f"the spec pages are expected at {SPEC} (or MCP_SPEC_DIR)"
     for requirement in REQUIREMENTS:
@@ -80,7 +105,6 @@ def test_requirement_ids_are_unique_and_name_their_era() -> None:
 # --- real servers --------------------------------------------------------------------------------
 
 
-@needs_spec
 def test_this_projects_server_meets_every_requirement() -> None:
     status, report = check_json("--env", THROWAWAY_MEMORY, server=MEMORY_SERVER)
     assert status == 0, json.dumps(report, indent=1)
@@ -93,13 +117,11 @@ def test_this_projects_server_meets_every_requirement() -> None:
     assert report["summary"] == {"pass": len(REQUIREMENTS), "fail": 0, "not supported": 0, "not checked": 0}
 
 
-@needs_spec
 def test_the_example_server_meets_every_requirement() -> None:
     status, report = check_json(server=EXAMPLE_SERVER)
     assert status == 0 and set(statuses(report).values()) == {"pass"}, statuses(report)
 
 
-@needs_spec
 def test_a_server_on_the_official_sdk_leaves_malformed_lines_unanswered() -> None:
     status, report = check_json("--timeout", "3", server=SDK_SERVER)
     assert status == 1
@@ -120,13 +142,11 @@ def run(server: tuple[str, ...], *, only: tuple[str, ...] = (), spec: Path | Non
     return anyio.run(run_check, CheckSettings(server, {}, spec, timeout, only))
 
 
-@needs_spec
 def test_the_fixture_server_meets_every_requirement_when_nothing_is_broken() -> None:
     report = run(CHECK_SERVER)
     assert {verdict.requirement.id: verdict.status for verdict in report.verdicts} == dict.fromkeys(requirement_ids(), "pass")
 
 
-@needs_spec
 @pytest.mark.parametrize("requirement", requirement_ids())
 def test_a_broken_requirement_is_flagged_with_the_exchange_that_shows_it(requirement: str) -> None:
     report = run((*CHECK_SERVER, "--break", requirement), only=(requirement,), timeout=1.0)
@@ -137,7 +157,6 @@ def test_a_broken_requirement_is_flagged_with_the_exchange_that_shows_it(require
     assert f"FAIL          {requirement}  [" in format_text(report)
 
 
-@needs_spec
 def test_what_a_server_does_not_claim_is_not_supported_rather_than_failed() -> None:
     report = as_json(run((*CHECK_SERVER, "--legacy-only", "--no-resources")))
     found = statuses(report)
@@ -176,7 +195,6 @@ def test_the_spec_directory_also_comes_from_the_environment(tmp_path: Path) -> N
 # --- the report ----------------------------------------------------------------------------------
 
 
-@needs_spec
 def test_text_and_json_tell_the_same_verdicts_with_sections_and_exchanges() -> None:
     arguments = ("--only", "legacy.ping", "malformed.batch", "modern.discover", "--timeout", "1")
     text = check("--spec", str(SPEC), *arguments, server=(*CHECK_SERVER, "--break", "malformed.batch"))
@@ -217,7 +235,6 @@ def test_a_server_that_cannot_start_is_a_usage_error(tmp_path: Path) -> None:
     assert result.returncode == 2 and "cannot start" in result.stderr
 
 
-@needs_spec
 def test_a_server_that_exits_at_once_fails_the_handshake_and_the_report_says_how_it_ended() -> None:
     status, report = check_json(server=(sys.executable, "-c", "import sys; sys.exit(3)"))
     assert status == 1

@@ -1144,7 +1144,7 @@ def test_volatile_takes_several_paths_after_one_flag_or_one_per_flag(tmp_path: P
 
 
 BIN = Path(sys.executable).parent
-README = REPO / "README.md"
+HARNESS_MANUAL = REPO / "docs" / "conformance.md"
 
 
 def bare_environment() -> dict[str, str]:
@@ -1173,15 +1173,15 @@ def test_the_console_script_records_and_replays_from_anywhere(tmp_path: Path) ->
     assert (replayed.returncode, replayed.stdout) == (0, f"PASS {out}\n1 passed, 0 failed\n"), replayed.stderr
 
 
-def readme_recording_configurations() -> list[dict]:
-    """The client configurations of the README's conformance section, as JSON."""
-    section = README.read_text(encoding="utf-8").split("## Conformance transcripts", 1)[1].split("\n## ", 1)[0]
+def manual_recording_configurations() -> list[dict]:
+    """The client configurations of the harness manual's section on recording, as JSON."""
+    section = HARNESS_MANUAL.read_text(encoding="utf-8").split("\n## Recording\n", 1)[1].split("\n## ", 1)[0]
     blocks = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, flags=re.DOTALL)]
     return [server for block in blocks for server in (block.get("mcpServers") or block.get("servers") or {}).values()]
 
 
-def test_the_readme_recording_configurations_work_verbatim_once_the_path_is_filled_in(tmp_path: Path) -> None:
-    configurations = readme_recording_configurations()
+def test_the_manuals_recording_configurations_work_verbatim_once_the_path_is_filled_in(tmp_path: Path) -> None:
+    configurations = manual_recording_configurations()
     assert len(configurations) == 2
     for number, configuration in enumerate(configurations):
         words = [configuration["command"], *configuration["args"]]

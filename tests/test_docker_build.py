@@ -401,7 +401,7 @@ def test_installed_entrypoint_serves_a_modern_client(peer: StdioPeer):
 
 
 def test_installed_entrypoint_serves_streamable_http_with_a_token(entrypoint: Path, tmp_path: Path):
-    """The command the README gives for Docker (`--http`), with the extra the image installs."""
+    """The command docs/docker.md gives for a team (`--http`), with the extra the image installs."""
     import socket
 
     import httpx

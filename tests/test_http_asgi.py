@@ -22,7 +22,7 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
-from protocol import Server
+from protocol import Server, asgi_app
 from protocol.context import RequestContext
 
 COUNTER = "example://counter"
@@ -44,7 +44,7 @@ def host_app(mounted: Any) -> Starlette:
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto", MODERN])
 async def test_mounted_under_a_path_in_starlette_the_sdk_client_works_in_each_mode(mode: str) -> None:
-    app = host_app(example_server.server.asgi_app())
+    app = host_app(asgi_app(example_server.server))
     async with serving(app) as base:
         async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
             assert (await http.get(f"{base}/health")).text == "ok"
@@ -64,7 +64,7 @@ async def test_mounted_under_a_path_in_starlette_the_sdk_client_works_in_each_mo
 
 @pytest.mark.anyio
 async def test_the_mounted_app_answers_through_an_asgi_transport_without_any_server() -> None:
-    mounted = example_server.server.asgi_app()
+    mounted = asgi_app(example_server.server)
     async with mounted.lifespan():
         transport = httpx.ASGITransport(app=host_app(mounted))
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
@@ -92,7 +92,7 @@ def waiting_server() -> tuple[Server, list[RequestContext]]:
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 async def test_a_client_that_disconnects_mid_answer_cancels_its_request(era: str) -> None:
     server, seen = waiting_server()
-    async with serving(server.asgi_app()) as base:
+    async with serving(asgi_app(server)) as base:
         url = f"{base}/mcp"
         async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
             if era == "legacy":
@@ -141,7 +141,7 @@ async def test_the_example_server_runs_over_http_from_the_same_declaration(http_
 @pytest.mark.anyio
 async def test_a_legacy_cancel_notification_stops_the_named_request_and_its_post_ends_empty() -> None:
     server, seen = waiting_server()
-    async with serving(server.asgi_app()) as base:
+    async with serving(asgi_app(server)) as base:
         url = f"{base}/mcp"
         async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
             opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
@@ -165,7 +165,7 @@ async def test_a_legacy_cancel_notification_stops_the_named_request_and_its_post
 
 @pytest.mark.anyio
 async def test_a_quiet_listen_stream_carries_keep_alive_comments() -> None:
-    async with serving(example_server.server.asgi_app(keepalive_seconds=0.05)) as base:
+    async with serving(asgi_app(example_server.server, keepalive_seconds=0.05)) as base:
         listen = modern_request("k", "subscriptions/listen", {"notifications": {"resourceSubscriptions": [COUNTER]}})
         with anyio.fail_after(WAIT_SECONDS):
             async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http, \
@@ -181,7 +181,7 @@ async def test_a_quiet_listen_stream_carries_keep_alive_comments() -> None:
 
 @pytest.mark.anyio
 async def test_beyond_its_session_cap_the_server_ends_the_session_unused_for_longest() -> None:
-    async with serving(example_server.server.asgi_app(max_sessions=2)) as base:
+    async with serving(asgi_app(example_server.server, max_sessions=2)) as base:
         url = f"{base}/mcp"
         async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
             async def session() -> str:
@@ -219,7 +219,7 @@ async def test_requests_beyond_the_concurrency_cap_wait_their_turn_and_one_that_
             inside.remove(number)
         return f"done {number}"
 
-    app = server.asgi_app(max_concurrent_requests=2)
+    app = asgi_app(server, max_concurrent_requests=2)
     async with serving(app) as base:
         url = f"{base}/mcp"
         answers: dict[int, str] = {}
@@ -258,7 +258,7 @@ async def test_requests_beyond_the_concurrency_cap_wait_their_turn_and_one_that_
 @pytest.mark.anyio
 async def test_a_request_longer_than_the_idle_time_keeps_its_session_and_idle_ones_go_at_the_next_initialize() -> None:
     idle = 1.0  # far above a loaded machine's pause between two requests
-    app = example_server.server.asgi_app(session_idle_seconds=idle)
+    app = asgi_app(example_server.server, session_idle_seconds=idle)
     async with serving(app) as base:
         url = f"{base}/mcp"
         async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:

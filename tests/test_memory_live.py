@@ -197,6 +197,7 @@ def test_modern_listens_are_acknowledged_notified_cancelled_and_closed_on_sigter
 
 # --- changes by other processes -----------------------------------------------------------------------------
 
+@pytest.mark.file_store
 @pytest.mark.parametrize("writer", ["second server", "plain rewrite"])
 def test_a_change_by_another_process_is_announced_and_read(memory_servers: MemoryServers, era: str,
                                                            tmp_path: Path, writer: str) -> None:
@@ -225,6 +226,7 @@ SERVERS = 3
 CALLS_EACH = 20
 
 
+@pytest.mark.file_store
 def test_several_servers_writing_one_file_at_once_lose_nothing(memory_servers: MemoryServers, era: str,
                                                                tmp_path: Path) -> None:
     memory_file = tmp_path / "memory.jsonl"

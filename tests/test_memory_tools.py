@@ -94,6 +94,12 @@ def test_tools_list_names_titles_and_annotations(client: MemoryClient) -> None:
             assert hints.get("destructiveHint", True) is False, tool
 
 
+def test_tools_list_advertises_the_schemas_served_before_the_tools_were_a_table(client: MemoryClient) -> None:
+    # The capture was taken from the hand-written schemas; json keeps each object's key order.
+    captured = json.loads(Path(__file__).with_name("memory_tools_list.json").read_text())
+    assert json.dumps(list(client.tools.values())) == json.dumps(captured)
+
+
 def test_instructions_are_given_at_the_start(client: MemoryClient) -> None:
     # client.opening is the initialize result (legacy) or the server/discover result (modern)
     instructions = client.opening.get("instructions")
@@ -129,6 +135,7 @@ def test_create_entities_skips_existing_names_and_repeats(seeded: MemoryClient) 
     assert graph["entities"] == [*SEED["entities"], dan], "observations of skipped entities are not added"
 
 
+@pytest.mark.file_store
 def test_create_entities_of_only_existing_names_changes_nothing(seeded: MemoryClient, memory_file: Path) -> None:
     before = memory_file.read_bytes()
     structured = seeded.ok("create_entities", {"entities": [entity("Bob", "x", ["new fact"])]})
@@ -145,6 +152,7 @@ def test_create_relations_skips_duplicates_also_within_the_call(seeded: MemoryCl
     assert seeded.graph()["relations"] == [*SEED["relations"], likes]
 
 
+@pytest.mark.file_store
 def test_create_relations_with_missing_entities_fails_naming_each_and_changes_nothing(
         seeded: MemoryClient, memory_file: Path) -> None:
     before = memory_file.read_bytes()
@@ -177,6 +185,7 @@ def test_add_observations_deduplicates_and_reports_per_entity(seeded: MemoryClie
     assert entities["Bob"]["observations"] == ["Plays chess"]
 
 
+@pytest.mark.file_store
 def test_add_observations_to_a_missing_entity_fails_and_adds_nothing(seeded: MemoryClient,
                                                                      memory_file: Path) -> None:
     before = memory_file.read_bytes()
@@ -199,6 +208,7 @@ def test_delete_entities_cascades_and_reports_not_found(seeded: MemoryClient) ->
     assert seeded.graph() == {"entities": [ALICE, ACME, CAROL], "relations": [WORKS_AT]}
 
 
+@pytest.mark.file_store
 def test_delete_entities_of_unknown_names_only_reports_them(seeded: MemoryClient, memory_file: Path) -> None:
     before = memory_file.read_bytes()
     structured = seeded.ok("delete_entities", {"entityNames": ["Ghost"]})
@@ -206,6 +216,7 @@ def test_delete_entities_of_unknown_names_only_reports_them(seeded: MemoryClient
     assert memory_file.read_bytes() == before
 
 
+@pytest.mark.file_store
 def test_delete_observations_is_silent_for_unknowns_and_counts(seeded: MemoryClient, memory_file: Path) -> None:
     structured = seeded.ok("delete_observations", {"deletions": [
         {"entityName": "Alice", "observations": ["Loves Jazz", "never said"]},
@@ -222,6 +233,7 @@ def test_delete_observations_is_silent_for_unknowns_and_counts(seeded: MemoryCli
     assert memory_file.read_bytes() == before
 
 
+@pytest.mark.file_store
 def test_delete_relations_is_silent_for_unknowns_and_counts(seeded: MemoryClient, memory_file: Path) -> None:
     structured = seeded.ok("delete_relations", {"relations": [KNOWS, relation("Alice", "Bob", "never")]})
     assert structured["success"] is True and isinstance(structured["message"], str)
@@ -292,6 +304,7 @@ BAD_ARGUMENTS = [
 ]
 
 
+@pytest.mark.file_store
 def test_invalid_arguments_are_a_tool_error_naming_the_path(seeded: MemoryClient, memory_file: Path) -> None:
     before = memory_file.read_bytes()
     for tool, arguments, named in BAD_ARGUMENTS:
@@ -304,6 +317,7 @@ def test_invalid_arguments_are_a_tool_error_naming_the_path(seeded: MemoryClient
     assert seeded.graph() == SEED
 
 
+@pytest.mark.file_store
 def test_unknown_tool_is_an_invalid_params_error(seeded: MemoryClient, memory_file: Path) -> None:
     before = memory_file.read_bytes()
     error = seeded.request_error("tools/call", {"name": "drop_everything", "arguments": {}})
@@ -344,6 +358,7 @@ def test_an_unknown_resource_is_an_error_and_the_server_goes_on(seeded: MemoryCl
 
 # --- the memory file ----------------------------------------------------------------------------------------------
 
+@pytest.mark.file_store
 def test_the_file_holds_exactly_the_reference_records(seeded: MemoryClient, memory_file: Path) -> None:
     zoe = entity("Zoë", "person", ['Said "hi"\nthen left', "Ünïcode ✓"])
     seeded.ok("create_entities", {"entities": [zoe]})
@@ -355,6 +370,7 @@ def test_the_file_holds_exactly_the_reference_records(seeded: MemoryClient, memo
     assert seeded.graph() == graph
 
 
+@pytest.mark.file_store
 def test_a_file_the_reference_wrote_is_read_as_is(memory_servers: MemoryServers, era: str, memory_file: Path) -> None:
     write_reference_file(memory_file, reference_lines(SEED))
     client = memory_servers.client(era, memory_file)
@@ -365,6 +381,7 @@ def test_a_file_the_reference_wrote_is_read_as_is(memory_servers: MemoryServers,
         {"entities": [ALICE, BOB, ACME, carol], "relations": SEED["relations"]})
 
 
+@pytest.mark.file_store
 def test_unknown_records_and_fields_survive_a_write(memory_servers: MemoryServers, era: str,
                                                     memory_file: Path) -> None:
     note = record_line({"type": "note", "text": "kept by another tool", "pinned": True})
@@ -389,6 +406,7 @@ def test_unknown_records_and_fields_survive_a_write(memory_servers: MemoryServer
     assert client.graph() == {"entities": [ALICE, ACME, BOB], "relations": [WORKS_AT]}
 
 
+@pytest.mark.file_store
 def test_an_unreadable_line_is_moved_to_the_rejected_file(memory_servers: MemoryServers, era: str,
                                                           memory_file: Path) -> None:
     garbage = b'{"type":"entity","name":"Half'
@@ -409,6 +427,7 @@ def test_an_unreadable_line_is_moved_to_the_rejected_file(memory_servers: Memory
     assert file_lines(memory_file) == reference_lines({"entities": [ALICE, BOB, CAROL], "relations": []})
 
 
+@pytest.mark.file_store
 def test_the_file_is_private_its_parents_made_and_the_lock_gone_after_a_write(
         memory_servers: MemoryServers, era: str, tmp_path: Path) -> None:
     memory_file = tmp_path / "deeper" / "still" / "memory.jsonl"
@@ -419,6 +438,7 @@ def test_the_file_is_private_its_parents_made_and_the_lock_gone_after_a_write(
     assert [path.name for path in memory_file.parent.iterdir()] == ["memory.jsonl"], "no lock, temporary or side file"
 
 
+@pytest.mark.file_store
 @pytest.mark.parametrize("obstacle", ["a file where the parent directory should be", "a directory at the path"])
 def test_an_unusable_memory_path_gives_clear_errors_and_the_server_recovers(
         memory_servers: MemoryServers, era: str, tmp_path: Path, obstacle: str) -> None:

@@ -80,6 +80,7 @@ def union(pages: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
     return [e for page in pages for e in page["entities"]], [r for page in pages for r in page["relations"]]
 
 
+@pytest.mark.file_store
 def test_read_graph_pages_give_the_whole_graph_once(memory_servers: MemoryServers, era: str,
                                                     memory_file: Path) -> None:
     client = client_with(memory_servers, era, memory_file)
@@ -96,6 +97,7 @@ def test_read_graph_pages_give_the_whole_graph_once(memory_servers: MemoryServer
     assert json.loads(resource) == {"entities": ENTITIES, "relations": RELATIONS}
 
 
+@pytest.mark.file_store
 def test_search_and_open_pages_give_the_whole_answer_once(memory_servers: MemoryServers, era: str,
                                                           memory_file: Path) -> None:
     client = client_with(memory_servers, era, memory_file)
@@ -124,6 +126,7 @@ def test_search_and_open_pages_give_the_whole_answer_once(memory_servers: Memory
         ENTITIES[::2], [r for r in RELATIONS if r["from"] in wanted or r["to"] in wanted])
 
 
+@pytest.mark.file_store
 def test_an_answer_that_fits_is_exactly_as_before(memory_servers: MemoryServers, era: str, tmp_path: Path) -> None:
     small = tmp_path / "small.jsonl"
     write_graph(small, ENTITIES[:3], RELATIONS[:1])
@@ -139,6 +142,7 @@ def test_an_answer_that_fits_is_exactly_as_before(memory_servers: MemoryServers,
     assert client.ok("read_graph") == {"entities": ENTITIES, "relations": RELATIONS}
 
 
+@pytest.mark.file_store
 def test_search_limit_returns_the_first_matches_and_their_relations(memory_servers: MemoryServers, era: str,
                                                                    memory_file: Path) -> None:
     client = client_with(memory_servers, era, memory_file, budget=None)
@@ -152,6 +156,7 @@ def test_search_limit_returns_the_first_matches_and_their_relations(memory_serve
         assert "limit" in message
 
 
+@pytest.mark.file_store
 def test_cursors_walk_the_answer_as_it_was_when_writes_come_between(memory_servers: MemoryServers, era: str,
                                                                     memory_file: Path) -> None:
     client = client_with(memory_servers, era, memory_file)
@@ -172,6 +177,7 @@ def test_cursors_walk_the_answer_as_it_was_when_writes_come_between(memory_serve
     assert fresh[0][0]["observations"][-1] == "changed"
 
 
+@pytest.mark.file_store
 def test_bad_cursors_are_tool_errors_that_say_what_to_do(memory_servers: MemoryServers, era: str,
                                                          memory_file: Path) -> None:
     client = client_with(memory_servers, era, memory_file)
@@ -195,6 +201,7 @@ def test_bad_cursors_are_tool_errors_that_say_what_to_do(memory_servers: MemoryS
     assert "expired" in client.tool_error("read_graph", {"cursor": cursor})
 
 
+@pytest.mark.file_store
 def test_a_huge_observation_is_cut_within_the_budget_and_said(memory_servers: MemoryServers, era: str,
                                                               tmp_path: Path) -> None:
     path = tmp_path / "memory.jsonl"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 import pytest
 from conftest import (
@@ -30,9 +31,10 @@ from conftest import open_session as open_engine_session
 from memory_helpers import GRAPH_URI, UPDATED, MemoryServers, memory_servers, server_environment  # noqa: F401
 
 from memory_server.storage.store import GraphStore
-from protocol import Server
+from protocol import Runtime, Server, running
 from protocol.context import RequestContext
 from protocol.eras import Era
+from protocol.runtime import current_runtime
 
 MODERN = "2026-07-28"
 
@@ -165,7 +167,7 @@ async def _static(uri: str) -> str:
 @pytest.mark.anyio
 async def test_resource_updated_is_a_plain_call_from_the_loop_a_worker_or_any_thread() -> None:
     server = updating_server()
-    async with server.running(), open_engine_session(server) as peer:
+    async with running(server), open_engine_session(server) as peer:
         await peer.call(initialize())
         for index, uri in enumerate(("u://worker", "u://thread", "u://loop")):
             await peer.call(request(f"s{index}", "resources/subscribe", {"uri": uri}))
@@ -175,6 +177,54 @@ async def test_resource_updated_is_a_plain_call_from_the_loop_a_worker_or_any_th
         updates = sorted(m["params"]["uri"] for m in messages if m.get("method") == UPDATED)
         assert updates == ["u://loop", "u://thread", "u://worker"]
         assert sorted(m["id"] for m in messages if "id" in m) == [0, 1, 2]
+
+
+# --- the runtime: what lives while a server serves -----------------------------------------------------------
+
+@pytest.mark.anyio
+async def test_a_runtime_runs_the_background_tasks_gives_each_the_runtime_and_cancels_them_at_the_end() -> None:
+    server = Server("background", "1.0.0")
+    seen: list[Runtime] = []
+    stopped = anyio.Event()
+
+    @server.background
+    async def looks_first(runtime: Runtime, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        seen.append(runtime)
+        task_status.started()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+
+    idle = current_runtime(server)
+    async with running(server) as runtime:
+        assert current_runtime(server) is runtime is not idle
+        with anyio.fail_after(WAIT_SECONDS):
+            await runtime.wait_ready()  # returns once looks_first has started
+        assert seen == [runtime]
+        assert not stopped.is_set()
+    assert stopped.is_set(), "the block ends after its background tasks have stopped"
+    assert current_runtime(server) is idle
+
+
+@pytest.mark.anyio
+async def test_resource_updated_reaches_the_subscribers_of_the_runtime_serving_now() -> None:
+    server = updating_server()
+    async with running(server) as outer, open_engine_session(server) as before:
+        await before.call(initialize())
+        for uri in ("u://loop", "u://worker"):
+            await before.call(request(uri, "resources/subscribe", {"uri": uri}))
+        async with running(server) as inner:
+            assert current_runtime(server) is inner
+            async with open_engine_session(server) as during:
+                await during.call(initialize())
+                await during.call(request("s", "resources/subscribe", {"uri": "u://loop"}))
+                server.resource_updated("u://loop")
+                assert (await during.recv())["params"]["uri"] == "u://loop"
+        assert current_runtime(server) is outer
+        server.resource_updated("u://worker")
+        # Delivered in order: had u://loop reached the outer runtime's subscriber, it would come first.
+        assert (await before.recv()) == {"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": "u://worker"}}
 
 
 # --- issue 11, item 10: a subscriber hears of a write made before the watcher's first interval ----------------
@@ -285,3 +335,26 @@ def test_sigterm_ends_a_server_held_back_by_a_client_that_does_not_read(tmp_path
     finally:
         process.kill()
         process.wait(WAIT_SECONDS)
+
+
+# --- the package's names ------------------------------------------------------------------------------------
+
+def test_the_package_names_each_part_and_loads_it_only_when_named() -> None:
+    # A process of its own: what is loaded is a property of the whole process.
+    script = (
+        "import sys, protocol, protocol.fdio\n"
+        "assert sorted(protocol.__all__) == sorted(protocol._HOMES)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('protocol.')))\n"
+        "from protocol import Server, run_stdio, running\n"
+        "print('protocol.http' in sys.modules)\n"
+        "from protocol import asgi_app\n"
+        "import protocol.http\n"
+        "print(asgi_app is protocol.http.asgi_app, run_stdio.__module__, running.__module__, Server.__module__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True,
+                          env={"PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert done.stdout.splitlines() == [
+        "['protocol.fdio']",  # the lock's whole writes need nothing of the engine
+        "False",  # a stdio server never loads the HTTP transport
+        "True protocol.stdio protocol.runtime protocol.server",
+    ], done.stderr

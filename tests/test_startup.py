@@ -26,10 +26,10 @@ def modules_loaded_by_serving(argv: list[str]) -> set[str]:
     program = (
         "import json, sys\n"
         "import protocol.stdio\n"
-        "serve = protocol.stdio.run\n"
+        "serve = protocol.stdio.run_stdio\n"
         "def listing(*args, **kwargs):\n"
         "    print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
-        "protocol.stdio.run = listing\n"
+        "protocol.stdio.run_stdio = listing\n"
         "from memory_server.__main__ import main\n"
         f"main({argv!r})\n"
     )

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from importlib.resources import files
 from typing import Any, Final
 
-from .export import ExportView
+from .view import ExportView
 
 LIBRARY: Final = "vendor/cytoscape.min.js"
 TEMPLATE: Final = "memory_graph.html"

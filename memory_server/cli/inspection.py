@@ -198,12 +198,10 @@ class FilePlace:
     """The fragile-location warning, when the file lives inside the installation."""
 
 
-def describe_stats(figures: Stats, place: FilePlace, *, top: int, check_command: str) -> list[str]:
-    """The stats command's report, one line per item."""
+def describe_figures(figures: Stats, *, top: int) -> list[str]:
+    """What the memory holds, one line per item: the part of stats' report that is the same for a
+    file and a database."""
     out = [
-        f"Memory file     {place.path}",
-        f"Size            {place.size}",
-        f"Last change     {place.changed}",
         f"Entities        {figures.entities:,}",
         f"Relations       {figures.relations:,}",
         f"Observations    {figures.observations:,}",
@@ -216,6 +214,17 @@ def describe_stats(figures: Stats, place: FilePlace, *, top: int, check_command:
             out.append(f"  {sum(count for _, count in rest):>8,}  in {len(rest):,} more types")
     out += ["", f"Most connected (top {top})"]
     out += [f"  {count:>8,}  {name} ({kind})" for name, kind, count in figures.most_connected] or ["  none"]
+    return out
+
+
+def describe_stats(figures: Stats, place: FilePlace, *, top: int, check_command: str) -> list[str]:
+    """The stats command's report, one line per item."""
+    out = [
+        f"Memory file     {place.path}",
+        f"Size            {place.size}",
+        f"Last change     {place.changed}",
+        *describe_figures(figures, top=top),
+    ]
     set_aside = f"{place.set_aside:>8,}" if place.set_aside is not None else f"{'?':>8}"
     out += [
         "",

@@ -778,3 +778,67 @@ def merge_graph(graph: Graph, entities: Sequence[IncomingEntity], relations: Seq
         merged = replace(merged, relations={**graph.relations, **new_relations}, links=links,
                          census=_census_after_links(_known_census(merged), links, edits.touched))
     return Change(merged, value, True)
+
+
+# --------------------------------------------------------------------------------------------
+# A memory shared through a database: what another server wrote, and what a write changed
+# --------------------------------------------------------------------------------------------
+
+
+class RowChanges(NamedTuple):
+    """What a write changed, row by row: what a database store writes in its transaction."""
+
+    entities: list[Node]
+    """Entities made or replaced (new observations, fewer observations)."""
+    gone_entities: list[str]
+    relations: list[Edge]
+    gone_relations: list[Triple]
+
+
+def row_changes(before: Graph, after: Graph, names: Iterable[str] | None = None,
+                triples: Iterable[Triple] | None = None) -> RowChanges:
+    """The rows that differ between two versions of a graph.
+
+    `names` and `triples`: where the write may have changed something (the names and relations
+    it was given); the relations touching those names are looked at too. None: look everywhere
+    (an import), which costs a pass over the whole graph."""
+    if names is None or triples is None:
+        name_set: set[str] = set(before.entities) | set(after.entities)
+        triple_set: set[Triple] = set(before.relations) | set(after.relations)
+    else:
+        name_set = set(names)
+        triple_set = set(triples)
+        for name in name_set:
+            triple_set.update(before.links.get(name, ()))
+            triple_set.update(after.links.get(name, ()))
+    entities = [node for name in name_set if (node := after.entities.get(name)) is not None
+                and before.entities.get(name) is not node]
+    entities.sort(key=_seq)
+    gone = [name for name in name_set if name in before.entities and name not in after.entities]
+    relations = sorted((edge for triple in triple_set if (edge := after.relations.get(triple)) is not None
+                        and triple not in before.relations), key=_seq)
+    gone_relations = [triple for triple in triple_set if triple in before.relations and triple not in after.relations]
+    return RowChanges(entities, gone, relations, gone_relations)
+
+
+def with_rows(graph: Graph, changes: RowChanges, next_seq: int) -> Graph:
+    """The graph with another writer's rows applied: entities put in (a name already there keeps
+    its place, a new one comes last, in `changes.entities`' order) or taken out, relations added
+    or taken out; the indexes and census follow as they do for a tool's write."""
+    if changes.entities or changes.gone_entities:
+        updated = dict(_without_keys(graph.entities, {name for name in changes.gone_entities if name in graph.entities}))
+        for node in changes.entities:
+            updated[node.record.name] = node
+        names = [*changes.gone_entities, *(node.record.name for node in changes.entities)]
+        graph = _with_entities(graph, updated, names)
+    doomed = {triple for triple in changes.gone_relations if triple in graph.relations}
+    graph = _without_relations(graph, doomed, set(changes.gone_entities))
+    fresh = {(edge.record.source, edge.record.target, edge.record.relationType): edge for edge in changes.relations}
+    if fresh:
+        edits = _LinkEdits(graph.links)
+        for triple in fresh:
+            edits.add(triple)
+        links = edits.result()
+        graph = replace(graph, relations={**graph.relations, **fresh}, links=links,
+                        census=_census_after_links(_known_census(graph), links, edits.touched))
+    return replace(graph, next_seq=max(next_seq, graph.next_seq))

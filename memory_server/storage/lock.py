@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from protocol.fdio import write_all  # re-exported: files.py writes through it too
+
 from ..model.graph import GraphError
 
 __all__ = [
@@ -367,13 +369,6 @@ class _Marker:
                 return parse_record(file.read(_RECORD_LIMIT))
         except OSError:
             return None
-
-
-def write_all(fd: int, data: bytes | memoryview) -> None:
-    """All of `data`, however few bytes each write takes (files.py writes through it too)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 class _Refresher:

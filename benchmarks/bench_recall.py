@@ -2,9 +2,9 @@
 
 Run from the repository root (on demand; pytest does not collect it):
 
-    .venv/bin/python tests/bench_recall.py                                  # synthetic memory, both servers
-    .venv/bin/python tests/bench_recall.py --locomo /path/to/locomo10_v2    # and LoCoMo, both mappings
-    .venv/bin/python tests/bench_recall.py --locomo DIR --servers none      # in-process rankers only
+    .venv/bin/python benchmarks/bench_recall.py                                  # synthetic memory, both servers
+    .venv/bin/python benchmarks/bench_recall.py --locomo /path/to/locomo10_v2    # and LoCoMo, both mappings
+    .venv/bin/python benchmarks/bench_recall.py --locomo DIR --servers none      # in-process rankers only
 
 Memories:
 

@@ -2,9 +2,9 @@
 
 Run from the repository root:
 
-    .venv/bin/python tests/bench_memory.py                      # sizes 1000,10000, both servers
-    .venv/bin/python tests/bench_memory.py --sizes 1000,10000,100000 --json bench.json
-    .venv/bin/python tests/bench_memory.py --servers reference  # one side only
+    .venv/bin/python benchmarks/bench_memory.py                      # sizes 1000,10000, both servers
+    .venv/bin/python benchmarks/bench_memory.py --sizes 1000,10000,100000 --json bench.json
+    .venv/bin/python benchmarks/bench_memory.py --servers reference  # one side only
 
 Each size gets one seed file of N entities (5 observations each) and 2N relations in the
 reference's JSONL record format; every server process starts from its own copy of the same

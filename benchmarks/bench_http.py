@@ -2,13 +2,13 @@
 
 Run from the repository root (the test extra installs both the SDK and uvicorn):
 
-    .venv/bin/python tests/bench_http.py                    # 10,000 entities, 1 and 32 clients
-    .venv/bin/python tests/bench_http.py --size 1000 --calls 100 --json bench-http.json
+    .venv/bin/python benchmarks/bench_http.py                    # 10,000 entities, 1 and 32 clients
+    .venv/bin/python benchmarks/bench_http.py --size 1000 --calls 100 --json bench-http.json
 
 The peer is built here, from the SDK's own server API (`MCPServer` and its `streamable_http_app`,
 served by the same uvicorn): the same nine tools, each a thin function calling this project's
 `GraphStore` in a worker thread, on its own copy of the same seed file (the seed of
-tests/bench_memory.py). So both sides share the graph code and differ only in the protocol layer
+benchmarks/bench_memory.py). So both sides share the graph code and differ only in the protocol layer
 and the HTTP transport.
 
 Both servers are driven by one lean client (plain HTTP/1.1 on asyncio streams, one keep-alive
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO))
 
 import anyio  # noqa: E402

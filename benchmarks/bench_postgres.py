@@ -1,0 +1,171 @@
+"""Benchmark: this server with its memory in PostgreSQL against the reference npm server on a file.
+
+Run from the repository root (PostgreSQL's initdb/pg_ctl on the machine, or --database-url):
+
+    .venv/bin/python benchmarks/bench_postgres.py                          # 10,000 entities
+    .venv/bin/python benchmarks/bench_postgres.py --sizes 10000 --writers-size 100000
+
+Part 1, the ratio: the same seed (bench_memory.py's: N entities with 5 observations each, 2N
+relations) is imported into a fresh memory of a throwaway database for each process of ours, and
+copied to a fresh file for each process of the reference; processes run interleaved (A B B A), and
+every tool call is timed from the request written to its response read (bench_memory's harness).
+Part 2, a team at work: four servers on one memory of `--writers-size` entities, each writing
+create_entities calls at the same time, then warm searches; medians of both.
+The exit code is 0 whatever the figures are; it is non-zero only when something crashed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+
+import bench_memory as bench  # noqa: E402  (beside this file)
+from postgres_helpers import PostgresCluster  # noqa: E402  (the tests' throwaway cluster)
+
+COMPARED = ("search_nodes", "open_nodes", "create_entities")
+
+
+def database_command(url: str, memory: str) -> list[str]:
+    # bench_memory names a memory file for every server; ours must see the database instead.
+    return ["env", "-u", "MEMORY_FILE_PATH", f"MEMORY_DATABASE_URL={url}", f"MEMORY_NAME={memory}",
+            *bench.our_command()]
+
+
+def import_seed(url: str, memory: str, seed_file: Path, timeout: float) -> float:
+    started = time.perf_counter()
+    subprocess.run(["env", "-u", "MEMORY_FILE_PATH", f"MEMORY_DATABASE_URL={url}", f"MEMORY_NAME={memory}",
+                    *bench.our_command(), "import", str(seed_file)], check=True, timeout=timeout,
+                   stdout=subprocess.DEVNULL, cwd=bench.REPO_ROOT)
+    return time.perf_counter() - started
+
+
+def ratio_run(url: str, size: int, rounds: int, calls: int, timeout: float, scratch: Path) -> dict[str, Any]:
+    seed_file = scratch / f"seed-{size}.jsonl"
+    seed_file.write_bytes(bench.seed_bytes(size))
+    reference, version = bench.install_reference(scratch / "npm", bench.REFERENCE_PACKAGE, timeout)
+    runs: dict[str, list[bench.ProcessRun]] = {"ours": [], "reference": []}
+    imports = []
+    for number, server in enumerate(bench.interleaved_schedule(["ours", "reference"], rounds), start=1):
+        workdir = scratch / f"{size}-{number}"
+        workdir.mkdir()
+        if server == "ours":
+            memory = f"bench-{size}-{number}"
+            imports.append(import_seed(url, memory, seed_file, timeout))
+            command = database_command(url, memory)
+        else:
+            command = reference
+        print(f"  {size:,} entities: process {number} ({server})", file=sys.stderr, flush=True)
+        runs[server].append(bench.run_one_process(server, command, seed_file, size, calls, timeout, workdir))
+        shutil.rmtree(workdir)
+    medians = {server: {operation: statistics.median(sample.wall_ms for run in server_runs
+                                                     for sample in run.calls[operation])
+                        for operation in COMPARED} for server, server_runs in runs.items()}
+    return {"size": size, "reference_version": version, "import_seconds": statistics.median(imports),
+            "median_ms": medians,
+            "ratio": {operation: medians["ours"][operation] / medians["reference"][operation] for operation in COMPARED},
+            "peak_rss_mib": {server: bench.peak_rss_mib(server_runs) for server, server_runs in runs.items()}}
+
+
+def writers_run(url: str, size: int, writers: int, calls: int, timeout: float, scratch: Path) -> dict[str, Any]:
+    seed_file = scratch / f"seed-{size}.jsonl"
+    seed_file.write_bytes(bench.seed_bytes(size))
+    memory = f"bench-writers-{size}"
+    import_seconds = import_seed(url, memory, seed_file, timeout)
+    clients = [bench.StdioServer(database_command(url, memory), scratch / "unused.jsonl",
+                                 scratch / f"writer-{index}.log") for index in range(writers)]
+    latencies: list[list[float]] = [[] for _ in clients]
+    searches: list[float] = []
+    try:
+        for client in clients:
+            client.send(bench.initialize_request(0))
+            client.await_response(0, time.perf_counter() + timeout)
+            client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        # One warm-up read each: the replica is loaded before the clock starts.
+        for client in clients:
+            client.send(bench.tool_call_request(1, "open_nodes", {"names": [bench.entity_name(0)]}))
+            client.await_response(1, time.perf_counter() + timeout)
+        start = threading.Barrier(len(clients))
+
+        def write(index: int) -> None:
+            client = clients[index]
+            start.wait()
+            for call in range(calls):
+                request_id = 100 + call
+                entities = [{"name": f"writer-{index}-{call}", "entityType": "bench", "observations": ["written at once"]}]
+                sent = time.perf_counter()
+                client.send(bench.tool_call_request(request_id, "create_entities", {"entities": entities}))
+                client.await_response(request_id, sent + timeout)
+                latencies[index].append((time.perf_counter() - sent) * 1000)
+
+        threads = [threading.Thread(target=write, args=(index,)) for index in range(len(clients))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        client = clients[0]
+        for call in range(calls):
+            request_id = 10_000 + call
+            sent = time.perf_counter()
+            client.send(bench.tool_call_request(request_id, "search_nodes", bench.tool_arguments("search_nodes", size, call)))
+            client.await_response(request_id, sent + timeout)
+            searches.append((time.perf_counter() - sent) * 1000)
+        rss = [bench.peak_rss_kib(client.process.pid) / 1024 for client in clients]
+    finally:
+        for client in clients:
+            client.close(timeout=30)
+    return {"size": size, "writers": writers, "calls_each": calls, "import_seconds": import_seconds,
+            "write_median_ms": statistics.median(value for each in latencies for value in each),
+            "search_median_ms": statistics.median(searches), "peak_rss_mib": max(rss)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=bench.parse_sizes, default=[10_000])
+    parser.add_argument("--writers-size", type=int, default=100_000, help="0 skips part 2")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--database-url", help="a database to use (default: a throwaway cluster of its own)")
+    parser.add_argument("--json", type=Path)
+    options = parser.parse_args(argv)
+    cluster = None
+    url = options.database_url
+    if url is None:
+        cluster = PostgresCluster()
+        cluster.start()
+        url = cluster.url
+    report: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                              "machine": bench.machine_description(), "ratios": [], "writers": None}
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-postgres-") as scratch:
+            for size in options.sizes:
+                result = ratio_run(url, size, options.rounds, options.calls, options.timeout, Path(scratch))
+                report["ratios"].append(result)
+                print(json.dumps(result, indent=2), flush=True)
+            if options.writers_size:
+                report["writers"] = writers_run(url, options.writers_size, 4, options.calls, options.timeout,
+                                                Path(scratch))
+                print(json.dumps(report["writers"], indent=2), flush=True)
+    finally:
+        if cluster is not None:
+            cluster.remove()
+    if options.json:
+        options.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""A real PostgreSQL server for the tests: a fresh cluster in a temporary directory, listening on
+loopback only, run as an unprivileged user (PostgreSQL refuses to run as root), stopped at the end.
+
+MEMORY_TEST_DATABASE_URL, when set (CI starts one cluster for the whole run), is used instead of
+starting one; a test that restarts its server always gets a cluster of its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+_names = itertools.count()
+
+
+def _binaries() -> Path | None:
+    """The directory holding initdb and pg_ctl: on PATH, else Debian's versioned directory."""
+    if found := shutil.which("pg_ctl"):
+        return Path(found).resolve().parent
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (candidate / "pg_ctl").exists():
+            return candidate
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class PostgresCluster:
+    """One cluster: `start()`, `stop()` (fast, as a crash of the service looks to its clients),
+    `start()` again on the same data and port."""
+
+    def __init__(self) -> None:
+        binaries = _binaries()
+        if binaries is None:
+            raise RuntimeError("PostgreSQL is not installed: apt-get install postgresql (.ci/run does it)")
+        self.binaries = binaries
+        self.root = Path(tempfile.mkdtemp(prefix="kg-memory-pg-"))
+        self.data = self.root / "data"
+        self.port = _free_port()
+        self.user: str | None = None
+        if os.geteuid() == 0:
+            self.user = "postgres" if _has_user("postgres") else "nobody"
+            shutil.chown(self.root, self.user)
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-instructions")
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, tool: str, *args: str) -> None:
+        command = [str(self.binaries / tool), *args]
+        if self.user is not None:
+            command = ["runuser", "-u", self.user, "--", *command]
+        subprocess.run(command, check=True, capture_output=True, timeout=120, cwd=self.root)
+
+    def start(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "60", "-o",
+                  f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off", "start")
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def remove(self) -> None:
+        try:
+            self.stop()
+        except subprocess.CalledProcessError:
+            pass  # already stopped
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _has_user(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+def memory_name(prefix: str = "t") -> str:
+    """A memory of the test's own in a shared database."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}-{next(_names)}"
+
+
+@pytest.fixture(scope="session")
+def database_url() -> object:
+    if url := os.environ.get("MEMORY_TEST_DATABASE_URL"):
+        yield url
+        return
+    cluster = PostgresCluster()
+    cluster.start()
+    try:
+        yield cluster.url
+    finally:
+        cluster.remove()
+
+
+@pytest.fixture
+def own_cluster() -> object:
+    """A cluster for one test that stops and starts it."""
+    cluster = PostgresCluster()
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.remove()

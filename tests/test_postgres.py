@@ -1,0 +1,385 @@
+"""Team memory on PostgreSQL (memory_server/storage/postgres.py), against a real server: the tools in
+both eras, many servers on one memory, many memories in one database, the database going away and
+coming back, moving a memory in and out with the command line, and the guarantees P1-P8 of the
+module's docstring."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from conftest import WAIT_SECONDS, Deadline
+from http_helpers import HttpServers, http_servers, modern_post  # noqa: F401  (a fixture)
+from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures)
+    GRAPH_URI,
+    MemoryClient,
+    MemoryServers,
+    entity,
+    era,
+    memory_servers,
+    relation,
+    server_environment,
+)
+from postgres_helpers import PostgresCluster, database_url, memory_name, own_cluster  # noqa: F401  (fixtures)
+from test_memory_live import check_update, subscribe
+
+from memory_server.model.graph import graph_from_lines
+from memory_server.model.records import decode_file
+from memory_server.storage.postgres import SCHEMA_VERSION, DatabaseUnreachable, PostgresStore
+from memory_server.storage.store import GraphStore
+
+ALICE = entity("Alice", "person", ["Loves jazz", "Has a border collie named Biscuit"])
+BOB = entity("Bob", "person", ["Plays chess"])
+
+
+def database_env(url: str, memory: str, **extra: str) -> dict[str, str]:
+    return {"MEMORY_DATABASE_URL": url, "MEMORY_NAME": memory, **extra}
+
+
+def client_on(servers: MemoryServers, era: str, url: str, memory: str) -> MemoryClient:
+    return MemoryClient(servers.process(None, env=database_env(url, memory)), era).open()
+
+
+def rows(url: str, statement: str, *params: Any) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url, autocommit=True) as connection:
+        return connection.execute(statement, params).fetchall()
+
+
+# --- the tools, both eras -------------------------------------------------------------------------------------
+
+def test_the_nine_tools_answer_as_on_a_file(memory_servers: MemoryServers, era: str, database_url: str,
+                                            tmp_path: Path) -> None:
+    memory = memory_name()
+    client = client_on(memory_servers, era, database_url, memory)
+    assert client.ok("create_entities", {"entities": [ALICE, BOB, ALICE]}) == {
+        "entities": [ALICE, BOB], "skipped": ["Alice"]}
+    assert client.ok("create_relations", {"relations": [relation("Alice", "Bob", "knows")]}) == {
+        "relations": [relation("Alice", "Bob", "knows")]}
+    assert "create the missing entities first" in client.tool_error(
+        "create_relations", {"relations": [relation("Alice", "Ghost", "haunts")]})
+    assert client.ok("add_observations", {"observations": [{"entityName": "Bob", "contents": ["Plays chess", "Cooks"]}]}) == {
+        "results": [{"entityName": "Bob", "addedObservations": ["Cooks"]}]}
+    assert client.ok("search_nodes", {"query": "CHESS"})["entities"] == [
+        {"name": "Bob", "entityType": "person", "observations": ["Plays chess", "Cooks"]}]
+    assert client.ok("open_nodes", {"names": ["Alice", "Nobody"]}) == {
+        "entities": [ALICE], "relations": [relation("Alice", "Bob", "knows")]}
+    assert client.ok("delete_observations", {"deletions": [{"entityName": "Bob", "observations": ["Cooks"]}]})[
+        "deletedCount"] == 1
+    assert client.ok("delete_relations", {"relations": [relation("Alice", "Bob", "knows")]})["deletedCount"] == 1
+    assert client.ok("delete_entities", {"entityNames": ["Bob", "Nobody"]})["notFound"] == ["Nobody"]
+    assert client.graph() == {"entities": [ALICE], "relations": []}
+    # A resource read is the same graph; no file of ours is made anywhere near the server.
+    contents = client.request("resources/read", {"uri": GRAPH_URI})["contents"][0]
+    assert json.loads(contents["text"]) == {"entities": [ALICE], "relations": []}
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["cwd"]
+    assert list((tmp_path / "cwd").iterdir()) == []
+
+
+def test_the_same_query_gives_the_same_answer_on_a_file_and_in_the_database(database_url: str, tmp_path: Path) -> None:
+    people = [entity(f"Person {index}", "person", [f"Works on project {index % 7}", f"Likes colour {index % 5}",
+                                                     "Drinks coffee" if index % 3 else "Drinks tea"])
+              for index in range(60)]
+    links = [relation(f"Person {index}", f"Person {(index * 11) % 60}", "knows") for index in range(60)]
+    on_file = GraphStore(tmp_path / "memory.jsonl")
+    with PostgresStore(database_url, memory_name()) as in_database:
+        for store in (on_file, in_database):
+            store.create_entities(people[:30])
+            store.create_entities(people[30:])
+            store.create_relations(links)
+            store.add_observations([{"entityName": "Person 4", "contents": ["Speaks Portuguese"]}])
+            store.delete_observations([{"entityName": "Person 5", "observations": ["Drinks tea"]}])
+            store.delete_entities(["Person 9"])
+        for query in ("coffee", "Person 1", "project 3 tea", "colour portuguese", "nothing matches this", "o"):
+            for limit in (None, 3):
+                assert in_database.search_nodes(query, limit) == on_file.search_nodes(query, limit), (query, limit)
+        assert in_database.read_graph() == on_file.read_graph()
+        assert in_database.open_nodes(["Person 4", "Person 9"]) == on_file.open_nodes(["Person 4", "Person 9"])
+
+
+# --- many servers, one memory -----------------------------------------------------------------------------------
+
+def test_four_servers_creating_50_entities_each_at_once_lose_none(memory_servers: MemoryServers, database_url: str) -> None:
+    memory = memory_name()
+    clients = [client_on(memory_servers, "modern", database_url, memory) for _ in range(4)]
+    expected = {index: [entity(f"s{index}-e{call}", "test", [f"from server {index}"]) for call in range(50)]
+                for index in range(4)}
+    # Every request of every server is on the wire before any answer is read: they all race.
+    sent = {index: [client.send_request("tools/call", {"name": "create_entities", "arguments": {"entities": [item]}})
+                    for item in expected[index]] for index, client in enumerate(clients)}
+    deadline = Deadline(120)
+    for index, client in enumerate(clients):
+        for request_id, item in zip(sent[index], expected[index], strict=True):
+            assert client.response(request_id, deadline.remaining())["result"]["structuredContent"] == {"entities": [item]}
+    names = sorted(item["name"] for items in expected.values() for item in items)
+    for client in clients:
+        assert sorted(item["name"] for item in client.graph()["entities"]) == names
+    assert rows(database_url, "SELECT count(*) FROM kg_entities WHERE memory = %s", memory) == [(200,)]
+
+
+def test_a_write_through_one_server_reaches_the_subscribers_of_another(memory_servers: MemoryServers, era: str,
+                                                                       database_url: str) -> None:
+    memory = memory_name()
+    watcher = client_on(memory_servers, era, database_url, memory)
+    listen_id = subscribe(watcher)
+    writer = client_on(memory_servers, "legacy" if era == "modern" else "modern", database_url, memory)
+    writer.ok("create_entities", {"entities": [ALICE]})
+    (update,) = watcher.wait_updates(1, listen_id, timeout=3)
+    check_update(update, era, listen_id)
+    assert watcher.graph() == {"entities": [ALICE], "relations": []}
+    # Its own write is announced once, by itself, not a second time by the poller.
+    watcher.ok("create_entities", {"entities": [BOB]})
+    writer.ok("delete_entities", {"entityNames": ["Alice"]})
+    watcher.wait_updates(3, listen_id, timeout=3)
+    assert watcher.graph() == {"entities": [BOB], "relations": []}
+
+
+def test_two_memories_in_one_database_never_see_each_other(memory_servers: MemoryServers, database_url: str) -> None:
+    first, second = memory_name("team-a"), memory_name("team_b")
+    a = client_on(memory_servers, "legacy", database_url, first)
+    b = client_on(memory_servers, "modern", database_url, second)
+    a.ok("create_entities", {"entities": [ALICE]})
+    b.ok("create_entities", {"entities": [BOB, entity("Alice", "robot", [])]})
+    b.ok("delete_entities", {"entityNames": ["Alice"]})
+    assert a.graph() == {"entities": [ALICE], "relations": []}
+    assert b.graph() == {"entities": [BOB], "relations": []}
+    assert a.ok("search_nodes", {"query": "chess"})["entities"] == []
+
+
+def test_names_that_look_like_sql_are_stored_as_names(database_url: str) -> None:
+    hostile = "Robert'); DROP TABLE kg_entities; --"
+    with PostgresStore(database_url, memory_name()) as store:
+        store.create_entities([entity(hostile, "x\x00y", ["50% off; it's \\ fine", "\x00"])])
+        assert store.open_nodes([hostile])["entities"] == [entity(hostile, "x\x00y", ["50% off; it's \\ fine", "\x00"])]
+    assert rows(database_url, "SELECT to_regclass('kg_entities') IS NOT NULL") == [(True,)]
+
+
+def test_every_write_is_one_transaction_and_a_broken_rule_changes_nothing(database_url: str) -> None:
+    memory = memory_name()
+    with PostgresStore(database_url, memory) as store:
+        store.create_entities([ALICE])
+        revision = store.graph_revision()
+        with pytest.raises(Exception, match="not found"):
+            store.add_observations([{"entityName": "Alice", "contents": ["new"]},
+                                    {"entityName": "Ghost", "contents": ["x"]}])
+        assert store.graph_revision() == revision
+        assert store.open_nodes(["Alice"])["entities"] == [ALICE]
+
+
+def test_a_server_catches_up_on_what_another_deleted_before_it_answers(database_url: str) -> None:
+    memory = memory_name()
+    with PostgresStore(database_url, memory) as one, PostgresStore(database_url, memory) as other:
+        one.create_entities([ALICE, BOB])
+        one.create_relations([relation("Alice", "Bob", "knows")])
+        assert other.search_nodes("chess")["entities"] == [BOB]
+        one.delete_entities(["Bob"])
+        one.delete_observations([{"entityName": "Alice", "observations": ["Loves jazz"]}])
+        assert other.read_graph() == {"entities": [entity("Alice", "person", ["Has a border collie named Biscuit"])],
+                                      "relations": []}
+        assert other.search_nodes("jazz")["entities"] == []
+
+
+# --- what a delete leaves -----------------------------------------------------------------------------------------
+
+def test_deleted_text_is_in_no_row(database_url: str) -> None:
+    memory = memory_name()
+    with PostgresStore(database_url, memory) as store:
+        store.create_entities([entity("Me", "person", ["My PIN is 4711", "Lives on Elm Street"]), BOB])
+        store.create_relations([relation("Me", "Bob", "owes money to")])
+        store.delete_observations([{"entityName": "Me", "observations": ["My PIN is 4711"]}])
+        store.delete_relations([relation("Me", "Bob", "owes money to")])
+        store.delete_entities(["Bob"])
+    lines = [bytes(line) for (line,) in rows(database_url, "SELECT line FROM kg_entities WHERE memory = %s "
+                                             "UNION ALL SELECT line FROM kg_relations WHERE memory = %s", memory, memory)]
+    assert lines and not [line for line in lines if b"4711" in line or b"owes money" in line or b"Plays chess" in line]
+
+
+# --- the schema ---------------------------------------------------------------------------------------------------
+
+def test_a_newer_schema_is_refused_and_nothing_is_written(own_cluster: PostgresCluster, memory_servers: MemoryServers) -> None:
+    url = own_cluster.url
+    with PostgresStore(url, "first") as store:
+        store.create_entities([ALICE])
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("UPDATE kg_schema SET version = %s", (SCHEMA_VERSION + 1,))
+    before = rows(url, "SELECT memory, line FROM kg_entities ORDER BY memory, seq")
+    client = client_on(memory_servers, "legacy", url, "second")
+    message = client.tool_error("create_entities", {"entities": [BOB]})
+    assert f"version {SCHEMA_VERSION + 1}" in message and "upgrade mcp-server-memory" in message, message
+    assert rows(url, "SELECT memory, line FROM kg_entities ORDER BY memory, seq") == before
+    assert rows(url, "SELECT name FROM kg_memories ORDER BY name") == [("first",)]
+
+
+# --- the database going away ------------------------------------------------------------------------------------
+
+def test_a_database_restart_is_survived_and_nothing_acknowledged_is_lost(own_cluster: PostgresCluster,
+                                                                         memory_servers: MemoryServers, era: str) -> None:
+    client = client_on(memory_servers, era, own_cluster.url, "team")
+    client.ok("create_entities", {"entities": [ALICE]})
+    own_cluster.stop()
+    # While it is down, each call ends with a tool error that says so, within the client's wait.
+    for name, arguments in (("create_entities", {"entities": [BOB]}), ("search_nodes", {"query": "jazz"}),
+                            ("read_graph", {})):
+        message = client.tool_error(name, arguments)
+        assert "database is unreachable" in message, message
+    own_cluster.start()
+    deadline = Deadline(WAIT_SECONDS)
+    while True:  # the pool reconnects by itself; how soon is not promised, only that it does
+        result = client.call("create_entities", {"entities": [BOB]})
+        if not result.get("isError"):
+            break
+        assert deadline.remaining() > 0, result
+    assert client.graph() == {"entities": [ALICE, BOB], "relations": []}
+
+
+def test_a_database_that_is_not_there_at_start_is_a_tool_error_not_a_crash(memory_servers: MemoryServers) -> None:
+    cluster = PostgresCluster()  # made, never started: nothing listens on its port
+    try:
+        client = client_on(memory_servers, "modern", cluster.url, "team")
+        assert "database is unreachable" in client.tool_error("open_nodes", {"names": ["Alice"]})
+        assert client.request("tools/list")["tools"]
+    finally:
+        cluster.remove()
+
+
+# --- starting -----------------------------------------------------------------------------------------------------
+
+def run_server(env: dict[str, str], cwd: Path, *, pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
+    environment = server_environment(None, env)
+    if pythonpath is not None:
+        environment["PYTHONPATH"] = f"{pythonpath}:{environment['PYTHONPATH']}"
+    return subprocess.run([sys.executable, "-m", "memory_server"], input="", capture_output=True, text=True,
+                          env=environment, cwd=cwd, timeout=WAIT_SECONDS)
+
+
+def test_a_file_and_a_database_both_named_is_an_error_that_names_both(tmp_path: Path, database_url: str) -> None:
+    done = run_server({"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl"), "MEMORY_DATABASE_URL": database_url},
+                      tmp_path)
+    assert done.returncode != 0
+    assert "MEMORY_FILE_PATH" in done.stderr and "MEMORY_DATABASE_URL" in done.stderr, done.stderr
+    assert not (tmp_path / "memory.jsonl").exists()
+
+
+@pytest.mark.parametrize("name", ["has space", "a/b", "x" * 65, "semi;colon", "é"])
+def test_a_memory_name_that_is_not_one_is_refused_at_start(tmp_path: Path, database_url: str, name: str) -> None:
+    done = run_server(database_env(database_url, name), tmp_path)
+    assert done.returncode != 0
+    assert "MEMORY_NAME" in done.stderr and "letters, digits" in done.stderr, done.stderr
+
+
+def test_without_the_driver_the_server_says_what_to_install(tmp_path: Path, database_url: str) -> None:
+    # An environment without the extra: the driver's package cannot be imported.
+    shadow = tmp_path / "no-driver"
+    (shadow / "psycopg").mkdir(parents=True)
+    (shadow / "psycopg" / "__init__.py").write_text("raise ImportError('No module named psycopg')\n")
+    done = run_server(database_env(database_url, "team"), tmp_path, pythonpath=shadow)
+    assert done.returncode != 0
+    assert "pip install 'kg-memory-mcp[postgres]'" in done.stderr, done.stderr
+
+
+def test_the_help_documents_the_database(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "memory_server", "--help"], capture_output=True, text=True,
+                          env=server_environment(None), cwd=tmp_path, timeout=WAIT_SECONDS)
+    assert "MEMORY_DATABASE_URL" in done.stdout and "MEMORY_NAME" in done.stdout and "[postgres]" in done.stdout
+
+
+# --- moving in and out --------------------------------------------------------------------------------------------
+
+def cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memory_server", *args], capture_output=True, text=True,
+                          env=server_environment(None, env), cwd=cwd, timeout=WAIT_SECONDS * 2)
+
+
+def test_import_then_export_give_back_the_same_entities_and_relations(tmp_path: Path, database_url: str) -> None:
+    memory = memory_name()
+    env = database_env(database_url, memory)
+    source = tmp_path / "person.jsonl"
+    lines = [{"type": "entity", **ALICE}, {"type": "entity", **BOB},
+             {"type": "relation", "from": "Alice", "to": "Bob", "relationType": "knows"}]
+    source.write_text("\n".join(json.dumps(line) for line in lines))
+    dry = cli(["import", "--dry-run", str(source)], env, tmp_path)
+    assert dry.returncode == 0 and "Dry run" in dry.stdout, dry.stderr
+    assert rows(database_url, "SELECT count(*) FROM kg_entities WHERE memory = %s", memory) == [(0,)]
+    done = cli(["import", str(source)], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert memory in done.stdout
+    exported = tmp_path / "out.jsonl"
+    done = cli(["export", "--format", "jsonl", "-o", str(exported)], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    graph = graph_from_lines(decode_file(exported.read_bytes()))
+    assert [node.view for node in graph.entities.values()] == [ALICE, BOB]
+    assert [edge.view for edge in graph.relations.values()] == [relation("Alice", "Bob", "knows")]
+    stats = cli(["stats"], env, tmp_path)
+    assert stats.returncode == 0 and "Entities        2" in stats.stdout and "Relations       1" in stats.stdout, stats
+    check = cli(["check"], env, tmp_path)
+    assert check.returncode == 0 and "every row is usable" in check.stdout, check
+    html = cli(["export", "--format", "html"], env, tmp_path)
+    assert html.returncode == 0 and "Biscuit" in html.stdout
+
+
+def test_the_command_line_refuses_a_file_option_on_a_database(tmp_path: Path, database_url: str) -> None:
+    done = cli(["stats", "--file", str(tmp_path / "x.jsonl")], database_env(database_url, "team"), tmp_path)
+    assert done.returncode == 2 and "MEMORY_DATABASE_URL" in done.stderr, done.stderr
+
+
+def test_the_command_line_on_an_unreachable_database_says_so(tmp_path: Path) -> None:
+    cluster = PostgresCluster()
+    try:
+        done = cli(["stats"], database_env(cluster.url, "team"), tmp_path)
+    finally:
+        cluster.remove()
+    assert done.returncode == 2 and "database is unreachable" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# --- two HTTP servers behind one address ----------------------------------------------------------------------
+
+def test_two_http_servers_on_one_memory_serve_a_client_moving_between_them(http_servers: HttpServers,
+                                                                          database_url: str, tmp_path: Path) -> None:
+    env = database_env(database_url, memory_name())
+    # No memory file: MEMORY_FILE_PATH stays unset, the database is the memory.
+    servers = [http_servers.memory(None, extra_env=env) for _ in range(2)]  # type: ignore[arg-type]
+    urls = [f"http://127.0.0.1:{server.port}/mcp" for server in servers]
+    with httpx.Client(timeout=WAIT_SECONDS) as client:
+        def call(turn: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            response = modern_post(client, urls[turn % 2], turn, "tools/call", {"name": name, "arguments": arguments})
+            assert response.status_code == 200, response.text
+            return response.json()["result"]
+
+        for turn in range(10):
+            created = call(turn, "create_entities", {"entities": [entity(f"E{turn}", "step", [f"written by turn {turn}"])]})
+            assert created["structuredContent"]["entities"][0]["name"] == f"E{turn}"
+            # The next request goes to the other server: it sees every write acknowledged before.
+            seen = call(turn + 1, "read_graph", {})["structuredContent"]["entities"]
+            assert [item["name"] for item in seen] == [f"E{step}" for step in range(turn + 1)]
+
+
+def test_concurrent_writes_in_one_process_keep_the_replica_whole(database_url: str) -> None:
+    memory = memory_name()
+    with PostgresStore(database_url, memory) as store, PostgresStore(database_url, memory) as other:
+        def write(worker: int) -> None:
+            for call in range(25):
+                (store if call % 2 else other).create_entities([entity(f"w{worker}-{call}", "t", [])])
+
+        threads = [threading.Thread(target=write, args=(worker,)) for worker in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(WAIT_SECONDS * 2)
+        assert len(store.read_graph()["entities"]) == 100
+        assert store.read_graph() == other.read_graph()
+
+
+def test_an_unreachable_database_is_reported_within_the_connect_bound() -> None:
+    cluster = PostgresCluster()
+    try:
+        with PostgresStore(cluster.url, "team", connect_seconds=1) as store, pytest.raises(DatabaseUnreachable):
+            store.open_nodes(["Alice"])
+    finally:
+        cluster.remove()
