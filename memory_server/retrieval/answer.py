@@ -20,8 +20,8 @@ Guarantees:
    A small entity (:data:`SMALL_ENTITY`) comes whole at its best fact: its matching observations
    first, then the others, so that a one-turn entity keeps its date line.
 3. Semantic candidates, when a model is installed (``retrieval/semantic.py``: ``nearest``), are
-   fused with the word ranking by reciprocal rank (:data:`FUSION_K`), fact by fact; a fact only
-   they find joins the answer. Without a model the word ranking stands alone.
+   fused with the word ranking fact by fact, by score (:data:`SEMANTIC_WEIGHT`); a fact only they
+   find joins the answer. Without a model the word ranking stands alone.
 4. Every fact of the answer is on exactly one page; an entity of which a page does not show every
    observation carries ``"partial": "3 of 300 observations shown; open_nodes gives all"``.
 5. `limit` keeps the first `limit` entities (in the order of their best fact) and all their facts.
@@ -48,9 +48,11 @@ SCORED_FACTS: Final = 5_000
 index ranked them. Bounds the work of a query whose words half the memory holds."""
 SMALL_ENTITY: Final = 400
 """Bytes of JSON under which an entity found by words is shown whole."""
-FUSION_K: Final = 60
-"""Reciprocal-rank fusion's constant: a fact's fused score is the sum of 1 / (FUSION_K + rank)."""
 SEMANTIC_CANDIDATES: Final = 40
+SEMANTIC_WEIGHT: Final = 0.5
+"""The weight of a fact's similarity (as a share of the best) against its word score (as a share of
+the best, weight 1): words the question shares with a fact are the stronger evidence; meaning adds
+the facts words miss, ahead of word matches less than half as good as the best."""
 
 _encoder: Final = msgspec.json.Encoder()
 
@@ -151,7 +153,7 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
                                         for entity in entities[:scored_entities]])
     ranked = [(position, index) for position, index, _ in scored]
     if nearest is not None:
-        ranked = _fused(ranked, entities, query, nearest, lookup)
+        ranked = _fused(scored, entities, query, nearest, lookup)
     by_entity: dict[int, list[int]] = {}
     for position, index in ranked:
         by_entity.setdefault(position, []).append(index)
@@ -177,21 +179,25 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
     return order
 
 
-def _fused(ranked: list[tuple[int, int]], entities: list[Any], query: str, nearest: Nearest,
+def _fused(scored: list[tuple[int, int, float]], entities: list[Any], query: str, nearest: Nearest,
            lookup: Callable[[str], Any | None] | None) -> list[tuple[int, int]]:
-    """The word ranking fused with the semantic candidates by reciprocal rank (guarantee 3).
-    Candidates of entities the words did not match are added to `entities` (through `lookup`)."""
+    """The word ranking fused with the semantic candidates (guarantee 3): each fact's word score as a
+    share of the best one, plus SEMANTIC_WEIGHT times its similarity as a share of the best one.
+    Scores, not ranks: a strong word match keeps its lead over a fact that only resembles the
+    question, and a fact no word reaches still joins, ahead of weak word matches. Candidates of
+    entities the words did not match are added to `entities` (through `lookup`)."""
+    ranked = [(position, index) for position, index, _ in scored]
     try:
         found = nearest(query, SEMANTIC_CANDIDATES)
     except Exception:  # a model that fails answers nothing; the words still do
         found = None
     if not found:
         return ranked
+    best_word = max((score for _, _, score in scored), default=0.0) or 1.0
+    best_meaning = max(similarity for _, _, similarity in found) or 1.0
+    fused: dict[tuple[int, int], float] = {(position, index): score / best_word for position, index, score in scored}
     positions = {entity["name"]: position for position, entity in enumerate(entities)}
-    fused: dict[tuple[int, int], float] = {}
-    for rank, fact in enumerate(ranked, start=1):
-        fused[fact] = 1.0 / (FUSION_K + rank)
-    for rank, (name, index, _) in enumerate(found, start=1):
+    for name, index, similarity in found:
         position = positions.get(name)
         if position is None:
             entity = lookup(name) if lookup is not None else None
@@ -199,10 +205,10 @@ def _fused(ranked: list[tuple[int, int]], entities: list[Any], query: str, neare
                 continue
             position = positions[name] = len(entities)
             entities.append(entity)
-        if not 0 <= index < len(entities[position]["observations"]):
+        if not 0 <= index < len(entities[position]["observations"]) or similarity <= 0:
             continue
         fact = (position, index)
-        fused[fact] = fused.get(fact, 0.0) + 1.0 / (FUSION_K + rank)
+        fused[fact] = fused.get(fact, 0.0) + SEMANTIC_WEIGHT * similarity / best_meaning
     return sorted(fused, key=lambda fact: (-fused[fact], fact))
 
 
