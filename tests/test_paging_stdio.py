@@ -102,7 +102,6 @@ def test_search_and_open_pages_give_the_whole_answer_once(memory_servers: Memory
                                                           memory_file: Path) -> None:
     client = client_with(memory_servers, era, memory_file)
     chess = [e for e in ENTITIES if "chess" in e["observations"][0]]
-    names = {e["name"] for e in chess}
     pages = follow(client, "search_nodes", {"query": "chess"})
     # Facts are on exactly one page each; an entity split over two pages is marked partial on both.
     shown: list[dict[str, Any]] = []
