@@ -10,18 +10,25 @@ Memories:
 
 - synthetic: people, places, projects and chat turns generated here (deterministic), with
   questions phrased as people ask them and the entities that answer them;
+- people: 20 people holding about 130 facts each (one entity per person, every fact an
+  observation, as the README's prompt keeps them), with about 1,400 questions each answered by
+  one fact, phrased in other words than the fact where people would;
 - LoCoMo (``--locomo DIR``, the ``*.json`` conversations of the public LoCoMo data set, CC BY-NC:
   read from where you keep it, never copied into this repository): one entity per dialog turn,
   one memory per conversation, every question with evidence asked of its conversation's memory.
   Two mappings of a turn to an entity (``turn``: named by its dialog id, the speaker in the
   text; ``message``: named by speaker and id, the date apart), so that ranking is not tuned to one.
 
-Each question goes to ``search_nodes`` of a real server process over stdio (this server and the
-npm reference, installed with npm into a temporary directory), and to the in-process rankers
-(``plain``: BM25 with stems, no field weights nor coverage; ``default``: what the server uses).
-Reported per memory and server: recall@5 and recall@10 (an answer entity among the first 5 / 10
-returned, per question), and the median and p95 answer size in bytes (the JSON-RPC line; in
-process, the JSON of the result).
+Each question goes verbatim, with no other argument, to ``search_nodes`` of a real server
+process over stdio (this server and the npm reference, installed with npm into a temporary
+directory), and to in-process askers: ``plain`` and ``default`` (the entity rankers, answering
+whole entities, as search_nodes did before its answers were made of facts), ``fact BM25 top 10``
+(plain BM25 over single facts, each fact a document with its entity's name, answering its best
+ten) and ``ours (in-process)`` (search_nodes' first page without a process).
+Reported per memory and asker: recall@5 and recall@10 (an answer entity among the first 5 / 10
+returned, per question), the median and p95 answer size in bytes (the JSON-RPC line), and for
+questions answered by one fact the share whose fact ends within the first 1, 2 and 4 KB of the
+answer's text (its first text item, as the model reads it).
 """
 
 from __future__ import annotations
@@ -57,6 +64,8 @@ from bench_memory import (  # a script beside this one
 
 from memory_server.index import ranking
 from memory_server.model import graph as rules
+from memory_server.retrieval import query
+from memory_server.retrieval.paging import Pager
 
 Record = dict[str, Any]
 
@@ -66,6 +75,8 @@ class Question:
     text: str
     answers: frozenset[str]
     """Names of the entities that answer it (any one counts)."""
+    fact: str | None = None
+    """The observation that answers it, when one does (the memory of people with many facts)."""
 
 
 @dataclass(frozen=True)
@@ -188,6 +199,114 @@ def synthetic_memory(seed: int = 7) -> Memory:
 
 
 # -------------------------------------------------------------------------------------------
+# People with hundreds of facts each (pure, deterministic): the README's prompt keeps one entity
+# per person and every fact as an observation; each question is answered by one fact.
+# -------------------------------------------------------------------------------------------
+
+TRIP_PURPOSES = ["for a friend's wedding", "for a work conference", "to hike for a week", "to see family",
+                 "for a food festival", "on a school exchange", "to run a half marathon", "for a photography course"]
+TITLES = ["The Salt Road", "Winter Orchard", "A Map of Small Rivers", "The Glass Harbour", "Quiet Engines",
+          "Letters from Nowhere", "The Last Ferry", "Copper Sky", "Hollow Bells", "The Paper Garden",
+          "Northern Static", "Under Lantern Light", "The Orchid Ledger", "Iron Meadows", "Tides of Amber"]
+AUTHORS = ["Mara Quill", "Tobias Renn", "Ivy Castellan", "Omar Sadeq", "Lucia Fern", "Henrik Dahl"]
+OPINIONS = ["loved the ending", "found it slow in the middle", "gave it five stars", "stopped halfway",
+            "recommended it to everyone", "thought the characters were flat"]
+RELATIVES = ["sister", "brother", "cousin", "aunt", "uncle", "niece", "nephew", "grandmother"]
+RELATIVE_NAMES = ["Lotte", "Ravi", "Sofia", "Emeka", "Ingrid", "Pablo", "Yara", "Dmitri", "Hana", "Felix",
+                  "Noor", "Caleb", "Mina", "Oren", "Talia", "Bas"]
+OCCUPATIONS = ["dentist", "sailor", "librarian", "firefighter", "baker", "lawyer", "painter", "electrician"]
+EVENTS = ["city half marathon", "charity bake sale", "chess tournament", "poetry slam", "hackathon",
+          "open water swim", "film festival volunteer shift", "pottery exhibition", "choir concert",
+          "cycling sportive", "quiz night", "startup pitch night"]
+PLACINGS = ["finished third", "won first prize", "came last but had fun", "was a finalist", "helped organise it",
+            "got a personal best"]
+COURSES = ["Spanish", "welding", "first aid", "machine learning", "jazz piano", "bookkeeping", "sign language",
+           "watercolour painting", "sailing", "ceramics"]
+DISHES = ["lasagne", "pho", "shakshuka", "ramen", "paella", "biryani", "tacos al pastor", "moussaka",
+          "pierogi", "jollof rice"]
+RESTAURANTS = ["Luna", "The Copper Pot", "Sakura House", "Casa Verde", "The Olive Tree", "Bistro Nord"]
+GIFTS = ["a telescope", "a fountain pen", "a cast iron pan", "a vinyl record player", "hiking boots",
+         "a sourdough starter", "a drone", "noise cancelling headphones"]
+OCCASIONS = ["birthday", "graduation", "anniversary", "retirement", "housewarming", "promotion"]
+
+
+def people_memory(seed: int = 11, people_count: int = 20) -> Memory:
+    """About 20 people with about 135 facts each; about 1,700 questions, each answered by one fact."""
+    pick = random.Random(seed)
+    records: list[Record] = []
+    questions: list[Question] = []
+    people = [f"{first} {SURNAMES[number % len(SURNAMES)]}" for number, first in enumerate(FIRST_NAMES[:people_count])]
+    for person in people:
+        first = person.split()[0]
+        facts: list[tuple[str, list[str]]] = []  # (fact, questions it answers)
+        city = pick.choice(list(CITIES))
+        job, company = pick.choice(JOBS), pick.choice(COMPANIES)
+        breed, kind = pick.choice(PETS)
+        pet = pick.choice(PET_NAMES)
+        facts += [(f"Lives in {city} since {pick.randint(2005, 2022)}", [f"Where does {first} live?",
+                                                                        f"Which city is {first} based in?"]),
+                  (f"Works at {company} as a {job}", [f"Which company employs {first}?",
+                                                      f"What does {first} do for work?"]),
+                  (f"Has a {breed} called {pet}", [f"What is {first}'s {kind} called?"]),
+                  (f"Allergic to {pick.choice(FOODS)}", [f"What is {first} allergic to?"]),
+                  (f"Plays the {pick.choice(INSTRUMENTS)} in a community orchestra",
+                   [f"Which instrument does {first} play?"]),
+                  (f"Birthday is on {pick.choice(MONTHS)} {pick.randint(1, 28)}", [f"When is {first}'s birthday?"]),
+                  (f"Spends most weekends {pick.choice(HOBBIES)}", [f"What does {first} do at weekends?"])]
+        for trip_city in pick.sample(list(CITIES), 8):
+            if trip_city == city:
+                continue
+            month, year = pick.choice(MONTHS), pick.randint(2016, 2024)
+            went = pick.choice(["Flew to", "Spent a week in", "Went to", "Took the train to"])
+            facts.append((f"{went} {trip_city} in {month} {year} {pick.choice(TRIP_PURPOSES)}",
+                          [f"When was {first} in {trip_city}?", f"What was {first}'s reason for visiting {trip_city}?"]))
+        for title in pick.sample(TITLES, 10):
+            facts.append((f"Finished '{title}' by {pick.choice(AUTHORS)} and {pick.choice(OPINIONS)}",
+                          [f"Did {first} like the book {title}?"]))
+        for relative, name in zip(pick.sample(RELATIVES, 6), pick.sample(RELATIVE_NAMES, 6), strict=True):
+            facts.append((f"{relative.capitalize()} {name} is a {pick.choice(OCCUPATIONS)} in {pick.choice(list(CITIES))}",
+                          [f"What is the profession of {first}'s {relative}?"]))
+        for event in pick.sample(EVENTS, 10):
+            facts.append((f"Took part in the {event} in {pick.choice(MONTHS)} {pick.randint(2018, 2024)} and "
+                          f"{pick.choice(PLACINGS)}", [f"How did {first} do at the {event}?"]))
+        for course in pick.sample(COURSES, 7):
+            facts.append((f"Signed up for an evening course in {course} at the community college",
+                          [f"Is {first} studying {course}?"]))
+        for dish in pick.sample(DISHES, 6):
+            facts.append((f"Cooks {dish} every time friends come over for dinner", [f"Does {first} ever make {dish}?"]))
+        for restaurant in pick.sample(RESTAURANTS, 4):
+            facts.append((f"Favourite table at {restaurant} is by the window, orders the {pick.choice(DISHES)}",
+                          [f"What does {first} usually eat at {restaurant}?"]))
+        for gift, occasion in zip(pick.sample(GIFTS, 5), pick.sample(OCCASIONS, 5), strict=True):
+            facts.append((f"Received {gift} as a {occasion} present", [f"What was {first} given for the {occasion}?"]))
+        # Small talk the model also wrote down: shares words with many questions, answers none.
+        for _ in range(70):
+            facts.append((pick.choice([
+                f"Mentioned feeling tired after a long week at {company}",
+                f"Said the {pick.choice(EVENTS)} looked fun but was too busy to go",
+                f"Might visit {pick.choice(list(CITIES))} one day",
+                f"Asked about good books like '{pick.choice(TITLES)}'",
+                f"Thinks {pick.choice(DISHES)} is overrated",
+                f"Wondered whether a {pick.choice(COURSES)} course would be worth it",
+                f"Said the weather in {city} has been grey lately",
+                "Wants to spend more time outdoors this year",
+                "Asked for tips on sleeping better", "Is thinking about learning to cook more dishes",
+                f"Talked about friends from {pick.choice(list(CITIES))}",
+                "Enjoys long conversations over coffee", "Prefers mornings for deep work",
+                f"Had dinner with family in {pick.choice(MONTHS)}", "Finds travel tiring but worth it",
+                f"Is reading more books than last year ({pick.randint(2, 40)} so far)",
+                f"Planning a weekend trip with {pick.choice(RELATIVE_NAMES)}",
+            ]) + f" (note {pick.randint(1, 9999)})", []))
+        pick.shuffle(facts)
+        observations = list(dict.fromkeys(fact for fact, _ in facts))
+        records.append(entity(person, "person", *observations))
+        for fact, asked in facts:
+            questions += [Question(text, frozenset([person]), fact) for text in asked]
+    records += [entity(city, "city", f"Located in {country}") for city, (country, _) in CITIES.items()]
+    return Memory("people", records, questions)
+
+
+# -------------------------------------------------------------------------------------------
 # LoCoMo (read from a path given on the command line; never part of this repository)
 # -------------------------------------------------------------------------------------------
 
@@ -247,6 +366,8 @@ def locomo_memories(directory: Path, mapping: str) -> list[Memory]:
 class Answer:
     names: list[str]
     size: int
+    text: str = ""
+    """The answer's text as the model reads it (the first text item: the JSON)."""
 
 
 def memory_bytes(memory: Memory) -> bytes:
@@ -270,7 +391,8 @@ def ask_server(command: Sequence[str], memory: Memory, workdir: Path, limit: int
             client.send(tool_call_request(number, "search_nodes", arguments))
             result, _ = client.await_response(number, time.perf_counter() + timeout)
             size = len(json.dumps({"jsonrpc": "2.0", "id": number, "result": result}, separators=(",", ":")))
-            answers.append(Answer([item["name"] for item in graph_in(result)["entities"]], size))
+            text = result["content"][0]["text"] if result.get("content") else ""
+            answers.append(Answer([item["name"] for item in graph_in(result)["entities"]], size, text))
     finally:
         client.close(timeout=30)
     return answers
@@ -284,8 +406,51 @@ def ask_in_process(ranker: ranking.Ranker, weights: ranking.FieldWeights, memory
     answers = []
     for question in memory.questions:
         result = rules.search_nodes(graph, question.text, ranker=ranker)
-        answers.append(Answer([item["name"] for item in result["entities"]],
-                              len(json.dumps(result, separators=(",", ":")))))
+        text = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+        answers.append(Answer([item["name"] for item in result["entities"]], len(text.encode()), text))
+    return answers
+
+
+def ask_ours_in_process(memory: Memory) -> list[Answer]:
+    """What search_nodes answers (its first page, with no argument but the query), without a process."""
+    graph = rules.create_entities(rules.EMPTY, [record for record in memory.records
+                                                if record["type"] == "entity"]).graph
+    links = [record for record in memory.records if record["type"] == "relation"]
+    if links:
+        graph = rules.create_relations(graph, links).graph
+    graph = rules.with_term_index(rules.with_word_index(graph))
+    pager = Pager()
+    answers = []
+    for question in memory.questions:
+        facts = query.search(graph, question.text)
+        page = pager.first_facts("search_nodes", b"", facts)
+        value = json.loads(page.json)
+        texts = [page.json.decode(), *page.notes]
+        line = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {
+            "content": [{"type": "text", "text": text} for text in texts], "structuredContent": value}},
+            separators=(",", ":"), ensure_ascii=False)
+        answers.append(Answer([item["name"] for item in value["entities"]], len(line.encode()), texts[0]))
+    return answers
+
+
+def ask_fact_bm25(memory: Memory, best: int = 10) -> list[Answer]:
+    """Plain BM25 over single facts (each observation a document, its entity's name before it),
+    answering with its best ten, each as an entity holding that one fact."""
+    facts = [(record["name"], record["entityType"], observation) for record in memory.records
+             if record["type"] == "entity" for observation in record["observations"]]
+    index = ranking.TermIndex.build(((str(number), f"{name}\x00\x00{observation}")
+                                     for number, (name, _, observation) in enumerate(facts)), (1, 1))
+    answers = []
+    for question in memory.questions:
+        scores = ranking.rank(index, question.text, ranking.PLAIN)
+        ranked = sorted(scores, key=lambda key: (-scores[key], int(key)))[:best]
+        entities = [{"name": facts[int(key)][0], "entityType": facts[int(key)][1],
+                     "observations": [facts[int(key)][2]]} for key in ranked]
+        text = json.dumps({"entities": entities, "relations": []}, separators=(",", ":"), ensure_ascii=False)
+        line = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}],
+                                                                 "structuredContent": json.loads(text)}},
+                          separators=(",", ":"), ensure_ascii=False)
+        answers.append(Answer([entity["name"] for entity in entities], len(line.encode()), text))
     return answers
 
 
@@ -297,6 +462,21 @@ class Figures:
     found_any: float
     median_bytes: float
     p95_bytes: float
+    within: dict[int, float] | None = None
+    """For questions answered by one fact: the share whose fact ends within the first N bytes of
+    the answer's text, by N."""
+
+
+WITHIN = (1024, 2048, 4096)
+
+
+def fact_end(text: str, fact: str) -> int | None:
+    """Where the fact ends in the answer text, in UTF-8 bytes (None: not there)."""
+    escaped = json.dumps(fact, ensure_ascii=False)[1:-1]
+    at = text.find(escaped)
+    if at < 0:
+        return None
+    return len(text[:at].encode()) + len(escaped.encode())
 
 
 def figures(questions: Sequence[Question], answers: Sequence[Answer]) -> Figures:
@@ -306,8 +486,13 @@ def figures(questions: Sequence[Question], answers: Sequence[Answer]) -> Figures
         return hits / len(questions)
 
     sizes = [float(answer.size) for answer in answers]
+    within = None
+    factual = [(question, answer) for question, answer in zip(questions, answers, strict=True) if question.fact]
+    if factual:
+        ends = [fact_end(answer.text, question.fact or "") for question, answer in factual]
+        within = {limit: sum(1 for end in ends if end is not None and end <= limit) / len(ends) for limit in WITHIN}
     return Figures(len(questions), recall(5), recall(10), sum(1 for a in answers if a.names) / len(answers),
-                   percentile(sizes, 0.5), percentile(sizes, 0.95))
+                   percentile(sizes, 0.5), percentile(sizes, 0.95), within)
 
 
 def pooled(results: Sequence[tuple[Memory, list[Answer]]]) -> Figures:
@@ -317,9 +502,12 @@ def pooled(results: Sequence[tuple[Memory, list[Answer]]]) -> Figures:
 
 
 def report_line(label: str, asker: str, result: Figures) -> str:
-    return (f"{label:<18} {asker:<18} {result.questions:>5} q  recall@5 {result.recall_at_5:6.1%}  "
+    line = (f"{label:<18} {asker:<22} {result.questions:>5} q  recall@5 {result.recall_at_5:6.1%}  "
             f"recall@10 {result.recall_at_10:6.1%}  any {result.found_any:6.1%}  "
             f"answer median {result.median_bytes:>9,.0f} B  p95 {result.p95_bytes:>10,.0f} B")
+    if result.within is not None:
+        line += "  fact within " + " ".join(f"{limit // 1024}KB {share:6.1%}" for limit, share in result.within.items())
+    return line
 
 
 # plain: BM25 with stems over all of an entity's text alike; default: what search_nodes does.
@@ -331,8 +519,11 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--locomo", type=Path, help="directory holding LoCoMo's conversation *.json files")
     parser.add_argument("--mappings", default=",".join(MAPPINGS), help=f"LoCoMo turn mappings ({', '.join(MAPPINGS)})")
     parser.add_argument("--no-synthetic", action="store_true", help="skip the synthetic memory")
+    parser.add_argument("--no-people", action="store_true", help="skip the memory of people with many facts")
     parser.add_argument("--servers", default="ours,reference", help="ours, reference, both, or none")
-    parser.add_argument("--ranker", default="plain,default", help="in-process rankers (plain, default, or none)")
+    parser.add_argument("--ranker", default="plain,default,facts,ours",
+                        help="in-process askers: plain, default (entity rankers, whole entities), facts (plain "
+                             "BM25 over single facts, best ten), ours (search_nodes' first page), or none")
     parser.add_argument("--limit", type=int, help="pass this limit argument to search_nodes")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per answer")
     return parser.parse_args(argv)
@@ -343,11 +534,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     groups: list[tuple[str, list[Memory]]] = []
     if not options.no_synthetic:
         groups.append(("synthetic", [synthetic_memory()]))
+    if not options.no_people:
+        groups.append(("people", [people_memory()]))
     if options.locomo is not None:
         for mapping in options.mappings.split(","):
             groups.append((f"locomo/{mapping}", locomo_memories(options.locomo, mapping)))
     servers = [name for name in options.servers.split(",") if name in ("ours", "reference")]
     rankers = [name for name in options.ranker.split(",") if name in RANKERS]
+    extra = {"facts": ("fact BM25 top 10", ask_fact_bm25), "ours": ("ours (in-process)", ask_ours_in_process)}
     askers: list[tuple[str, Callable[[Memory, Path], list[Answer]]]] = []
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as scratch:
         root = Path(scratch)
@@ -362,6 +556,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name in rankers:
                 askers.append((f"{name} (in-process)", lambda memory, _, chosen=RANKERS[name]: ask_in_process(
                     *chosen, memory)))
+            for name in options.ranker.split(","):
+                if name in extra:
+                    label, asker = extra[name]
+                    askers.append((label, lambda memory, _, ask=asker: ask(memory)))
             print(f"bench_recall {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", flush=True)
             for label, memories in groups:
                 entities = sum(1 for memory in memories for record in memory.records if record["type"] == "entity")

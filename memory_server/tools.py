@@ -24,7 +24,8 @@ from msgspec import UNSET, Meta, UnsetType
 
 from protocol import RequestContext, Server, ToolError, ToolResult
 
-from .retrieval.paging import CursorError, Page, Pager, budget_from, request_key
+from .retrieval import answer as answers
+from .retrieval.paging import CursorError, Facts, Page, Pager, budget_from, request_key
 from .storage.interface import MemoryStore
 from .storage.store import GraphError, NotInMemory, WriteResult
 
@@ -125,6 +126,10 @@ class SearchNodes(msgspec.Struct):
     until: Annotated[str, Meta(description=(
         "Optional: only observations up to this ISO 8601 date or date-time (a date includes its whole day, "
         "2023-05 its whole month)"))] | UnsetType = UNSET
+    characters: Annotated[int, Meta(ge=answers.MINIMUM_CHARACTERS, description=(
+        f"How large a page of the answer may be, in characters (default {answers.DEFAULT_CHARACTERS:,}, or "
+        f"{answers.CHARACTERS_VARIABLE}): the best-matching facts first; pass nextCursor back as cursor for more"))] \
+        | UnsetType = UNSET
     cursor: Cursor | UnsetType = UNSET
 
 
@@ -244,6 +249,10 @@ class MemoryTools:
         self.store = store
         self.changed = changed
         self.pager = Pager(budget)
+        try:
+            self.glance = min(answers.characters_from(os.environ), budget)
+        except ValueError as error:
+            raise SystemExit(f"mcp-server-memory: {error}") from None
 
     async def create_entities(self, arguments: CreateEntities) -> ToolResult:
         return await self._write(self.store.create_entities, _plain(arguments.entities), _skipped_note)
@@ -268,13 +277,15 @@ class MemoryTools:
                                 lambda in_memory: self.store.read_graph_for_pages(in_memory=in_memory), context)
 
     async def search_nodes(self, arguments: SearchNodes, context: RequestContext) -> ToolResult:
-        # The store ranks and keeps the best `limit`, with the relations touching those; a time
-        # window (since/until, or a phrase such as "last week") keeps what falls within it.
+        # The store finds the matching entities; retrieval.answer makes the answer of their facts
+        # (best first, a glance per page: see docs/search.md). A time window (since/until, or a
+        # phrase such as "last week") keeps what falls within it.
         from .retrieval import when  # loaded with the first search, not at start-up
 
         store = self.store
         limit = None if isinstance(arguments.limit, UnsetType) else arguments.limit
         query = bounded_query(arguments.query)
+        wanted = self.glance if isinstance(arguments.characters, UnsetType) else arguments.characters
         try:
             explicit = when.window_of(None if isinstance(arguments.since, UnsetType) else arguments.since,
                                       None if isinstance(arguments.until, UnsetType) else arguments.until)
@@ -282,14 +293,18 @@ class MemoryTools:
             raise ToolError(str(error)) from None
         words, window = (query, explicit) if explicit is not None else when.parse_query(query, datetime.now(UTC))
 
-        def answer(in_memory: bool) -> dict[str, Any]:
+        def answer(in_memory: bool) -> dict[str, Any] | Facts:
             if window is not None:
                 if in_memory:
                     raise NotInMemory  # made in a worker: it reads the dates of every match
                 if (within := store.search_within(query, words, window, explicit=explicit is not None,
                                                   limit=limit)) is not None:
                     return within
-            return store.search_nodes(query, limit, in_memory=in_memory)
+            characters = answers.check_characters(wanted, self.pager.budget)
+            value = store.search_nodes(query, None, in_memory=in_memory)
+            if isinstance(value, Facts):  # a store that shapes the answer itself
+                return value
+            return answers.shape(query, value["entities"], value["relations"], characters, limit=limit)
         return await self._read("search_nodes", arguments, answer, context, long=len(query) > LONG_QUERY_CHARS)
 
     async def open_nodes(self, arguments: OpenNodes, context: RequestContext) -> ToolResult:
@@ -322,7 +337,7 @@ class MemoryTools:
         return ToolResult.of(outcome.value, *extra_notes(outcome), *outcome.notes)
 
     async def _read(self, tool: str, arguments: ReadGraph | SearchNodes | OpenNodes,
-                    answer: Callable[[bool], dict[str, Any]], context: RequestContext, *,
+                    answer: Callable[[bool], dict[str, Any] | Facts], context: RequestContext, *,
                     long: bool = False) -> ToolResult:
         """The answer, or the page of it a cursor asks for, within the answer budget (a cut answer
         is kept among the pages of the client that asked, as its transport tells clients apart)."""
@@ -333,6 +348,8 @@ class MemoryTools:
             if not isinstance(arguments.cursor, UnsetType):
                 return pager.next_page(arguments.cursor, tool, request)
             value = answer(in_memory)
+            if isinstance(value, Facts):
+                return pager.first_facts(tool, request, value, client=context.client)
             return pager.first_page(tool, request, value["entities"], value["relations"],
                                     summarise_graph=tool == "read_graph", client=context.client)
         try:
@@ -347,7 +364,7 @@ class MemoryTools:
                     result = page(in_memory=True)
                 except NotInMemory:
                     result = await anyio.to_thread.run_sync(page)
-        except (GraphError, CursorError) as error:
+        except (GraphError, CursorError, answers.ArgumentError) as error:
             raise ToolError(str(error)) from error
         if result.following is not None:
             # Right after this answer is written out (this handler returns to the engine, which

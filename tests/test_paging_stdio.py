@@ -102,9 +102,23 @@ def test_search_and_open_pages_give_the_whole_answer_once(memory_servers: Memory
                                                           memory_file: Path) -> None:
     client = client_with(memory_servers, era, memory_file)
     chess = [e for e in ENTITIES if "chess" in e["observations"][0]]
-    names = {e["name"] for e in chess}
-    touching = [r for r in RELATIONS if r["from"] in names or r["to"] in names]
-    assert union(follow(client, "search_nodes", {"query": "chess"})) == (chess, touching)
+    pages = follow(client, "search_nodes", {"query": "chess"})
+    # Facts are on exactly one page each; an entity split over two pages is marked partial on both.
+    shown: list[dict[str, Any]] = []
+    for page in pages:
+        for entity in page["entities"]:
+            if shown and shown[-1]["name"] == entity["name"]:
+                shown[-1] = {**shown[-1], "observations": shown[-1]["observations"] + entity["observations"]}
+            else:
+                shown.append({key: value for key, value in entity.items() if key != "partial"})
+            whole = next(e for e in chess if e["name"] == entity["name"])
+            assert ("partial" in entity) == (len(entity["observations"]) < len(whole["observations"]))
+    assert shown == chess
+    # A page's relations touch its entities, those between two of them first.
+    for page in pages:
+        on_page = {entity["name"] for entity in page["entities"]}
+        assert all(r["from"] in on_page or r["to"] in on_page for r in page["relations"])
+        assert len(page["relations"]) <= len([r for r in RELATIONS if r["from"] in on_page or r["to"] in on_page])
     opened = [e["name"] for e in ENTITIES[::2]]
     wanted = set(opened)
     assert union(follow(client, "open_nodes", {"names": opened})) == (
@@ -131,7 +145,8 @@ def test_an_answer_that_fits_is_exactly_as_before(memory_servers: MemoryServers,
 def test_search_limit_returns_the_first_matches_and_their_relations(memory_servers: MemoryServers, era: str,
                                                                    memory_file: Path) -> None:
     client = client_with(memory_servers, era, memory_file, budget=None)
-    found = client.ok("search_nodes", {"query": "tea", "limit": 4})
+    # A page of room enough shows every relation touching its entities, in graph order.
+    found = client.ok("search_nodes", {"query": "tea", "limit": 4, "characters": 5_000})
     assert found["entities"] == [e for e in ENTITIES if "tea" in e["observations"][0]][:4]
     names = {e["name"] for e in found["entities"]}
     assert found["relations"] == [r for r in RELATIONS if r["from"] in names or r["to"] in names]

@@ -20,7 +20,8 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, Final, NamedTuple, Protocol
 
 FIELD_SEPARATOR: Final = "\x00"
@@ -324,3 +325,135 @@ def rank(index: Terms, query: str, ranker: Ranker = DEFAULT,
 
 def _score_then_name(item: tuple[str, float]) -> tuple[float, str]:
     return item[1], item[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Facts: single observations ranked against a query (see retrieval.answer)
+# --------------------------------------------------------------------------------------------
+
+FACT_TERMS_KEPT: Final = 200_000
+"""Observations whose terms are remembered between searches (then forgotten all at once)."""
+_fact_terms: dict[str, tuple[str, ...]] = {}
+
+
+def fact_terms(text: str) -> tuple[str, ...]:
+    """The terms of one observation, in order, repeats included; remembered (an observation
+    string is shared by the graph, so its hash is worked out once)."""
+    known = _fact_terms.get(text)
+    if known is None:
+        known = tuple(terms(text))
+        if len(_fact_terms) >= FACT_TERMS_KEPT:
+            _fact_terms.clear()
+        _fact_terms[text] = known
+    return known
+
+
+class FactRanker(NamedTuple):
+    """How single observations (facts) are scored. A fact is scored as a short document whose
+    context is its entity: a query term in the entity's name or type counts for every one of its
+    facts (the question names the person), less than one in the fact itself."""
+
+    k1: float = 1.2
+    """BM25's saturation of repeated terms within a fact."""
+    b: float = 0.5
+    """BM25's pull of a fact's length."""
+    name: float = 2.0
+    """A query term in the entity's name, against the same term's score in the fact: more, since
+    a fact of the entity the question names is about it, a fact that mentions the name is not."""
+    kind: float = 0.4
+    """A query term in the entity's type, likewise."""
+    context_only: float = 1.0
+    """The share of its score a fact keeps when none of the query's terms is in the fact itself,
+    only in its entity's name or type (the person is named, but not what is asked)."""
+    coverage: float = 1.0
+    """How much a fact gains for holding (itself or through its entity) more of the query's
+    distinct terms, by their rarity (0: the plain sum)."""
+    proximity: float = 0.5
+    """How much a fact gains when the query's terms it holds stand close together: at most
+    this share, when they stand side by side (stop words between them do not count)."""
+
+
+FACTS: Final = FactRanker()
+
+ScoredFact = tuple[int, int, float]
+"""(entity position, observation index or -1 for an entity without observations, score)."""
+
+
+def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
+               ranker: FactRanker = FACTS) -> list[ScoredFact]:
+    """The facts of `entities` (name, type, observations) that the query's terms reach, best
+    first (ties: entity position, then the order the observations were added).
+
+    Rarity is counted over the facts given: pass every entity holding a query term and the
+    counts are exactly those of the whole memory's facts for these terms."""
+    wanted = query_terms(query, question_words=True)
+    if not wanted:
+        return []
+    wanted_set = frozenset(wanted)
+    held: list[list[tuple[str, ...]]] = []
+    df: Counter[str] = Counter()
+    facts = length = 0
+    for _, _, observations in entities:
+        found = [fact_terms(observation) for observation in observations]
+        for fact in found:
+            df.update(wanted_set.intersection(fact))
+            length += len(fact)
+        facts += len(found)
+        held.append(found)
+    average = length / facts if facts else 1.0
+    count = max(facts, 1)
+    idf = {term: math.log(1.0 + (count - df[term] + 0.5) / (df[term] + 0.5)) for term in wanted}
+    whole = sum(idf.values()) or 1.0
+    k1, b = ranker.k1, ranker.b
+    scored: list[ScoredFact] = []
+    for position, ((name, entity_type, _), found) in enumerate(zip(entities, held, strict=True)):
+        context: dict[str, float] = {}
+        for term in wanted_set.intersection(terms(entity_type)):
+            context[term] = ranker.kind
+        for term in wanted_set.intersection(terms(name)):
+            context[term] = ranker.name
+        if not found:
+            if context:
+                score = sum(idf[term] * weight for term, weight in context.items())
+                scored.append((position, -1, score * (sum(idf[t] for t in context) / whole) ** ranker.coverage))
+            continue
+        for index, fact in enumerate(found):
+            hits = wanted_set.intersection(fact)
+            if not hits and not context:
+                continue
+            score = covered = 0.0
+            norm = k1 * (1.0 - b + b * len(fact) / average)
+            for term in hits:
+                tf = fact.count(term)
+                score += idf[term] * tf * (k1 + 1.0) / (tf + norm)
+                covered += idf[term]
+            for term, weight in context.items():
+                if term not in hits:
+                    score += idf[term] * weight
+                    covered += idf[term]
+            if ranker.coverage:
+                score *= (covered / whole) ** ranker.coverage
+            if not hits:
+                score *= ranker.context_only
+            elif ranker.proximity and len(hits) > 1:
+                score *= 1.0 + ranker.proximity * closeness(fact, hits)
+            scored.append((position, index, score))
+    scored.sort(key=_best_fact_first)
+    return scored
+
+
+def _best_fact_first(fact: ScoredFact) -> tuple[float, int, int]:
+    return -fact[2], fact[0], fact[1]
+
+
+def closeness(fact: Sequence[str], hits: AbstractSet[str]) -> float:
+    """How close together the `hits` (two or more distinct terms) stand in the fact's terms: 1.0
+    when two of them stand side by side, 1/n when the nearest two different ones are n apart."""
+    nearest = len(fact)
+    last_term, last_at = None, -1
+    for at, term in enumerate(fact):
+        if term in hits:
+            if last_term is not None and term != last_term and at - last_at < nearest:
+                nearest = at - last_at
+            last_term, last_at = term, at
+    return 1.0 / nearest if nearest else 1.0

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias
 
 import msgspec
 
-from ..index.search import FIELD_SEPARATOR, TextChange, WordIndex, search_text
+from ..index.search import TextChange, WordIndex, search_text
 from ..retrieval.paging import SUMMARY_CONNECTED, Listing, cut_summary, most_connected, ranked_types
 from . import dates
 from .records import (
@@ -404,102 +404,53 @@ def carry_word_index(indexed: Graph, later: Graph) -> Graph | None:
     return replace(later, words=words, terms=terms)
 
 
-def search_nodes(graph: Graph, query: str, limit: int | None = None, ranker: Ranker | None = None) -> dict[str, Any]:
-    """The best `limit` (default: all) entities for the query, best first, and every relation
-    with at least one end among them, in graph order.
+# The search rule (the whole query first, then words) lives in retrieval.query; these names stay
+# here for the callers that still reach it through the graph module (the store, the index cache).
 
-    When entities contain the whole query (ignoring case) in their name, type or an
-    observation, those are the matches, as the reference server finds them; otherwise the query
-    is taken as words and entities holding any of its terms are ranked (see :mod:`.ranking`).
-    """
-    matched = contains_query(graph, query)
-    if matched is None:
-        matched = ranked_by_words(graph, query, ranker)
-    return found(graph, matched, limit)
+
+def search_nodes(graph: Graph, query: str, limit: int | None = None, ranker: Ranker | None = None) -> dict[str, Any]:
+    """:func:`memory_server.retrieval.query.matches`."""
+    from ..retrieval import query as retrieval
+
+    return retrieval.matches(graph, query, limit, ranker)
 
 
 def found(graph: Graph, matched: Sequence[Node], limit: int | None = None) -> dict[str, Any]:
-    """A search's answer: the first `limit` of the matched entities and the relations touching them."""
-    if limit is not None:
-        matched = matched[:limit]
-    return {
-        "entities": [node.view for node in matched],
-        "relations": _relations_touching(graph, {node.record.name for node in matched}),
-    }
+    """:func:`memory_server.retrieval.query.found`."""
+    from ..retrieval import query as retrieval
+
+    return retrieval.found(graph, matched, limit)
 
 
 def contains_query(graph: Graph, query: str) -> list[Node] | None:
-    """The entities containing the whole query, most relevant first (None: no entity does).
+    """:func:`memory_server.retrieval.query.contains_query`."""
+    from ..retrieval import query as retrieval
 
-    Relevance: the query is the name, starts it, is inside it, is inside the type, or only in
-    observations; then whole-word occurrences before parts of words, more occurrences first;
-    then graph order. A blank query (every entity holds it) keeps graph order."""
-    needle = query.lower()
-    if FIELD_SEPARATOR in needle:
-        matched = [node for node in graph.entities.values() if _fields_contain(node, needle)]
-    elif (names := _candidates(graph, needle)) is not None:
-        # In no particular order: the sort by relevance below ends in graph order.
-        matched = [node for node in map(graph.entities.__getitem__, names) if needle in node.text]
-    else:
-        matched = [node for node in graph.entities.values() if needle in node.text]
-    if not matched:
-        return None
-    if not needle.strip() or FIELD_SEPARATOR in needle:
-        return matched
-    key = relevance(needle)
-    return sorted(matched, key=lambda node: key(node.record.name, node.record.entityType, node.text, node.seq))
+    return retrieval.contains_query(graph, query)
 
 
 def relevance(needle: str) -> Callable[[str, str, str, int], tuple[int, bool, int, int]]:
-    """The sort key of an entity containing the lower-cased `needle`, from its name, type,
-    search text and place in the graph: lowest first."""
+    """:func:`memory_server.retrieval.query.relevance`."""
+    from ..retrieval import query as retrieval
 
-    def key(name: str, entity_type: str, text: str, seq: int) -> tuple[int, bool, int, int]:
-        name = name.lower()
-        if name == needle:
-            tier = 0
-        elif name.startswith(needle):
-            tier = 1
-        elif needle in name:
-            tier = 2
-        elif needle in entity_type.lower():
-            tier = 3
-        else:
-            tier = 4
-        return tier, not stands_alone(needle, text), -text.count(needle), seq
-
-    return key
+    return retrieval.relevance(needle)
 
 
 def stands_alone(needle: str, text: str) -> bool:
-    """Whether `needle` occurs in `text` as a whole word: with no word character (a letter, digit or
-    underscore, as the regular expression \\w) right before or after it. A few finds beat a regular
-    expression scanning the whole text."""
-    at, size = text.find(needle), len(needle)
-    while at >= 0:
-        if not (at and _wordy(text[at - 1])) and not _wordy(text[at + size:at + size + 1]):
-            return True
-        at = text.find(needle, at + 1)
-    return False
+    """:func:`memory_server.retrieval.query.stands_alone`."""
+    from ..retrieval import query as retrieval
 
-
-def _wordy(character: str) -> bool:
-    return character.isalnum() or character == "_"
+    return retrieval.stands_alone(needle, text)
 
 
 def ranked_by_words(graph: Graph, query: str, ranker: Ranker | None = None) -> list[Node]:
-    """The entities holding a term of the query, best first (ties in graph order); without the
-    graph's term index, one is made for this search. `ranker`: by default the server's."""
-    from ..index import ranking
+    """:func:`memory_server.retrieval.query.ranked_by_words`."""
+    from ..retrieval import query as retrieval
 
-    terms = graph.terms if graph.terms is not None else with_term_index(graph).terms
-    assert terms is not None
-    entities = graph.entities
-    scores = ranking.rank(terms, query, ranker or ranking.DEFAULT, lambda name: entities[name].text)
-    return sorted((entities[name] for name in scores), key=lambda node: (-scores[node.record.name], node.seq))
+    return retrieval.ranked_by_words(graph, query, ranker)
 
 
-def _candidates(graph: Graph, needle: str) -> set[str] | None:
+def candidates(graph: Graph, needle: str) -> set[str] | None:
     if graph.words is None:
         return None
     return graph.words.candidates(needle, limit=_worth_one_by_one(len(graph.entities)))
@@ -511,7 +462,7 @@ def _worth_one_by_one(entities: int) -> int:
     return max(entities // 4, 64)
 
 
-def _fields_contain(node: Node, needle: str) -> bool:
+def fields_contain(node: Node, needle: str) -> bool:
     fields = (node.record.name, node.record.entityType, *node.record.observations)
     return any(needle in field.lower() for field in fields)
 
@@ -521,7 +472,7 @@ def open_nodes(graph: Graph, names: Sequence[str]) -> dict[str, Any]:
     nodes = sorted((graph.entities[name] for name in set(names) if name in graph.entities), key=_seq)
     return {
         "entities": [node.view for node in nodes],
-        "relations": _relations_touching(graph, {node.record.name for node in nodes}),
+        "relations": relations_touching(graph, {node.record.name for node in nodes}),
     }
 
 
@@ -529,7 +480,7 @@ _seq: Final[Callable[[Node | Edge], int]] = attrgetter("seq")
 _view: Final[Callable[[Node | Edge], dict[str, Any]]] = attrgetter("view")
 
 
-def _relations_touching(graph: Graph, names: set[str]) -> list[dict[str, Any]]:
+def relations_touching(graph: Graph, names: set[str]) -> list[dict[str, Any]]:
     # Through the index the cost follows the answer, not the graph; for a large share of the
     # graph one pass over all relations is cheaper than sorting what the index finds.
     if 4 * len(names) > len(graph.entities):

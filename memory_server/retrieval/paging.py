@@ -31,6 +31,8 @@ from typing import Any, Final
 
 import msgspec
 
+from ..model.dates import shown_dates
+
 BUDGET_VARIABLE: Final = "MEMORY_ANSWER_BUDGET"
 DEFAULT_BUDGET: Final = 80_000
 """About 20,000 tokens: well under the 25,000 tokens at which common clients cut a tool answer."""
@@ -120,6 +122,31 @@ class Answer:
     summary: bytes | None = None
     note_rooms: dict[bool, int] = field(default_factory=dict, compare=False)
     """The room a note of a first page (True) and of a later one (False) takes at most, once known."""
+    facts: Facts | None = None
+    """A search answer paged fact by fact (see :meth:`Pager.first_facts`); units then unused."""
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """A search answer as the facts it is made of, in the order they are to be read.
+
+    Made by :func:`memory_server.retrieval.answer.shape`; paged by :meth:`Pager.first_facts`.
+    Each page takes the next facts in order while they fit `characters`, and shows them grouped
+    by entity (entities in the order their first fact comes, each entity's facts in order)."""
+
+    entities: list[Any]
+    """The matched entities' objects (name, entityType, observations)."""
+    order: list[tuple[int, int]]
+    """(entity position, observation index) to read, each once; index -1: an entity without
+    observations, shown bare."""
+    relations: list[Any]
+    """Every relation touching a matched entity; a page shows those touching its entities."""
+    characters: int
+    """What a page gives the model at most, in UTF-8 bytes of its JSON and its notes."""
+    words: bool
+    """Whether the query was taken as words (False: entities containing the whole query)."""
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What its pages work out once for all of them (relations by endpoint, their sizes)."""
 
 
 @dataclass(slots=True)
@@ -351,6 +378,24 @@ class Pager:
         if not theirs:
             del self._of_client[client]
 
+    def first_facts(self, tool: str, request: bytes, facts: Facts, *, client: str | None = None) -> Page:
+        """The first page of a search answer made of facts (see :class:`Facts`): the whole answer
+        when it fits `facts.characters` (exactly as an uncut answer is encoded, when every entity
+        is shown whole), else its first page, with a cursor to the next."""
+        with self._lock:
+            answer_id = next(self._ids)  # an id unused when the answer fits: ids only need to differ
+        page = self._facts_page(answer_id, facts, 0)
+        if page.following is not None:
+            with self._lock:
+                self._keep(answer_id, Answer(tool, request, [], 0, facts=facts), client)
+        return page
+
+    def _facts_page(self, answer_id: int, facts: Facts, start: int) -> Page:
+        def cursor(end: int) -> str | None:
+            return self._cursor(answer_id, end, 0) if end < len(facts.order) else None
+
+        return _facts_page(facts, start, cursor, answer_id)
+
     # -- later pages ---------------------------------------------------------------------------
 
     def next_page(self, cursor: str, tool: str, request: bytes) -> Page:
@@ -420,6 +465,8 @@ class Pager:
     # -- cutting one page ----------------------------------------------------------------------
 
     def _page(self, answer_id: int, answer: Answer, unit: int, part: int, *, first: bool) -> Page:
+        if answer.facts is not None:
+            return self._facts_page(answer_id, answer.facts, unit)
         summary = answer.summary if first else None
         # Room for the note as long as it can be (its numbers at their longest), not more: a page
         # holds as many units as fit. Notes about split entities, rare, take their room when made.
@@ -532,6 +579,197 @@ class Pager:
         return " ".join(lines + fill.events)
 
 
+# --------------------------------------------------------------------------------------------
+# Pages of facts (search answers)
+# --------------------------------------------------------------------------------------------
+
+_FACT_NOTE_ROOM: Final = 380
+"""Bytes kept for a page's note (the longest it can be, but for names in it)."""
+RELATION_SHARE: Final = 4
+"""Relations take at most 1/RELATION_SHARE of a page that has facts left for it."""
+
+
+def partial_marker(shown: int, total: int) -> str:
+    """What an entity shown with only some of its observations says about itself."""
+    return f"{shown:,} of {total:,} observations shown; open_nodes gives all"
+
+
+@dataclass(slots=True)
+class _FactFill:
+    end: int
+    shown: dict[int, list[str]]
+    """Entity position -> the observations shown (a cut one carries its marker)."""
+    indexes: dict[int, list[int]]
+    relations: list[Any]
+    more_relations: int
+    cut: list[str]
+
+
+def _facts_page(facts: Facts, start: int, cursor: Callable[[int], str | None], answer_id: int) -> Page:
+    """The page starting at fact `start`, within facts.characters: the facts that fit (at least one,
+    an observation too long for any page cut with its marker), then the relations touching their
+    entities (within a share of the page when facts are left for it)."""
+    budget = facts.characters
+    room = budget - _ENVELOPE - _FACT_NOTE_ROOM
+    while True:
+        fill, used = _take_facts(facts, start, room)
+        if fill.end < len(facts.order) and facts.relations:
+            # Relations take their share only when facts are left for the room; a page of few
+            # relations leaves the rest to facts.
+            wanted = sum(size for _, _, size in _touching(facts, fill.shown))
+            if wanted:
+                fill, used = _take_facts(facts, start, room - min(wanted, room // RELATION_SHARE))
+        fill.relations, fill.more_relations = _fit_relations(_touching(facts, fill.shown), room - used)
+        page = _render_facts(facts, fill, start, cursor(fill.end), answer_id)
+        over = len(page.json) + sum(len(note.encode()) for note in page.notes) - budget
+        if over <= 0 or room <= 64:
+            return page
+        # What overflows is mostly the note and partial markers, not what room keeps: a page's
+        # content only changes once a whole relation or fact gives way, so step by at least that.
+        room -= max(over, 48)
+
+
+def _take_facts(facts: Facts, start: int, room: int) -> tuple[_FactFill, int]:
+    shown: dict[int, list[str]] = {}
+    indexes: dict[int, list[int]] = {}
+    cut: list[str] = []
+    used = 0
+    at = start
+    order = facts.order
+    while at < len(order):
+        position, index = order[at]
+        entity = facts.entities[position]
+        cost = 0
+        if position not in shown:
+            # A partial marker's room is not kept here: the page is measured once rendered.
+            cost += len(_encoder.encode({"name": entity["name"], "entityType": entity["entityType"],
+                                         "observations": []})) + 1
+        observation = entity["observations"][index] if index >= 0 else None
+        if observation is not None:
+            cost += len(_encoder.encode(observation)) + 1
+        if used + cost > room:
+            if at > start:
+                break
+            if observation is None:
+                break  # not even the bare entity fits: the page says so below
+            bare = cost - len(_encoder.encode(observation)) - 1
+            observation, kept = _cut_observation(observation, max(room - used - bare - 1, 16))
+            cut.append(f"Observation {index + 1} of {_shown(entity['name'])} has "
+                       f"{len(entity['observations'][index]):,} characters, more than a page holds: the first "
+                       f"{kept:,} are shown, marked [cut: ...]; open_nodes gives it whole.")
+            cost = bare + len(_encoder.encode(observation)) + 1
+        taken = shown.setdefault(position, [])
+        indexes.setdefault(position, [])
+        if observation is not None:
+            taken.append(observation)
+            indexes[position].append(index)
+        used += cost
+        at += 1
+    if at == start and at < len(order):
+        at += 1  # nothing fits, not even a bare entity: skipped, and named in the note
+        cut.append(f"Not shown at all: the entity {_shown(facts.entities[order[start][0]]['name'])}, because even "
+                   "its name exceeds the page. It stays in the memory file.")
+    return _FactFill(at, shown, indexes, [], 0, cut), used
+
+
+_source_of: Final = itemgetter("from")
+_target_of: Final = itemgetter("to")
+
+
+def _touching(facts: Facts, shown: Mapping[int, Any]) -> list[tuple[bool, Any, int]]:
+    """The relations touching the entities shown, in graph order, each with whether both its
+    ends are shown and its size (with a comma)."""
+    key = frozenset(shown)
+    memo = facts.memo
+    if memo.get("touching", (None,))[0] == key:
+        return memo["touching"][1]
+    sizes: dict[int, int] = memo.setdefault("sizes", {})
+    if (ends := memo.get("ends")) is None:
+        ends = memo["ends"] = (list(map(_source_of, facts.relations)), list(map(_target_of, facts.relations)))
+    names = {facts.entities[position]["name"] for position in shown}
+    touching = []
+    # A page holds few entities, an answer may touch thousands of relations: picked in C, no
+    # Python code per relation.
+    count = len(facts.relations)
+    numbers = set(compress(range(count), map(names.__contains__, ends[0])))
+    numbers.update(compress(range(count), map(names.__contains__, ends[1])))
+    for number in sorted(numbers):
+        relation = facts.relations[number]
+        if (size := sizes.get(number)) is None:
+            size = sizes[number] = len(_encoder.encode(relation)) + 1
+        touching.append((relation["from"] in names and relation["to"] in names, relation, size))
+    memo["touching"] = (key, touching)
+    return touching
+
+
+def _fit_relations(touching: list[tuple[bool, Any, int]], room: int) -> tuple[list[Any], int]:
+    """The relations that fit `room`, in graph order: all when they fit, else those between two
+    entities shown first, then those with one end shown; and how many were left out."""
+    if sum(size for _, _, size in touching) <= room:
+        return [relation for _, relation, _ in touching], 0
+    chosen: set[int] = set()
+    used = 0
+    for wanted in (True, False):
+        for number, (both, _, size) in enumerate(touching):
+            if both == wanted and used + size <= room:
+                chosen.add(number)
+                used += size
+    return [relation for number, (_, relation, _) in enumerate(touching) if number in chosen], len(touching) - len(chosen)
+
+
+def _shown_entity(facts: Facts, position: int, fill: _FactFill) -> Any:
+    entity = facts.entities[position]
+    observations = fill.shown[position]
+    total = len(entity["observations"])
+    if fill.indexes[position] == list(range(total)) and not any(
+            observation is not entity["observations"][index]
+            for observation, index in zip(observations, fill.indexes[position], strict=True)):
+        return entity  # whole, in the order it was written: the object itself, as an uncut answer has it
+    shown = {"name": entity["name"], "entityType": entity["entityType"], "observations": observations,
+             **shown_dates(entity, fill.indexes[position])}
+    if len(observations) < total or any(observation is not entity["observations"][index] for observation, index
+                                        in zip(observations, fill.indexes[position], strict=True)):
+        shown["partial"] = partial_marker(len(observations), total)
+    return shown
+
+
+def _render_facts(facts: Facts, fill: _FactFill, start: int, cursor: str | None, answer_id: int = 0) -> Page:
+    value: dict[str, Any] = {"entities": [_shown_entity(facts, position, fill) for position in fill.shown],
+                             "relations": fill.relations}
+    if cursor is not None:
+        value["nextCursor"] = cursor
+    encoded = _encoder.encode(value)
+    partial = sum(1 for entity in value["entities"] if "partial" in entity)
+    notes: tuple[str, ...] = ()
+    if cursor is not None or partial or fill.more_relations or fill.cut or start:
+        notes = (_facts_note(facts, fill, start, cursor is not None, partial),)
+    following = (answer_id, fill.end, 0) if cursor is not None else None
+    return Page(encoded, notes, following)
+
+
+def _facts_note(facts: Facts, fill: _FactFill, start: int, more: bool, partial: int) -> str:
+    shown = sum(len(observations) for observations in fill.shown.values())
+    how = "best first" if facts.words else "entities holding the query, most relevant first"
+    lines = [f"search_nodes: {_count(shown, 'observation')} of {_count(len(fill.shown), 'entity')}, {how} "
+             f"(facts {start + 1:,}-{fill.end:,} of {len(facts.order):,}, from "
+             f"{_count(len(facts.entities), 'matching entity')})."]
+    if partial:
+        lines.append('An entity marked "partial" has more observations: open_nodes gives it whole.')
+    if fill.more_relations:
+        lines.append(f"{_count(fill.more_relations, 'more relation')} touch the entities shown: open_nodes "
+                     "gives them.")
+    if more:
+        lines.append("More: the same arguments with cursor set to nextCursor (or a larger characters).")
+    return " ".join(lines + fill.cut)
+
+
+def _count(number: int, thing: str) -> str:
+    if number == 1:
+        return f"1 {thing}"
+    plural = thing[:-1] + "ies" if thing.endswith("y") else thing + "s"
+    return f"{number:,} {plural}"
+
+
 def _without_last_comma(pieces: list[memoryview]) -> list[memoryview]:
     return [*pieces[:-1], pieces[-1][:-1]] if pieces else []
 
@@ -555,12 +793,14 @@ __all__ = [
     "MINIMUM_BUDGET",
     "Answer",
     "CursorError",
+    "Facts",
     "Listing",
     "Page",
     "Pager",
     "budget_from",
     "cut_summary",
     "entity_parts",
+    "partial_marker",
     "most_connected",
     "ranked_types",
     "request_key",

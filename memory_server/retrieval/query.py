@@ -1,0 +1,166 @@
+"""The one place where a search finds what it answers: the rule, the entry point, the answer.
+
+Rules (the docs repeat them in docs/search.md):
+
+1. The whole query first: when entities contain the whole query (ignoring case) in their name,
+   type or an observation, those are the matches, exactly as the reference server finds them;
+   they are ordered by :func:`relevance` (the query is the name, starts it, is in it, in the
+   type, only in observations; whole words before parts; more occurrences first; graph order).
+2. Then words: otherwise the query is taken as words, and every entity holding one of its
+   terms matches, ranked by :func:`..index.ranking.rank` (BM25 over entities).
+3. The answer is made of facts: :func:`.answer.shape` orders the observations of the matches
+   (rule 1: as written, matching ones first in a large entity; rule 2: each fact scored on its
+   own, fused with semantic candidates when a model is installed), and the pager cuts it into
+   pages of a glance each (:data:`.answer.DEFAULT_CHARACTERS`), each page's cursor to the next.
+
+Entry point: :func:`search` (graph in memory -> Facts). :func:`matches` is its first half (the
+entities of rules 1 and 2 and the relations touching them), which the index cache also answers
+(storage/index_cache.py) and :func:`.answer.shape` turns into facts whichever answered.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..index import ranking
+from ..index.search import FIELD_SEPARATOR
+from ..model import graph as rules
+from ..model.graph import Graph, Node
+from . import answer as answers
+from .paging import Facts
+
+if TYPE_CHECKING:
+    from ..index.ranking import Ranker
+
+
+def search(graph: Graph, query: str, *, characters: int = answers.DEFAULT_CHARACTERS,
+           limit: int | None = None, ranked: Callable[[Graph], Graph] | None = None) -> Facts:
+    """The answer to a search_nodes call on the graph in memory: rules 1 to 3, semantic candidates
+    included when ``retrieval/semantic.py`` and its model are installed. `ranked`: see :func:`matches`."""
+    matched = matches(graph, query, ranked=ranked)
+    nearest = None
+    if not (matched["entities"] and answers.whole_query_matches(query, matched["entities"][0])):
+        nearest = semantic_nearest(graph)
+    return answers.shape(query, matched["entities"], matched["relations"], characters, limit=limit,
+                         nearest=nearest, lookup=lambda name: view_of(graph, name))
+
+
+def view_of(graph: Graph, name: str) -> dict[str, Any] | None:
+    node = graph.entities.get(name)
+    return None if node is None else node.view
+
+
+def semantic_nearest(graph: Graph) -> answers.Nearest | None:
+    """The semantic candidates of a query, (entity name, observation index, similarity) best first,
+    from ``retrieval/semantic.py`` when it is there (loaded with the first search that asks for it);
+    None without it. ``nearest`` itself answers None when no model is installed."""
+    try:
+        # By name: the module may not be there (an install without the semantic extra's code).
+        semantic = importlib.import_module(f"{__package__}.semantic")
+    except ImportError:
+        return None
+    nearest: Callable[[Graph, str, int], list[tuple[str, int, float]] | None] | None = getattr(semantic, "nearest", None)
+    if nearest is None:
+        return None
+    return lambda query, k: nearest(graph, query, k)
+
+
+def matches(graph: Graph, query: str, limit: int | None = None, ranker: Ranker | None = None, *,
+            ranked: Callable[[Graph], Graph] | None = None) -> dict[str, Any]:
+    """The best `limit` (default: all) entities for the query, best first, and every relation
+    with at least one end among them, in graph order.
+
+    When entities contain the whole query (ignoring case) in their name, type or an
+    observation, those are the matches, as the reference server finds them; otherwise the query
+    is taken as words and entities holding any of its terms are ranked (see :mod:`..index.ranking`).
+
+    `ranked`: the graph with its ranking index, asked for only when the query is taken as words
+    (the store makes that index once per load, or raises its NotInMemory for a read that must not
+    wait for it); without it a graph lacking the index gets one for this search."""
+    matched = contains_query(graph, query)
+    if matched is None:
+        if ranked is not None:
+            graph = ranked(graph)
+        matched = ranked_by_words(graph, query, ranker)
+    return found(graph, matched, limit)
+
+
+def found(graph: Graph, matched: Sequence[Node], limit: int | None = None) -> dict[str, Any]:
+    """A search's answer: the first `limit` of the matched entities and the relations touching them."""
+    if limit is not None:
+        matched = matched[:limit]
+    return {
+        "entities": [node.view for node in matched],
+        "relations": rules.relations_touching(graph, {node.record.name for node in matched}),
+    }
+
+
+def contains_query(graph: Graph, query: str) -> list[Node] | None:
+    """The entities containing the whole query, most relevant first (None: no entity does).
+
+    Relevance: the query is the name, starts it, is inside it, is inside the type, or only in
+    observations; then whole-word occurrences before parts of words, more occurrences first;
+    then graph order. A blank query (every entity holds it) keeps graph order."""
+    needle = query.lower()
+    if FIELD_SEPARATOR in needle:
+        matched = [node for node in graph.entities.values() if rules.fields_contain(node, needle)]
+    elif (names := rules.candidates(graph, needle)) is not None:
+        # In no particular order: the sort by relevance below ends in graph order.
+        matched = [node for node in map(graph.entities.__getitem__, names) if needle in node.text]
+    else:
+        matched = [node for node in graph.entities.values() if needle in node.text]
+    if not matched:
+        return None
+    if not needle.strip() or FIELD_SEPARATOR in needle:
+        return matched
+    key = relevance(needle)
+    return sorted(matched, key=lambda node: key(node.record.name, node.record.entityType, node.text, node.seq))
+
+
+def relevance(needle: str) -> Callable[[str, str, str, int], tuple[int, bool, int, int]]:
+    """The sort key of an entity containing the lower-cased `needle`, from its name, type,
+    search text and place in the graph: lowest first."""
+
+    def key(name: str, entity_type: str, text: str, seq: int) -> tuple[int, bool, int, int]:
+        name = name.lower()
+        if name == needle:
+            tier = 0
+        elif name.startswith(needle):
+            tier = 1
+        elif needle in name:
+            tier = 2
+        elif needle in entity_type.lower():
+            tier = 3
+        else:
+            tier = 4
+        return tier, not stands_alone(needle, text), -text.count(needle), seq
+
+    return key
+
+
+def stands_alone(needle: str, text: str) -> bool:
+    """Whether `needle` occurs in `text` as a whole word: with no word character (a letter, digit or
+    underscore, as the regular expression \\w) right before or after it. A few finds beat a regular
+    expression scanning the whole text."""
+    at, size = text.find(needle), len(needle)
+    while at >= 0:
+        if not (at and _wordy(text[at - 1])) and not _wordy(text[at + size:at + size + 1]):
+            return True
+        at = text.find(needle, at + 1)
+    return False
+
+
+def _wordy(character: str) -> bool:
+    return character.isalnum() or character == "_"
+
+
+def ranked_by_words(graph: Graph, query: str, ranker: Ranker | None = None) -> list[Node]:
+    """The entities holding a term of the query, best first (ties in graph order); without the
+    graph's term index, one is made for this search. `ranker`: by default the server's."""
+    terms = graph.terms if graph.terms is not None else rules.with_term_index(graph).terms
+    assert terms is not None
+    entities = graph.entities
+    scores = ranking.rank(terms, query, ranker or ranking.DEFAULT, lambda name: entities[name].text)
+    return sorted((entities[name] for name in scores), key=lambda node: (-scores[node.record.name], node.seq))
