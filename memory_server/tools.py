@@ -301,8 +301,8 @@ class MemoryTools:
                                                   limit=limit)) is not None:
                     return within
             characters = answers.check_characters(wanted, self.pager.budget)
-            value = store.search_nodes(query, None, in_memory=in_memory)
-            if isinstance(value, Facts):  # a store that shapes the answer itself
+            value = store.search_nodes(query, limit, characters=characters, in_memory=in_memory)
+            if isinstance(value, Facts):  # the store made the answer of facts from the graph in memory
                 return value
             return answers.shape(query, value["entities"], value["relations"], characters, limit=limit)
         return await self._read("search_nodes", arguments, answer, context, long=len(query) > LONG_QUERY_CHARS)

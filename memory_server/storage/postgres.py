@@ -48,6 +48,8 @@ import msgspec
 from ..model import graph as rules
 from ..model.graph import EMPTY, Change, Graph, GraphError, RowChanges, Triple
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_file, decode_line
+from ..retrieval import query as retrieval
+from ..retrieval.paging import Facts
 from .postgres_names import DEFAULT_MEMORY, memory_name_from, without_password
 from .store import NotInMemory, WriteResult
 
@@ -244,15 +246,15 @@ class PostgresStore:
             raise NotInMemory  # every answer asks the database first: not on the event loop
         return rules.read_graph_for_pages(self.graph())
 
-    def search_nodes(self, query: str, limit: int | None = None, *, in_memory: bool = False) -> dict[str, Any]:
+    def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
+                     in_memory: bool = False) -> dict[str, Any] | Facts:
+        """The matches (see retrieval.query.matches); with `characters`, the answer made of their
+        facts (retrieval.query.search), semantic candidates included."""
         if in_memory:
             raise NotInMemory
-        graph = self.graph()
-        matched = rules.contains_query(graph, query)
-        if matched is None:
-            graph = self._with_terms(graph)
-            matched = rules.ranked_by_words(graph, query)
-        return rules.found(graph, matched, limit)
+        if characters is None:
+            return retrieval.matches(self.graph(), query, limit, ranked=self._with_terms)
+        return retrieval.search(self.graph(), query, characters=characters, limit=limit, ranked=self._with_terms)
 
     def search_within(self, query: str, words: str, window: Span, *, explicit: bool,
                       limit: int | None = None) -> dict[str, Any] | None:
