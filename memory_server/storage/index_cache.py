@@ -28,8 +28,8 @@ import sqlite3
 import threading
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping
-from contextlib import closing, suppress
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, closing, nullcontext, suppress
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
@@ -112,20 +112,32 @@ def digest_of(data: bytes) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def build(memory_file: Path, graph: Graph, digest: str) -> None:
-    """Writes the cache of `graph`, the graph of the memory file bytes with `digest`.
-    OSError or sqlite3.Error when it cannot; the old cache (if any) then stays as it was."""
+def build(memory_file: Path, graph: Graph, digest: str,
+          guard: Callable[[], AbstractContextManager[bool]] = partial(nullcontext, True)) -> bool:
+    """Writes the cache of `graph`, the graph of the memory file bytes with `digest`; True when it
+    was put in place. `guard()` is held while the temporary file is made and while it is renamed
+    into place, and says whether the cache is still wanted: a write that removed something takes
+    the same guard to remove the cache and its temporaries (see :func:`remove`), so that a build of
+    the graph before the write never lands after it. OSError or sqlite3.Error when it cannot; the
+    old cache (if any) then stays as it was."""
     target = cache_path(memory_file)
-    for stray in _stray_temporaries(target):
-        with suppress(OSError):
-            stray.unlink()
-    temporary = target.with_name(f"{target.name}.{secrets.token_hex(8)}.tmp")
-    os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), _PRIVATE))
+    with guard() as wanted:
+        if not wanted:
+            return False
+        for stray in _stray_temporaries(target):
+            with suppress(OSError):
+                stray.unlink()
+        temporary = target.with_name(f"{target.name}.{secrets.token_hex(8)}.tmp")
+        os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), _PRIVATE))
+        db = sqlite3.connect(temporary, isolation_level=None)
     try:
-        with closing(sqlite3.connect(temporary, isolation_level=None)) as db:
-            # A cache is rebuilt rather than recovered: no journal, no waiting on the disk.
+        with closing(db):
+            # A cache is rebuilt rather than recovered: no journal, no waiting on the disk; no
+            # temporary files (sorting for the indexes stays in memory); freed pages zeroed.
             db.execute("PRAGMA journal_mode = OFF")
             db.execute("PRAGMA synchronous = OFF")
+            db.execute("PRAGMA temp_store = MEMORY")
+            db.execute("PRAGMA secure_delete = ON")
             db.execute("BEGIN")
             for statement in _statements(_SCHEMA):
                 db.execute(statement)
@@ -133,10 +145,24 @@ def build(memory_file: Path, graph: Graph, digest: str) -> None:
             for statement in _statements(_INDEXES):
                 db.execute(statement)
             db.execute("COMMIT")
-        os.replace(temporary, target)
+        with guard() as wanted:
+            if wanted:
+                os.replace(temporary, target)
+                return True
+            return False
     finally:
         with suppress(FileNotFoundError):
             os.unlink(temporary)
+
+
+def remove(memory_file: Path) -> None:
+    """The cache of `memory_file` gone, with every temporary or journal file of it (a build in
+    another thread writes on into a file no longer in the directory, and its rename fails)."""
+    target = cache_path(memory_file)
+    for path in (target, target.with_name(target.name + "-journal"), target.with_name(target.name + "-wal"),
+                 target.with_name(target.name + "-shm"), *_stray_temporaries(target)):
+        with suppress(FileNotFoundError, NotADirectoryError):
+            os.unlink(path)
 
 
 def _statements(script: str) -> list[str]:

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
+from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, NamedTuple
@@ -198,6 +199,20 @@ class GraphStore:
         self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-check")
         self._unreported_change = False
         self._cache = index_cache.CacheState()
+        # Held to remove the cache (every save) and by a build to make and publish its file: a
+        # build of a graph from before a save never lands after it (see index_cache.build).
+        self._cache_guard = threading.Lock()
+        self._cache_generation = 0
+
+    def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._releaser.shutdown()
+        self._checker.shutdown()
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -468,6 +483,7 @@ class GraphStore:
         if snapshot is None or not index_cache.worth_caching(snapshot.signature):
             return
         try:
+            generation = self._cache_generation
             data, signature = read_file(self._file)
             if signature != snapshot.signature:
                 return  # changed meanwhile: the next load refreshes the cache
@@ -476,9 +492,28 @@ class GraphStore:
                 current.close()
                 return  # another process made it already
             graph = snapshot.graph if snapshot.graph.terms is not None else self._term_indexed_graph()
-            index_cache.build(self._file, graph, digest)
+            if (index_cache.build(self._file, graph, digest, partial(self._cache_wanted, generation, signature))
+                    and stat_signature(self._file) != signature):
+                # Another process saved meanwhile (and removed the cache): this one goes too.
+                index_cache.remove(self._file)
         except Exception as error:  # the cache only saves time; the file is what counts
             _log(f"The index cache {index_cache.cache_path(self._file)} could not be made ({error!r}).")
+
+    @contextmanager
+    def _cache_wanted(self, generation: int, signature: Signature) -> Iterator[bool]:
+        with self._cache_guard:
+            try:
+                current = stat_signature(self._file) == signature
+            except OSError:
+                current = False
+            yield current and generation == self._cache_generation
+
+    def _remove_cache(self) -> None:
+        """The cache and any build of it in progress gone, before a save is acknowledged: what the
+        save removed is then in no file of ours."""
+        with self._cache_guard:
+            self._cache_generation += 1
+            index_cache.remove(self._file)
 
     def poll_external_change(self) -> bool:
         """True when another process changed the file since this store last reported (or saw) it.
@@ -809,6 +844,7 @@ class GraphStore:
                     self._snapshot = _Snapshot(self._with_indexes_published_meanwhile(graph), temporary.signature,
                                                temporary.content, layout)
                     self._writes.saves += 1
+                self._remove_cache()
         except OSError as error:
             raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
                              "Nothing was changed.") from error
