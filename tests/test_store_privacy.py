@@ -28,8 +28,9 @@ def cache_files(memory: Path) -> list[Path]:
 
 
 def holding(memory: Path, text: str) -> list[str]:
-    needle = text.encode()
-    return [path.name for path in [memory, *cache_files(memory)] if needle in path.read_bytes()]
+    needles = {text.encode(), text.lower().encode()}  # the cache holds search texts, in lower case
+    return [path.name for path in [memory, *cache_files(memory)]
+            if any(needle in path.read_bytes() for needle in needles)]
 
 
 def cached_memory(memory: Path, people: int = 4500) -> None:
@@ -41,7 +42,7 @@ def cached_memory(memory: Path, people: int = 4500) -> None:
         store.create_entities(entities)
         store.create_relations([{"from": "Ann", "to": "person 1", "relationType": SECRET}])
     data = memory.read_bytes()
-    assert index_cache.build(memory, rules.graph_from_lines(decode_file(data)), index_cache.digest_of(data))
+    assert index_cache.build(memory, rules.graph_from_lines(decode_file(data)), data, index_cache.digest_of(data))
     assert holding(memory, SECRET) == [memory.name, memory.name + ".index"]
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain, compress
 from operator import attrgetter, eq, itemgetter
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias, TypeVar
 
 import msgspec
 
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ..index.ranking import Ranker, TermIndex
 
 Triple: TypeAlias = tuple[str, str, str]
+_Match = TypeVar("_Match")
 """A relation's identity: (from, to, relationType)."""
 
 
@@ -390,10 +391,16 @@ def search_nodes(graph: Graph, query: str, limit: int | None = None, ranker: Ran
     observation, those are the matches, as the reference server finds them; otherwise the query
     is taken as words and entities holding any of its terms are ranked (see :mod:`.ranking`).
     """
-    matched = contains_query(graph, query)
-    if matched is None:
-        matched = ranked_by_words(graph, query, ranker)
-    return found(graph, matched, limit)
+    return found(graph, search(partial(contains_query, graph), partial(ranked_by_words, graph, ranker=ranker), query),
+                 limit)
+
+
+def search(containing: Callable[[str], Sequence[_Match] | None], by_words: Callable[[str], Sequence[_Match]],
+           query: str) -> Sequence[_Match]:
+    """The search rule, wherever the candidates come from (the graph, the on-disk cache): the
+    entities containing the whole query when any does, else the query taken as words, ranked."""
+    matched = containing(query)
+    return by_words(query) if matched is None else matched
 
 
 def found(graph: Graph, matched: Sequence[Node], limit: int | None = None) -> dict[str, Any]:

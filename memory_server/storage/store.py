@@ -151,6 +151,34 @@ FIRST_LOOK_WAIT: Final = 30.0
 """Seconds the first read waits for the look ahead (a slow disk) before doing the work itself."""
 
 
+REFRESH_DELAY: Final = 2.0
+"""Seconds without a call before the cache is rebuilt (and the ranking's index made), so that
+the work never competes with answers."""
+WARM_UP_DELAY: Final = 0.2
+"""Seconds between the first answer from the cache and the start of loading the file: parsing
+holds the interpreter for long stretches, and the answer has yet to be encoded and sent."""
+
+
+class _CacheState:
+    """What a store knows of its cache: the cold index used before its first load, and refreshes."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tried = False
+        self.done = False
+        """True once the graph answers (or the cache could not)."""
+        self.cold: index_cache.ColdIndex | None = None
+        self.signature: tuple[int, int, int, int] | None = None
+        """The memory file's stat signature when the cold index was checked against its bytes."""
+        self.refresh_pending = False
+        self.last_activity = 0.0
+        """When the store last answered a call (time.monotonic)."""
+        self.answered = 0
+        """How many answers the cache gave."""
+        self.ahead: _LookAhead | None = None
+        """The store's look ahead at the cache and the file, until the first read takes it."""
+
+
 class _LookAhead:
     """What the look ahead found: the cache (None: no usable one) and the file's bytes, their
     stat signature and digest (empty: not read)."""
@@ -198,7 +226,7 @@ class GraphStore:
         # Compares the file with the bytes last read or written while a write works out its change.
         self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-check")
         self._unreported_change = False
-        self._cache = index_cache.CacheState()
+        self._cache = _CacheState()
         # Held to remove the cache (every save) and by a build to make and publish its file: a
         # build of a graph from before a save never lands after it (see index_cache.build).
         self._cache_guard = threading.Lock()
@@ -248,7 +276,7 @@ class GraphStore:
                     raise NotInMemory
                 matched = rules.ranked_by_words(graph, query)
             return rules.found(graph, matched, limit)
-        if (answer := self._cold_answer(lambda cold: cold.search_nodes(query, limit))) is not None:
+        if (answer := self._cold_answer(lambda cold: self._cold_search(cold, query, limit))) is not None:
             return answer
         graph = self._searchable_graph()
         matched = rules.contains_query(graph, query)
@@ -304,7 +332,7 @@ class GraphStore:
         threading.Thread(target=self._index_later, name="memory-word-index", daemon=True).start()
 
     def _index_later(self) -> None:
-        time.sleep(index_cache.WARM_UP_DELAY)  # until the answer that asked for it is out
+        time.sleep(WARM_UP_DELAY)  # until the answer that asked for it is out
         with suppress(GraphError):
             self._indexed_graph()
 
@@ -326,9 +354,9 @@ class GraphStore:
                     answer = ask(cache.cold)
                     cache.answered += answer is not None
                     return answer
-            except OSError:
+            except (OSError, index_cache.Unanswerable):
                 pass
-            except Exception as error:  # a cache that fails to answer is not used again
+            except Exception as error:  # a cache that fails to answer (or its check) is not used again
                 _log(f"The index cache {index_cache.cache_path(self._file)} could not answer ({error!r}); "
                      "answering from the memory file.")
             cache.done = True  # the file changed since, or the cache failed: the graph answers
@@ -347,8 +375,10 @@ class GraphStore:
 
     def _look(self, ahead: _LookAhead) -> None:
         try:
-            ahead.cold = index_cache.ColdIndex.open(self._file, None)
             self._read_and_digest(ahead.checked)
+            if ahead.checked:
+                data, _, digest = ahead.checked[0]
+                ahead.cold = index_cache.ColdIndex.open(self._file, data, digest)
         except Exception as error:  # only time is lost: the first read does it all again
             _log(f"Could not look at the memory file ahead of the first call ({error!r}).")
             ahead.checked.clear()
@@ -365,41 +395,30 @@ class GraphStore:
         with suppress(OSError):
             if checked and stat_signature(self._file) == checked[0][1]:
                 return ahead.cold, checked
-        return (ahead.cold, []) if ahead.cold is not None else None
+        return None
 
     def _first_cold_answer(self, ask: Callable[[index_cache.ColdIndex], dict[str, Any] | None]) -> dict[str, Any] | None:
         cache = self._cache
         looked = self._looked_ahead()
-        cold, checked = looked if looked is not None else (index_cache.ColdIndex.open(self._file, None), [])
-        if cold is None and checked:
-            self._read_ahead = checked[0][:2]  # the graph answers: loaded from these bytes (see _load)
-        if cold is None:
-            # The graph answers: this call loads it. The warm-up (the word index, then the end of
-            # the cold path) waits until the answer is out rather than share the interpreter with it.
-            if index_cache.worth_caching(stat_signature(self._file)):
-                self._start_warm_up(None, None, delay=index_cache.WARM_UP_DELAY)
-            return None
-        if checked:  # read and hashed ahead
-            answer = ask(cold)
-        else:
-            # The file is read and hashed in another thread (both let go of the interpreter) while
-            # the cache answers; the answer is given only if the cache was made of these bytes.
-            checker = threading.Thread(target=self._read_and_digest, args=(checked,), daemon=True,
-                                       name="memory-file-check")
-            checker.start()
-            try:
-                answer = ask(cold)
-            finally:
-                checker.join()
+        cold, checked = looked if looked is not None else (None, [])
         if not checked:
+            self._read_and_digest(checked)
+            if checked:
+                cold = index_cache.ColdIndex.open(self._file, checked[0][0], checked[0][2])
+        if not checked:
+            return None  # unreadable: the graph answers, and its load reports why
+        data, signature, _ = checked[0]
+        if cold is None or not index_cache.worth_caching(signature):
+            # The graph answers: this call loads it, from these bytes (see _graph). The warm-up
+            # (the word index, then the end of the cold path) waits until the answer is out.
+            self._read_ahead = (data, signature)
+            if index_cache.worth_caching(signature):
+                self._start_warm_up(None, None, delay=WARM_UP_DELAY)
             return None
-        data, signature, digest = checked[0]
-        if digest != cold.digest or not index_cache.worth_caching(signature):
-            self._start_warm_up(data, signature, delay=0.0)
-            return None
+        answer = ask(cold)
         cache.cold, cache.signature = cold, signature
         cache.answered += answer is not None
-        self._start_warm_up(data, signature, delay=index_cache.WARM_UP_DELAY)
+        self._start_warm_up(data, signature, delay=WARM_UP_DELAY)
         return answer
 
     def _read_and_digest(self, into: list[tuple[bytes, Signature, str]]) -> None:
@@ -429,6 +448,10 @@ class GraphStore:
             self._cache.done = True
         self._schedule_cache_refresh()
 
+    @staticmethod
+    def _cold_search(cold: index_cache.ColdIndex, query: str, limit: int | None) -> dict[str, Any]:
+        return cold.found(rules.search(cold.containing, cold.by_words, query), limit)
+
     def _cold_words(self, query: str, limit: int | None) -> dict[str, Any] | None:
         """A search by words answered by the cache while the graph has no ranking index yet, or None."""
         cache = self._cache
@@ -437,9 +460,11 @@ class GraphStore:
                 return None
             try:
                 if stat_signature(self._file) == cache.signature:
-                    answer = cache.cold.search_nodes(query, limit)
+                    answer = self._cold_search(cache.cold, query, limit)
                     cache.answered += answer is not None
                     return answer
+            except index_cache.Unanswerable:
+                pass
             except Exception as error:  # the graph answers instead
                 _log(f"The index cache {index_cache.cache_path(self._file)} could not answer ({error!r}).")
         self._retire_cold()
@@ -464,7 +489,7 @@ class GraphStore:
             if cache.refresh_pending:
                 return
             cache.refresh_pending = True
-        threading.Thread(target=self._refresh_cache, args=(index_cache.REFRESH_DELAY,),
+        threading.Thread(target=self._refresh_cache, args=(REFRESH_DELAY,),
                          name="memory-index-cache", daemon=True).start()
 
     def _refresh_cache(self, quiet: float = 0.0) -> None:
@@ -488,11 +513,10 @@ class GraphStore:
             if signature != snapshot.signature:
                 return  # changed meanwhile: the next load refreshes the cache
             digest = index_cache.digest_of(data)
-            if (current := index_cache.ColdIndex.open(self._file, digest)) is not None:
-                current.close()
+            if index_cache.is_current(self._file, data, digest):
                 return  # another process made it already
             graph = snapshot.graph if snapshot.graph.terms is not None else self._term_indexed_graph()
-            if (index_cache.build(self._file, graph, digest, partial(self._cache_wanted, generation, signature))
+            if (index_cache.build(self._file, graph, data, digest, partial(self._cache_wanted, generation, signature))
                     and stat_signature(self._file) != signature):
                 # Another process saved meanwhile (and removed the cache): this one goes too.
                 index_cache.remove(self._file)
