@@ -4,6 +4,7 @@ commands that look after the memory file (stats, check, export, import: see comm
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import sys
 from pathlib import Path
@@ -87,28 +88,33 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    # The one place logging is configured: every module logs to its own logger (__name__).
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
     server_dir = Path(__file__).resolve().parent
     path = resolve_memory_path(os.environ, server_dir, log)
     log(f"Knowledge Graph MCP Server: memory file {path}")
     if warning := fragile_location_warning(path, server_dir):
         log(warning)
-    store = GraphStore(path)
-    # The file is read and hashed (and its cache opened) while the protocol engine is imported.
-    store.look_ahead()
-    # Imports make many objects and no garbage worth a collection: the collector waits until they
-    # are done (a client waits for the first answer), and then leaves what they made alone.
-    gc.disable()
-    from .app import build_server
+    # Closed when serving ends (end of input, SIGTERM): its background work stops, and a cache
+    # made stale by this run's writes is written for the next process (storage/coldstart.py K2).
+    with GraphStore(path) as store:
+        # The file is read and hashed (and its cache opened) while the protocol engine is imported.
+        store.look_ahead()
+        # Imports make many objects and no garbage worth a collection: the collector waits until they
+        # are done (a client waits for the first answer), and then leaves what they made alone.
+        gc.disable()
+        from .app import build_server
 
-    server = build_server(store)
-    gc.freeze()
-    gc.enable()
-    if http is not None:
-        from .http import serve_http
+        server = build_server(store)
+        gc.freeze()
+        gc.enable()
+        if http is not None:
+            from .http import serve_http
 
-        serve_http(server, http, allow_unauthenticated=allow_unauthenticated, allowed_origins=allowed_origins or [])
-        return
-    server.run_stdio()
+            serve_http(server, http, allow_unauthenticated=allow_unauthenticated,
+                       allowed_origins=allowed_origins or [])
+            return
+        server.run_stdio()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from memory_server.model.records import decode_file, join_lines
 from memory_server.retrieval.paging import DEFAULT_BUDGET, Page, Pager, request_key
 from memory_server.storage import index_cache
 from memory_server.storage import store as store_module
-from memory_server.storage.store import GraphStore, NotInMemory
+from memory_server.storage.store import GraphStore, NotInMemory, State
 
 WAIT = 60.0
 
@@ -87,7 +87,10 @@ def test_answers_from_the_cache_equal_answers_from_the_graph(tmp_path: Path, ent
         loaded = rules.graph_from_lines(decode_file(content))
         assert cold.read_graph() == rules.read_graph(loaded)
         wanted = data.draw(st.lists(st.sampled_from([*names, "nobody"]), max_size=4))
-        assert cold.open_nodes(wanted) == rules.open_nodes(loaded, wanted)
+        try:
+            assert cold.open_nodes(wanted) == rules.open_nodes(loaded, wanted)
+        except index_cache.Unanswerable:
+            assert b"\\u" in content  # a name the cache lacks may be spelled with escapes: the graph answers
         for query in data.draw(st.lists(queries, min_size=1, max_size=4)):
             for limit in (None, 1, 3):
                 answer = cold_search(cold, query, limit)
@@ -139,9 +142,8 @@ def answers(store: GraphStore) -> list[dict[str, Any]]:
 
 def warm_answers(memory: Path) -> list[dict[str, Any]]:
     """The answers of the graph itself, after the store has loaded it (its cache then unused)."""
-    store = GraphStore(memory)
-    store._cache.done = True  # the graph answers
-    return answers(store)
+    with GraphStore(memory, cache=False) as store:
+        return answers(store)
 
 
 def test_a_new_store_answers_from_a_matching_cache_exactly_as_from_the_file(tmp_path: Path) -> None:
@@ -149,11 +151,11 @@ def test_a_new_store_answers_from_a_matching_cache_exactly_as_from_the_file(tmp_
     big_memory(memory)
     cold = GraphStore(memory)
     first = cold.search_nodes("zephyr")
-    assert cold._cache.answered == 1, "the cache matched the file and answered"
+    assert cold.cache_answers == 1, "the cache matched the file and answered"
     assert [item["name"] for item in first["entities"]][:2] == ["person 0", "person 100"]
     assert [first, *answers(cold)[1:]] == warm_answers(memory)
     # Loaded meanwhile; until its ranking index is made, the cache still ranks searches by words.
-    wait_for(lambda: cold._cache.done, "the graph loaded off the request path")
+    wait_for(lambda: cold.cold_state in (State.WARM, State.HOT), "the graph loaded off the request path")
     assert answers(cold) == warm_answers(memory)
 
 
@@ -240,9 +242,9 @@ def test_a_server_started_on_a_cached_memory_answers_as_the_file_says(memory_ser
 def looked_ahead(memory: Path) -> GraphStore:
     """A store that has looked at its cache and file ahead of its first read, as a server does at start."""
     store = GraphStore(memory)
-    store.look_ahead()
-    assert store._cache.ahead is not None
-    wait_for(store._cache.ahead.finished.is_set, "the look ahead")
+    looking = store.look_ahead()
+    assert looking is not None
+    looking.result(WAIT)
     return store
 
 
@@ -251,7 +253,7 @@ def test_a_look_ahead_at_a_cached_memory_gives_the_caches_answers(tmp_path: Path
     big_memory(memory)
     store = looked_ahead(memory)
     first = store.search_nodes("zephyr")
-    assert store._cache.answered == 1, "the cache matched the bytes read ahead and answered"
+    assert store.cache_answers == 1, "the cache matched the bytes read ahead and answered"
     assert [first, *answers(store)[1:]] == warm_answers(memory)
 
 
@@ -274,7 +276,7 @@ def test_a_look_ahead_without_a_cache_loads_from_what_it_read(tmp_path: Path, pr
         index_cache.cache_path(memory).unlink()
     store = looked_ahead(memory)
     assert answers(store) == warm_answers(memory)
-    assert store._cache.answered == 0
+    assert store.cache_answers == 0
     assert memory.exists() is present  # a missing file stays missing: reading creates nothing
 
 
@@ -288,10 +290,9 @@ def test_read_graph_pages_from_the_cache_equal_the_graphs(tmp_path: Path) -> Non
     wait_for(lambda: fresh_cache(memory), "the cache after a write")
     cold_store = GraphStore(memory)
     cold = cold_store.read_graph_for_pages()
-    assert cold_store._cache.answered == 1 and isinstance(cold["entities"][0], msgspec.Raw)
+    assert cold_store.cache_answers == 1 and isinstance(cold["entities"][0], msgspec.Raw)
     assert cold["entities"].summarise(DEFAULT_BUDGET)["mostConnected"][0] == {"name": "person 3", "relations": 30}
-    warm_store = GraphStore(memory)
-    warm_store._cache.done = True
+    warm_store = GraphStore(memory, cache=False)
     warm = warm_store.read_graph_for_pages()
     assert not isinstance(warm["entities"][0], msgspec.Raw)
 

@@ -110,14 +110,16 @@ class ColdStart:
         self.answered = 0
         """How many answers the cache gave."""
 
-    def look_ahead(self) -> None:
+    def look_ahead(self) -> Future[tuple[FileBytes | None, index_cache.ColdIndex | None]] | None:
         """NEW -> LOOKING: what the first read will need, read in a worker. Called while the
         server is still starting (a client waits for its first answer): the reading and hashing
         let go of the interpreter, so they overlap the imports."""
         with self._lock:
-            if self.state is State.NEW:
-                self.state = State.LOOKING
-                self._looking = self._executor.submit(self._look)
+            if self.state is not State.NEW:
+                return None
+            self.state = State.LOOKING
+            self._looking = self._executor.submit(self._look)
+            return self._looking
 
     def _look(self) -> tuple[FileBytes | None, index_cache.ColdIndex | None]:
         read = FileBytes.read(self._file)

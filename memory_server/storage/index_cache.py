@@ -99,6 +99,19 @@ def digest_of(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
+def _pack(values: Sequence[int]) -> bytes:
+    """`values` as an array of the narrowest unsigned type that holds them, its type code first."""
+    top = max(values, default=0)
+    code = next(code for code in "BHIQ" if top < 1 << (8 * array(code).itemsize))
+    return code.encode() + array(code, values).tobytes()
+
+
+def _unpack(blob: bytes) -> array[int]:
+    if blob[:1] not in (b"B", b"H", b"I", b"Q"):
+        raise CacheMismatch("not a packed array")
+    return array(blob[:1].decode(), blob[1:])
+
+
 def _keyed_digest(digest: str, meta: Mapping[str, str], parts: Mapping[str, bytes]) -> str:
     mac = hashlib.blake2b(key=bytes.fromhex(digest), digest_size=32, person=b"memory.index")
     for key in sorted(meta):
@@ -261,12 +274,12 @@ def _contents(graph: Graph, data: bytes, digest: str) -> tuple[dict[str, bytes] 
     summary = {"entities": len(graph.entities), "relations": len(graph.relations), "types": types,
                "connected": connected}
     parts = {
-        "entities": entity_spans.tobytes(), "relations": relation_spans.tobytes(), "names": encode(names),
-        "plain": bytes(plain), "texts": _BETWEEN.join(texts), "starts": starts.tobytes(),
-        "links_at": links_at.tobytes(), "links": links.tobytes(),
-        "lengths": array("I", [terms.lengths[name] for name in names]).tobytes(),
-        "terms": encode(list(terms.postings)), "postings_at": postings_at.tobytes(),
-        "postings": postings.tobytes(), "tfs": tfs.tobytes(),
+        "entities": _pack(entity_spans), "relations": _pack(relation_spans), "names": encode(names),
+        "plain": bytes(plain), "texts": _BETWEEN.join(texts), "starts": _pack(starts),
+        "links_at": _pack(links_at), "links": _pack(links),
+        "lengths": _pack([terms.lengths[name] for name in names]),
+        "terms": encode(list(terms.postings)), "postings_at": _pack(postings_at),
+        "postings": _pack(postings), "tfs": _pack(tfs),
     }
     meta = {"format": FORMAT, "digest": digest, "size": str(len(data)), "total": str(terms.total),
             "weights": ",".join(map(str, FIELD_WEIGHTS)), "summary": encode(summary).decode()}
@@ -309,21 +322,21 @@ class ColdIndex:
         self.digest = meta["digest"]
         self._summary = meta["summary"]
         self._total = int(meta["total"])
-        self._entities = array("q", parts["entities"])
-        self._relations = array("q", parts["relations"])
+        self._entities = _unpack(parts["entities"])
+        self._relations = _unpack(parts["relations"])
         self.names: list[str] = msgspec.json.decode(parts["names"], type=list[str])
         if len(self._entities) != 2 * len(self.names) or len(parts["plain"]) != len(self.names) + len(self._relations) // 2:
             raise CacheMismatch("parts of different sizes")
         self._plain = parts["plain"]
         self._texts = parts["texts"]
-        self._starts = array("q", parts["starts"])
-        self._links_at = array("q", parts["links_at"])
-        self._links = array("I", parts["links"])
-        self._lengths = array("I", parts["lengths"])
+        self._starts = _unpack(parts["starts"])
+        self._links_at = _unpack(parts["links_at"])
+        self._links = _unpack(parts["links"])
+        self._lengths = _unpack(parts["lengths"])
         self._terms_list = parts["terms"]
-        self._postings_at = array("q", parts["postings_at"])
-        self._postings = array("I", parts["postings"])
-        self._tfs = array("I", parts["tfs"])
+        self._postings_at = _unpack(parts["postings_at"])
+        self._postings = _unpack(parts["postings"])
+        self._tfs = _unpack(parts["tfs"])
         self._place: dict[str, int] | None = None
         self._terms: dict[str, int] | None = None
         self._escaped: bool | None = None

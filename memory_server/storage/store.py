@@ -165,7 +165,8 @@ class GraphStore:
     Close it (or use it as a context manager) to end its background work (G5)."""
 
     def __init__(self, path: Path, *, lock_timeout: float | None = None, stale_after: float | None = None,
-                 refresh_every: float | None = None) -> None:
+                 refresh_every: float | None = None, cache: bool = True) -> None:
+        """`cache`: False to answer every read from the graph (the cache is still kept up)."""
         self.path = Path(path)
         # Through a symlink the real file is what gets replaced and locked, so a symlinked memory
         # file stays a symlink and every spelling of the path shares one lock.
@@ -188,6 +189,8 @@ class GraphStore:
         self._executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="memory-store")
         self._commits = GroupCommit(self._lock, self._lock_timeout, self._run_batch, self._create_directory)
         self._coldstart = ColdStart(self._file, self._executor, self._warm_up)
+        if not cache:
+            self._coldstart.ranked()
         self._keeper = CacheKeeper(self._file, self._executor, self._closing, self._current,
                                    lambda: self._ensure_index("terms"))
 
@@ -231,9 +234,10 @@ class GraphStore:
         snapshot = self._snapshot
         return None if snapshot is None else snapshot.graph
 
-    def look_ahead(self) -> None:
-        """Starts what the first read will need, in a worker (see ColdStart.look_ahead)."""
-        self._coldstart.look_ahead()
+    def look_ahead(self) -> Future[Any] | None:
+        """Starts what the first read will need, in a worker (see ColdStart.look_ahead); its
+        future, None when it was started before or the first read came first."""
+        return self._coldstart.look_ahead()
 
     # -- reads ---------------------------------------------------------------------------------
 
