@@ -165,10 +165,13 @@ def build(memory_file: Path, graph: Graph, data: bytes, digest: str,
             db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
             db.execute("COMMIT")
         with wanted_by() as wanted:
-            if wanted:
+            if not wanted:
+                return False
+            try:
                 os.replace(temporary, target)
-                return True
-            return False
+            except FileNotFoundError:
+                return False  # removed by a save meanwhile (C5)
+            return True
     finally:
         with suppress(FileNotFoundError):
             os.unlink(temporary)

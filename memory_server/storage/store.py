@@ -218,6 +218,17 @@ class GraphStore:
         except RuntimeError:  # closed: the work is done when (and if) a read needs it
             return None
 
+    def _soon(self, work: Any, *args: Any) -> Future[Any]:
+        """`work(*args)` in a worker; after close, done here and now."""
+        if (future := self._submit(work, *args)) is not None:
+            return future
+        future = Future()
+        try:
+            future.set_result(work(*args))
+        except Exception as error:
+            future.set_exception(error)
+        return future
+
     @property
     def cold_state(self) -> State:
         """Where the first start is (see coldstart.py), for diagnostics."""
@@ -501,7 +512,7 @@ class GraphStore:
         # time), and saving over it would undo that rewrite. So the file's bytes are
         # compared with the ones the graph came from, alongside the work on the change;
         # nothing on disk changes before the comparison has said they are the same.
-        check = self._executor.submit(holds, self._file, snapshot.content)
+        check = self._soon(holds, self._file, snapshot.content)
         try:
             return self._apply(operations, snapshot.graph, check)
         except _StaleStart:
