@@ -183,6 +183,7 @@ class GraphStore:
         self._unindexable: dict[str, Graph] = {}
         """The graph whose index of a kind failed, not to be tried again."""
         self._index_pending: Graph | None = None
+        self._index_wanted = threading.Event()
         self._unreported_change = False
         self._saves = 0
         self._closing = threading.Event()
@@ -288,13 +289,19 @@ class GraphStore:
         (a caller may then answer on its event loop); NotInMemory when the read would need the
         file loaded, the cache, or an index made first."""
         self._keeper.touched()
-        for source in self._search_sources(in_memory):
-            try:
-                return self._from_cache(partial(_search, source, query, limit),
-                                        cached=isinstance(source, index_cache.ColdIndex))
-            except _Declined:
-                continue
-        raise AssertionError("the graph always answers")
+        try:
+            for source in self._search_sources(in_memory):
+                try:
+                    return self._from_cache(partial(_search, source, query, limit),
+                                            cached=isinstance(source, index_cache.ColdIndex))
+                except _Declined:
+                    continue
+            raise AssertionError("the graph always answers")
+        finally:
+            # The word index a scan asked for: made by a worker, after this answer is worked out.
+            if self._index_wanted.is_set():
+                self._index_wanted.clear()
+                self._submit(self._index_quietly, "words")
 
     def _search_sources(self, in_memory: bool) -> Iterator[_Candidates]:
         if in_memory:
@@ -344,9 +351,9 @@ class GraphStore:
         graph = self._graph()
         if graph.words is None and graph is not self._unindexable.get("words"):
             with self._loading:
-                soon, self._index_pending = self._index_pending is not graph, graph
-            if soon:
-                self._submit(self._index_quietly, "words")
+                if self._index_pending is not graph:
+                    self._index_pending = graph
+                    self._index_wanted.set()  # started once this search has its answer
         return graph
 
     def _index_quietly(self, kind: str) -> None:
@@ -359,7 +366,7 @@ class GraphStore:
         try:
             with self._loading:
                 if self._snapshot is None and stat_signature(self._file) == read.signature:
-                    self._load_bytes(read.data, read.signature, first=True)
+                    self._load_bytes(read.data, read.signature, first=True, pieces=True)
             self._ensure_index("words")
         except (GraphError, OSError):
             pass  # reported to whoever reads or writes next
@@ -491,9 +498,10 @@ class GraphStore:
             raise GraphError(f"Cannot read the memory file {self._file}: {error.strerror}") from error
         return self._load_bytes(data, signature, first=first)
 
-    def _load_bytes(self, data: bytes, signature: Signature, *, first: bool) -> Graph:
-        """Publishes the graph of `data`, the file's bytes with that signature (under _loading)."""
-        graph = parse(data)
+    def _load_bytes(self, data: bytes, signature: Signature, *, first: bool, pieces: bool = False) -> Graph:
+        """Publishes the graph of `data`, the file's bytes with that signature (under _loading).
+        `pieces`: in the background, letting answers go first (loading.py L2)."""
+        graph = parse(data, pieces=pieces)
         for message in describe_load(self._file, graph):
             log.warning("%s", message)
         self._snapshot = _Snapshot(graph, signature, (data,))
