@@ -26,6 +26,8 @@ S1. The cache answers only in COLD and WARM, and only while the file's stat sign
 S2. The file is read once for a first start: the bytes read and hashed for the cache are the
     bytes the graph is loaded from (when the file still has that signature).
 S3. The work of a first start runs on the store's one executor, and ends when the store closes.
+    The keeper's quiet wait is one timer at a time (a daemon thread, so that a process ending
+    without close() is not held up), cancelled and joined by close().
 K1. The cache is made again, off the request path, once the memory has had no call for
     QUIET seconds after its file changed; a busy stretch costs one build, after it.
 K2. When the store closes and the cache does not match the file (a write came since, or the file
@@ -218,7 +220,7 @@ class CacheKeeper:
         self._guard = threading.Lock()
         self._generation = 0
         self._last_call = 0.0
-        self._pending = False
+        self._timer: threading.Timer | None = None
         self._matched: Signature = None
         """The file's signature when the cache was last seen to match it (no build needed)."""
 
@@ -230,14 +232,40 @@ class CacheKeeper:
         """The graph was loaded or saved: the cache is made again once the memory is quiet (K1)."""
         with self._lock:
             self._last_call = time.monotonic()
-            if self._pending or self._closing.is_set():
+            if self._timer is None and not self._closing.is_set():
+                self._start_timer(QUIET)
+
+    def _start_timer(self, delay: float) -> None:
+        # A timer, not a waiting worker: a process that ends without close() (a command) is not
+        # held up by it, and the executor's workers stay free for answers.
+        self._timer = threading.Timer(delay, self._when_quiet)
+        self._timer.name = "memory-store-quiet"
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _when_quiet(self) -> None:
+        with self._lock:
+            left = self._last_call + QUIET - time.monotonic()
+            if self._closing.is_set():
+                self._timer = None
+                return  # close() makes it (K2)
+            if left > 0:
+                self._start_timer(left)
                 return
-            self._pending = True
+            self._timer = None
         try:
-            self._executor.submit(self._when_quiet)
-        except RuntimeError:  # the executor is shut down: the store is closing
-            with self._lock:
-                self._pending = False
+            self._executor.submit(self.refresh)
+        except RuntimeError:  # shut down meanwhile: close() made it
+            pass
+
+    def close(self) -> None:
+        """Stops waiting for quiet; the caller then makes the cache itself (K2)."""
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+            if timer is not threading.current_thread():
+                timer.join()
 
     def removed(self) -> None:
         """A save is about to be acknowledged: the cache and any build in progress go (K3)."""
@@ -245,19 +273,6 @@ class CacheKeeper:
             self._generation += 1
             self._matched = None
             index_cache.remove(self._file)
-
-    def _when_quiet(self) -> None:
-        while True:
-            with self._lock:
-                left = self._last_call + QUIET - time.monotonic()
-                if left <= 0:
-                    self._pending = False
-                    break
-            if self._closing.wait(left):
-                with self._lock:
-                    self._pending = False
-                return  # close() makes it (K2)
-        self.refresh()
 
     def refresh(self, budget: float | None = None) -> bool:
         """Makes the cache unless it matches the file already; True when one was made. `budget`:

@@ -22,8 +22,9 @@ G3. A save never replaces bytes it has not compared: the file's bytes are compar
 G4. Unreadable lines are appended to the side file before they leave the memory file: a crash in
     between duplicates, never loses.
 G5. One executor runs every piece of background work (the first look, the warm-up, the indexes,
-    the cache, the comparison of G3); ``close()`` (or leaving ``with GraphStore(...)``) ends them
-    all and writes the cache when it is stale (coldstart K2). No thread of the store outlives it.
+    the cache, the comparison of G3), and one timer at a time waits for quiet (coldstart S3);
+    ``close()`` (or leaving ``with GraphStore(...)``) ends them all and writes the cache when it
+    is stale (coldstart K2). No thread of the store outlives it.
 G6. The search rule is model/graph.search, called in one place (:meth:`GraphStore.search_nodes`)
     with candidates from the cache or the graph.
 """
@@ -96,9 +97,9 @@ INDEX_ONCE_FROM: Final = 3
 """Batches of this many writes bring the search indexes up to date once, after the last write,
 rather than after each (measured at 10,000 entities: 1 write 0.97 ms each way round would cost
 1.7 ms, 4 writes 4.4 ms against 2.4 ms, 15 writes 17.5 ms against 4.9 ms)."""
-WORKERS: Final = 4
-"""Threads of the store's executor: the first look or warm-up, an index, the cache's quiet wait,
-and the comparison of a save (G3), so that none waits behind another."""
+WORKERS: Final = 3
+"""Threads of the store's executor: the first look or warm-up, an index or the cache's build, and
+the comparison of a save (G3), so that none waits behind another."""
 _INDEXES: Final = {
     "words": ("with_word_index", "Searches will scan every entity: the word index could not be made"),
     "terms": ("with_term_index", "Searches by words will be slow: their index could not be made"),
@@ -210,6 +211,7 @@ class GraphStore:
             return
         self._closing.set()
         self._coldstart.close()
+        self._keeper.close()
         self._keeper.refresh(budget=CLOSE_BUDGET)
         self._executor.shutdown(wait=True, cancel_futures=True)
 
