@@ -13,7 +13,8 @@ States of a ColdStart, each changed only by the method named::
 
     NEW      nothing read yet.
     LOOKING  a worker reads and hashes the file and opens the cache (while the server imports).
-    COLD     the cache matched the file's bytes: it answers every read; a worker loads the graph.
+    COLD     the cache matched the file's bytes: it answers every read; once the first answer is
+             worked out, a worker loads the graph.
     WARM     the graph and its word index answer; the cache still ranks searches by words until
              the graph's ranking index is made.
     HOT      the graph answers everything; the cache is let go.
@@ -109,6 +110,7 @@ class ColdStart:
         self._cold: index_cache.ColdIndex | None = None
         self._checked: Signature = None
         self._read: FileBytes | None = None
+        self._warming: FileBytes | None = None
         self.answered = 0
         """How many answers the cache gave."""
 
@@ -160,10 +162,19 @@ class ColdStart:
             read, cold = None, None
         if read is not None and cold is not None:
             self.state, self._cold, self._checked = State.COLD, cold, read.signature
-            self._executor.submit(self._warm_up, read)
+            self._warming = read  # loaded once the first answer is worked out (start_warm_up)
             return
         self.state = State.HOT
         self._read = read  # the graph answers: loaded from these bytes (S2)
+
+    def start_warm_up(self) -> None:
+        """After the first read in COLD has its answer: the graph loaded by a worker from the bytes
+        the cache was checked against (the answer did not share the interpreter with the load)."""
+        with self._lock:
+            read, self._warming = self._warming, None
+        if read is not None:
+            with suppress(RuntimeError):  # closed: the graph is loaded when a read needs it
+                self._executor.submit(self._warm_up, read)
 
     def take_read(self) -> FileBytes | None:
         """The bytes the first read took (S2), once; None when there are none."""

@@ -326,6 +326,8 @@ class GraphStore:
         except Exception as error:  # a cache that fails a check is not used again (coldstart S1)
             self._coldstart.failed(error)
             raise _Declined from None
+        finally:
+            self._coldstart.start_warm_up()
         self._coldstart.answered += 1
         return result
 
