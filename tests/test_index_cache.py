@@ -373,8 +373,10 @@ def tamper(memory: Path, change: Callable[[sqlite3.Connection], None], *, keep_m
         if keep_mac:
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             parts = {name: bytes(blob) for name, blob in db.execute("SELECT name, data FROM parts")}
-            db.execute("UPDATE meta SET value = ? WHERE key = 'mac'",
-                       (index_cache._keyed_digest(meta["digest"], meta, parts),))
+            for name, blob in parts.items():
+                meta[f"mac:{name}"] = index_cache._part_digest(meta["digest"], name, blob)
+                db.execute("UPDATE meta SET value = ? WHERE key = ?", (meta[f"mac:{name}"], f"mac:{name}"))
+            db.execute("UPDATE meta SET value = ? WHERE key = 'mac'", (index_cache._keyed_digest(meta["digest"], meta),))
 
 
 def renamed_part(db: sqlite3.Connection, old: str, new: str) -> None:

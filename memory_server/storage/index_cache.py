@@ -11,10 +11,11 @@ The cache is never the source of truth. Numbered, as tests/test_index_cache.py c
 
 C1. A cache is used only for the file bytes it was made of: it records their BLAKE2 digest, and
     it is opened only with the digest of the bytes just read from the file.
-C2. Everything it holds is covered by one keyed BLAKE2 digest whose key is the file's digest: a
-    changed row, a changed byte, a part of another cache or of another file fails the check, and
-    the cache is not used (and is made again: the check fails the same way for the next build's
-    look, see :func:`is_current`).
+C2. Everything it holds is covered by keyed BLAKE2 digests whose key is the file's digest: one
+    per part, checked when the part is first read, and one over the meta table that lists them,
+    checked when the cache is opened. A changed row, a changed byte, a part of another cache or of
+    another file fails its check, and the cache is not used (and is made again: the next build's
+    look reads every part, see :func:`is_current`).
 C3. It holds no copy of an entity or relation: only where its line lies in the file. Every
     entity and relation answered is decoded from the file's own bytes there, and checked to be
     the one the cache says (its name, its endpoints); a mismatch is C2's failure. What goes to
@@ -41,6 +42,7 @@ import os
 import re
 import secrets
 import sqlite3
+import threading
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -112,17 +114,28 @@ def _unpack(blob: bytes) -> array[int]:
     return array(blob[:1].decode(), blob[1:])
 
 
-def _keyed_digest(digest: str, meta: Mapping[str, str], parts: Mapping[str, bytes]) -> str:
-    mac = hashlib.blake2b(key=bytes.fromhex(digest), digest_size=32, person=b"memory.index")
+def _mac(digest: str) -> Any:
+    return hashlib.blake2b(key=bytes.fromhex(digest), digest_size=32, person=b"memory.index")
+
+
+def _part_digest(digest: str, name: str, blob: bytes) -> str:
+    """The keyed digest of one part (C2), checked when the part is first read."""
+    mac = _mac(digest)
+    for item in (name.encode(), blob):
+        mac.update(len(item).to_bytes(8, "little"))
+        mac.update(item)
+    return str(mac.hexdigest())
+
+
+def _keyed_digest(digest: str, meta: Mapping[str, str]) -> str:
+    """The keyed digest of the meta table, which holds every part's own (C2)."""
+    mac = _mac(digest)
     for key in sorted(meta):
         if key != "mac":
             for item in (key.encode(), meta[key].encode()):
                 mac.update(len(item).to_bytes(8, "little"))
                 mac.update(item)
-    for name in PARTS:
-        mac.update(len(parts[name]).to_bytes(8, "little"))
-        mac.update(parts[name])
-    return mac.hexdigest()
+    return str(mac.hexdigest())
 
 
 # --------------------------------------------------------------------------------------------
@@ -286,7 +299,8 @@ def _contents(graph: Graph, data: bytes, digest: str) -> tuple[dict[str, bytes] 
     }
     meta = {"format": FORMAT, "digest": digest, "size": str(len(data)), "total": str(terms.total),
             "weights": ",".join(map(str, FIELD_WEIGHTS)), "summary": encode(summary).decode()}
-    meta["mac"] = _keyed_digest(digest, meta, parts)
+    meta.update((f"mac:{name}", _part_digest(digest, name, parts[name])) for name in PARTS)
+    meta["mac"] = _keyed_digest(digest, meta)
     return parts, meta
 
 
@@ -299,11 +313,18 @@ def _stray_temporaries(target: Path) -> list[Path]:
 
 
 def is_current(memory_file: Path, data: bytes, digest: str) -> bool:
-    """Whether the cache beside `memory_file` is a whole, unchanged cache of `data` (C1, C2)."""
+    """Whether the cache beside `memory_file` is a whole, unchanged cache of `data` (C1, C2):
+    every part read and checked."""
     cold = ColdIndex.open(memory_file, data, digest)
     if cold is None:
         return False
-    cold.close()
+    try:
+        for name in PARTS:
+            cold.part(name)
+    except (CacheMismatch, sqlite3.Error):
+        return False
+    finally:
+        cold.close()
     return True
 
 
@@ -319,27 +340,16 @@ class ColdIndex:
     """A cache that matched the memory file's bytes when opened (C1, C2); answers as the graph
     would, from the file's bytes (C3)."""
 
-    def __init__(self, data: bytes, meta: Mapping[str, str], parts: Mapping[str, bytes]) -> None:
+    def __init__(self, data: bytes, meta: Mapping[str, str], db: sqlite3.Connection) -> None:
         self.data = data
         """The memory file's bytes this cache was checked against."""
         self.digest = meta["digest"]
+        self._meta = meta
         self._summary = meta["summary"]
         self._total = int(meta["total"])
-        self._entities = _unpack(parts["entities"])
-        self._relations = _unpack(parts["relations"])
-        self.names: list[str] = msgspec.json.decode(parts["names"], type=list[str])
-        if len(self._entities) != 2 * len(self.names) or len(parts["plain"]) != len(self.names) + len(self._relations) // 2:
-            raise CacheMismatch("parts of different sizes")
-        self._plain = parts["plain"]
-        self._texts = parts["texts"]
-        self._starts = _unpack(parts["starts"])
-        self._links_at = _unpack(parts["links_at"])
-        self._links = _unpack(parts["links"])
-        self._lengths = _unpack(parts["lengths"])
-        self._terms_list = parts["terms"]
-        self._postings_at = _unpack(parts["postings_at"])
-        self._postings = _unpack(parts["postings"])
-        self._tfs = _unpack(parts["tfs"])
+        self._db = db
+        self._reading = threading.Lock()
+        self._loaded: dict[str, Any] = {}
         self._place: dict[str, int] | None = None
         self._terms: dict[str, int] | None = None
         self._escaped: bool | None = None
@@ -348,29 +358,102 @@ class ColdIndex:
     @classmethod
     def open(cls, memory_file: Path, data: bytes, digest: str) -> ColdIndex | None:
         """The cache of the memory file bytes `data`, whose digest is `digest`, or None when there
-        is no such cache, or it fails its keyed digest (C1, C2)."""
+        is no such cache, or its meta table fails its keyed digest (C1, C2). Each part is read, and
+        checked against its own keyed digest, when an answer first needs it: an answer that meets a
+        changed part fails (CacheMismatch), and the cache is not used again."""
         path = cache_path(memory_file)
         if not path.exists():
             return None
+        db = None
         try:
             # Never changed in place (C4), so read without locks or a journal.
-            with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True)) as db:
-                meta = {str(key): str(value) for key, value in db.execute("SELECT key, value FROM meta")}
-                from ..index.ranking import FIELD_WEIGHTS
+            db = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+            meta = {str(key): str(value) for key, value in db.execute("SELECT key, value FROM meta")}
+            from ..index.ranking import FIELD_WEIGHTS
 
-                if (meta.get("format") != FORMAT or meta.get("digest") != digest
-                        or meta.get("weights") != ",".join(map(str, FIELD_WEIGHTS))):
-                    return None
-                parts = {str(name): bytes(blob) for name, blob in db.execute("SELECT name, data FROM parts")}
-            if set(parts) != set(PARTS) or not hmac.compare_digest(_keyed_digest(digest, meta, parts),
-                                                                    meta.get("mac", "")):
-                return None
-            return cls(data, meta, parts)
-        except (sqlite3.Error, KeyError, ValueError, TypeError, OSError, CacheMismatch, msgspec.MsgspecError):
+            if (meta.get("format") == FORMAT and meta.get("digest") == digest
+                    and meta.get("weights") == ",".join(map(str, FIELD_WEIGHTS))
+                    and hmac.compare_digest(_keyed_digest(digest, meta), meta.get("mac", ""))):
+                cold, db = cls(data, meta, db), None
+                return cold
             return None
+        except (sqlite3.Error, KeyError, ValueError, TypeError, OSError):
+            return None
+        finally:
+            if db is not None:
+                db.close()
 
     def close(self) -> None:
-        """Nothing is held open: the cache was read whole when opened."""
+        with self._reading:
+            self._db.close()
+
+    def part(self, name: str) -> bytes:
+        """One part of the cache, checked against its keyed digest (C2)."""
+        with self._reading:
+            row = self._db.execute("SELECT data FROM parts WHERE name = ?", (name,)).fetchone()
+        blob = bytes(row[0]) if row is not None else b""
+        if row is None or not hmac.compare_digest(_part_digest(self.digest, name, blob),
+                                                  self._meta.get(f"mac:{name}", "")):
+            raise CacheMismatch(f"the cache's {name} fails its check")
+        return blob
+
+    def _lazy(self, name: str, convert: Callable[[bytes], Any]) -> Any:
+        if (value := self._loaded.get(name)) is None:
+            value = self._loaded[name] = convert(self.part(name))
+        return value
+
+    @property
+    def names(self) -> list[str]:
+        names: list[str] = self._lazy("names", partial(msgspec.json.decode, type=list[str]))
+        return names
+
+    @property
+    def _entities(self) -> array[int]:
+        return self._lazy("entities", _unpack)
+
+    @property
+    def _relations(self) -> array[int]:
+        return self._lazy("relations", _unpack)
+
+    @property
+    def _plain(self) -> bytes:
+        return self._lazy("plain", bytes)
+
+    @property
+    def _texts(self) -> bytes:
+        return self._lazy("texts", bytes)
+
+    @property
+    def _starts(self) -> array[int]:
+        return self._lazy("starts", _unpack)
+
+    @property
+    def _links_at(self) -> array[int]:
+        return self._lazy("links_at", _unpack)
+
+    @property
+    def _links(self) -> array[int]:
+        return self._lazy("links", _unpack)
+
+    @property
+    def _lengths(self) -> array[int]:
+        return self._lazy("lengths", _unpack)
+
+    @property
+    def _terms_list(self) -> bytes:
+        return self._lazy("terms", bytes)
+
+    @property
+    def _postings_at(self) -> array[int]:
+        return self._lazy("postings_at", _unpack)
+
+    @property
+    def _postings(self) -> array[int]:
+        return self._lazy("postings", _unpack)
+
+    @property
+    def _tfs(self) -> array[int]:
+        return self._lazy("tfs", _unpack)
 
     # -- the file's bytes, checked -------------------------------------------------------------
 
