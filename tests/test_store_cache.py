@@ -39,8 +39,9 @@ def large_memory(memory: Path) -> None:
     assert memory.stat().st_size >= index_cache.WORTH_CACHING
 
 
-def store_threads() -> list[threading.Thread]:
-    return [thread for thread in threading.enumerate() if thread.name.startswith("memory-store")]
+def store_threads(memory: Path) -> list[threading.Thread]:
+    """The threads of the stores of `memory` (named after its file)."""
+    return [thread for thread in threading.enumerate() if thread.name.startswith(f"memory-store[{memory.name}]")]
 
 
 def test_k2_a_store_closed_right_after_a_write_leaves_a_cache_that_matches_the_file(tmp_path: Path) -> None:
@@ -58,16 +59,16 @@ def test_k2_a_store_closed_right_after_a_write_leaves_a_cache_that_matches_the_f
 
 
 def test_g5_close_ends_every_thread_of_the_store(tmp_path: Path) -> None:
-    memory = tmp_path / "memory.jsonl"
+    memory = tmp_path / "g5-memory.jsonl"
     large_memory(memory)
-    before = set(store_threads())
+    before = set(store_threads(memory))
     store = GraphStore(memory)
     store.look_ahead()
     store.search_nodes("zephyr")  # COLD: a worker loads the graph
     store.create_entities([entity("Quinn")])  # a quiet wait for the cache, the comparison of a save
-    assert set(store_threads()) - before
+    assert set(store_threads(memory)) - before
     store.close()
-    assert set(store_threads()) - before == set()
+    assert set(store_threads(memory)) - before == set()
     # Still usable, in the calling thread.
     assert store.open_nodes(["Quinn"])["entities"] == [entity("Quinn")]
     assert store.create_entities([entity("Rae")]).changed

@@ -250,7 +250,7 @@ class CacheKeeper:
         # A timer, not a waiting worker: a process that ends without close() (a command) is not
         # held up by it, and the executor's workers stay free for answers.
         self._timer = threading.Timer(delay, self._when_quiet)
-        self._timer.name = "memory-store-quiet"
+        self._timer.name = f"memory-store[{self._file.name}]-quiet"
         self._timer.daemon = True
         self._timer.start()
 

@@ -188,7 +188,8 @@ class GraphStore:
         self._unreported_change = False
         self._saves = 0
         self._closing = threading.Event()
-        self._executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="memory-store")
+        self._executor = ThreadPoolExecutor(max_workers=WORKERS,
+                                            thread_name_prefix=f"memory-store[{self._file.name}]")
         self._commits = GroupCommit(self._lock, self._lock_timeout, self._run_batch, self._create_directory)
         self._coldstart = ColdStart(self._file, self._executor, self._warm_up)
         if not cache:
