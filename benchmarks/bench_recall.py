@@ -65,6 +65,7 @@ from bench_memory import (  # a script beside this one
 from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.retrieval import query
+from memory_server.retrieval import query as retrieval
 from memory_server.retrieval.paging import Pager
 
 Record = dict[str, Any]
@@ -405,7 +406,7 @@ def ask_in_process(ranker: ranking.Ranker, weights: ranking.FieldWeights, memory
     graph = replace(rules.with_word_index(graph), terms=terms)
     answers = []
     for question in memory.questions:
-        result = rules.search_nodes(graph, question.text, ranker=ranker)
+        result = retrieval.matches(graph, question.text, ranker=ranker)
         text = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
         answers.append(Answer([item["name"] for item in result["entities"]], len(text.encode()), text))
     return answers

@@ -98,7 +98,7 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    # The one logging set-up of the process: the engine and the store log through `logging`, to stderr.
+    # The one logging set-up of the process: every module logs to its own logger (__name__), to stderr.
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
 
@@ -120,24 +120,28 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
         if warning := fragile_location_warning(path, server_dir):
             log(warning)
         store = GraphStore(path, clock=clock_from(os.environ))
-    # The file is read and hashed (and its cache opened) while the protocol engine is imported.
-    store.look_ahead()
-    # Imports make many objects and no garbage worth a collection: the collector waits until they
-    # are done (a client waits for the first answer), and then leaves what they made alone.
-    gc.disable()
-    from .app import build_server
+    # Closed when serving ends (end of input, SIGTERM): its background work stops, and a cache
+    # made stale by this run's writes is written for the next process (storage/coldstart.py K2).
+    with store:
+        # The file is read and hashed (and its cache opened) while the protocol engine is imported.
+        store.look_ahead()
+        # Imports make many objects and no garbage worth a collection: the collector waits until they
+        # are done (a client waits for the first answer), and then leaves what they made alone.
+        gc.disable()
+        from .app import build_server
 
-    server = build_server(store)
-    gc.freeze()
-    gc.enable()
-    if http is not None:
-        from .http import serve_http
+        server = build_server(store)
+        gc.freeze()
+        gc.enable()
+        if http is not None:
+            from .http import serve_http
 
-        serve_http(server, http, allow_unauthenticated=allow_unauthenticated, allowed_origins=allowed_origins or [])
-        return
-    from protocol import run_stdio
+            serve_http(server, http, allow_unauthenticated=allow_unauthenticated,
+                       allowed_origins=allowed_origins or [])
+            return
+        from protocol import run_stdio
 
-    run_stdio(server)
+        run_stdio(server)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.retrieval import answer as answers
 from memory_server.retrieval import query
+from memory_server.retrieval import query as retrieval
 from memory_server.retrieval.paging import Facts, Page, Pager, request_key
 
 REQUEST = request_key("search_nodes", {"query": "x"})
@@ -109,7 +110,7 @@ def test_a_query_some_entity_contains_answers_exactly_the_entities_that_contain_
     pages = pages_of(Pager(), facts)
     names = list(dict.fromkeys(entity["name"] for page in pages for entity in json.loads(page.json)["entities"]))
     assert sorted(names) == sorted(containing)
-    assert names == [entity["name"] for entity in rules.search_nodes(graph, needle)["entities"]]
+    assert names == [entity["name"] for entity in retrieval.matches(graph, needle)["entities"]]
 
 
 def test_a_fitting_answer_to_a_contained_query_is_the_reference_s_whole_entities_byte_for_byte() -> None:
@@ -195,7 +196,7 @@ def test_semantic_candidates_join_by_reciprocal_rank_and_a_failing_model_leaves_
     graph = graph_of(entities)
     matched = query.matches(graph, "dog")  # the whole query: "dog" is Rex's type
     assert [entity["name"] for entity in matched["entities"]] == ["Rex"]
-    words = rules.search_nodes(graph, "my pet")
+    words = retrieval.matches(graph, "my pet")
     assert words["entities"] == []
 
     def nearest(question: str, k: int) -> list[tuple[str, int, float]]:
@@ -215,7 +216,7 @@ def test_semantic_candidates_join_by_reciprocal_rank_and_a_failing_model_leaves_
 
 
 def words_of(graph: rules.Graph, question: str) -> list[Any]:
-    return rules.search_nodes(graph, question)["entities"]
+    return retrieval.matches(graph, question)["entities"]
 
 
 def test_closeness_is_one_side_by_side_and_falls_with_distance() -> None:

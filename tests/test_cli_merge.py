@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from memory_server.model import graph as rules
 from memory_server.model.graph import EMPTY, Graph
 from memory_server.model.records import EntityRecord, RelationRecord, decode_file, join_lines
+from memory_server.retrieval import query as retrieval
 
 
 def build(data: bytes) -> Graph:
@@ -52,7 +53,7 @@ def test_a_merge_follows_the_tools_rules_and_keeps_the_indexes() -> None:
     # the word index and the endpoint index were brought along: the indexed answers match a fresh load
     fresh = build(join_lines(rules.file_lines(merged)))
     for query in ("chess", "quiet", "bob", "jazz", "acme"):
-        assert rules.search_nodes(merged, query) == rules.search_nodes(fresh, query)
+        assert retrieval.matches(merged, query) == retrieval.matches(fresh, query)
     assert rules.open_nodes(merged, ["Bob"]) == rules.open_nodes(fresh, ["Bob"])
     assert rules.delete_entities(merged, ["Alice"]).graph.relations.keys() == set()
     assert graph.entities["Alice"].record.observations == ["Loves jazz"], "the graph merged into is unchanged"
@@ -110,6 +111,6 @@ def test_a_merge_is_the_tools_called_one_by_one(before_entities: list[EntityReco
     assert rules.read_graph(merged) == rules.read_graph(expected)
     assert join_lines(rules.file_lines(merged)) == join_lines(rules.file_lines(expected))
     for query in ("tea", "alice", "é", ""):
-        assert rules.search_nodes(merged, query) == rules.search_nodes(expected, query)
+        assert retrieval.matches(merged, query) == retrieval.matches(expected, query)
     again = rules.merge_graph(merged, [(record, None) for record in entities], [(link, None) for link in relations])
     assert not again.changed, "merging the same again changes nothing"

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from memory_server.model import graph as rules
 from memory_server.model.graph import EMPTY, Graph, GraphError
 from memory_server.model.records import decode_file, join_lines
+from memory_server.retrieval import query as retrieval
 from memory_server.retrieval.paging import summarise
 
 Entity = dict[str, Any]
@@ -217,27 +218,27 @@ def test_deleting_relations_counts_and_ignores_the_unknown() -> None:
 
 
 def test_search_ignores_case_across_name_type_and_observations() -> None:
-    assert [e["name"] for e in rules.search_nodes(PEOPLE, "ALI")["entities"]] == ["Alice"]
-    assert [e["name"] for e in rules.search_nodes(PEOPLE, "Organ")["entities"]] == ["Acme"]
-    assert [e["name"] for e in rules.search_nodes(PEOPLE, "CHESS")["entities"]] == ["Bob"]
-    assert rules.search_nodes(PEOPLE, "zebra") == {"entities": [], "relations": []}
+    assert [e["name"] for e in retrieval.matches(PEOPLE, "ALI")["entities"]] == ["Alice"]
+    assert [e["name"] for e in retrieval.matches(PEOPLE, "Organ")["entities"]] == ["Acme"]
+    assert [e["name"] for e in retrieval.matches(PEOPLE, "CHESS")["entities"]] == ["Bob"]
+    assert retrieval.matches(PEOPLE, "zebra") == {"entities": [], "relations": []}
 
 
 def test_search_returns_relations_with_at_least_one_matching_end() -> None:
-    result = rules.search_nodes(PEOPLE, "anvils")
+    result = retrieval.matches(PEOPLE, "anvils")
     assert result["relations"] == [relation("Alice", "Acme", "works_at"), relation("Bob", "Acme", "works_at")]
 
 
 def test_an_empty_query_matches_everything() -> None:
-    assert rules.search_nodes(PEOPLE, "") == rules.read_graph(PEOPLE)
+    assert retrieval.matches(PEOPLE, "") == rules.read_graph(PEOPLE)
 
 
 def test_a_match_never_spans_two_fields() -> None:
     graph = build(entity("ab", "cd", "ef"))
-    assert rules.search_nodes(graph, "b\x00c")["entities"] == []
-    assert rules.search_nodes(graph, "bc")["entities"] == []
+    assert retrieval.matches(graph, "b\x00c")["entities"] == []
+    assert retrieval.matches(graph, "bc")["entities"] == []
     with_separator = build(entity("a\x00b", "t"))
-    assert rules.search_nodes(with_separator, "A\x00B")["entities"] == [entity("a\x00b", "t")]
+    assert retrieval.matches(with_separator, "A\x00B")["entities"] == [entity("a\x00b", "t")]
 
 
 def test_open_nodes_gives_graph_order_and_relations_touching_either_end() -> None:

@@ -249,7 +249,7 @@ def test_an_unexpected_failure_of_one_write_fails_only_that_write(memory: Path, 
 
     first, failing, third = queue_in_order(store, [
         lambda: store.create_entities([entity("A")]),
-        lambda: store._write(broken),
+        lambda: store.write(broken),
         lambda: store.create_entities([entity("B")]),
     ])
     held.release()
@@ -339,8 +339,8 @@ def test_a_batch_leaves_the_search_indexes_as_a_fresh_load_would_make_them(memor
     store.create_entities([entity("Alice", "drinks tea"), entity("Bob", "plays chess"), entity("Carol", "likes tea")])
     queries = ["tea", "chess", "jam", "Dora", "tea chess jam", "likes jam tea"]
     store.search_nodes("tea chess")  # a search by words: both indexes are made
-    wait_for(lambda: store.poll_external_change() is False and store._snapshot is not None
-             and store._snapshot.graph.words is not None and store._snapshot.graph.terms is not None)
+    wait_for(lambda: store.poll_external_change() is False and store.graph_in_memory is not None
+             and store.graph_in_memory.words is not None and store.graph_in_memory.terms is not None)
     holder = Holder(memory, children)
     writers = queue_in_order(store, [
         lambda: store.add_observations([{"entityName": "Bob", "contents": ["likes jam"]}]),
@@ -351,7 +351,7 @@ def test_a_batch_leaves_the_search_indexes_as_a_fresh_load_would_make_them(memor
     holder.release()
     assert all(writer.result().changed for writer in writers)
     assert store.saves == 2
-    graph = store._snapshot.graph if store._snapshot is not None else None
+    graph = store.graph_in_memory
     assert graph is not None and graph.words is not None and graph.terms is not None  # kept up to date, not dropped
     fresh = GraphStore(memory)
     assert [store.search_nodes(query) for query in queries] == [fresh.search_nodes(query) for query in queries]
@@ -361,15 +361,16 @@ def test_a_batch_leaves_the_search_indexes_as_a_fresh_load_would_make_them(memor
 def test_an_index_made_while_a_batch_is_worked_out_is_carried_to_the_new_graph(memory: Path) -> None:
     store = GraphStore(memory, lock_timeout=WAIT)
     store.create_entities([entity("Alice", "drinks tea")])
-    assert store._snapshot is not None and store._snapshot.graph.words is None  # no search or poll yet
+    assert store.graph_in_memory is not None and store.graph_in_memory.words is None  # no search or poll yet
 
     def index_meanwhile(graph: rules.Graph) -> rules.Change:
         store.poll_external_change()  # the poller makes the word index of the graph this write started from
-        assert store._snapshot is not None and store._snapshot.graph.words is not None
+        assert store.graph_in_memory is not None and store.graph_in_memory.words is not None
         return rules.create_entities(graph, [entity("Bob", "plays chess")])
 
-    assert store._write(index_meanwhile).changed
-    graph = store._snapshot.graph
+    assert store.write(index_meanwhile).changed
+    graph = store.graph_in_memory
+    assert graph is not None
     assert graph.words is not None  # not dropped by the save
     assert [e["name"] for e in store.search_nodes("chess")["entities"]] == ["Bob"]
     assert [e["name"] for e in store.search_nodes("tea")["entities"]] == ["Alice"]
@@ -434,7 +435,7 @@ def test_a_write_taken_into_a_batch_completes_even_if_abandoned_then(memory: Pat
         return rules.create_entities(graph, [entity("A")])
 
     first, second = queue_in_order(store, [
-        lambda: store._write(create_and_abandon_the_next),
+        lambda: store.write(create_and_abandon_the_next),
         lambda: store.create_entities([entity("B")], abandon=too_late),
     ])
     held.release()

@@ -207,7 +207,7 @@ def test_a_query_of_a_million_words_is_refused_with_the_limit_and_a_thousand_wor
         found = modern_call(client, server.url, "search_nodes", {"query": many})
         assert "isError" not in found
         long = "fact " * 10_000  # one distinct word, 50 KB: searched by a worker
-        assert len(modern_call(client, server.url, "search_nodes", {"query": long})["structuredContent"][
+        assert len(modern_call(client, server.url, "search_nodes", {"query": long, "characters": 60_000})["structuredContent"][
             "entities"]) == 50
 
 

@@ -149,7 +149,8 @@ def test_two_memories_in_one_database_never_see_each_other(memory_servers: Memor
     b.ok("delete_entities", {"entityNames": ["Alice"]})
     assert a.graph() == {"entities": [ALICE], "relations": []}
     assert b.graph() == {"entities": [BOB], "relations": []}
-    assert a.ok("search_nodes", {"query": "chess"})["entities"] == []
+    assert a.ok("open_nodes", {"names": ["Bob"]})["entities"] == []
+    assert "Bob" not in [item["name"] for item in a.ok("search_nodes", {"query": "chess"})["entities"]]
 
 
 def test_names_that_look_like_sql_are_stored_as_names(database_url: str) -> None:

@@ -14,6 +14,7 @@ from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.model.graph import EMPTY, Graph
 from memory_server.model.records import decode_file, join_lines
+from memory_server.retrieval import query as retrieval
 from memory_server.storage.store import GraphStore
 
 Entity = dict[str, Any]
@@ -70,7 +71,7 @@ def test_a_query_some_entities_hold_whole_finds_exactly_those(items: list[Entity
         graph = rules.create_relations(graph, [{"from": a["name"], "to": b["name"], "relationType": "r"}
                                                for a, b in pairs]).graph
     expected = substring_matches(stored, query)
-    result = rules.search_nodes(graph, query)
+    result = retrieval.matches(graph, query)
     if expected:
         assert sorted(names(result)) == sorted(expected)
     else:
@@ -82,7 +83,7 @@ def test_a_query_some_entities_hold_whole_finds_exactly_those(items: list[Entity
             assert wanted & held, (query, item)
     assert result["relations"] == touching(graph, names(result))
     for limit in (1, 2, 5):
-        limited = rules.search_nodes(graph, query, limit)
+        limited = retrieval.matches(graph, query, limit)
         assert limited["entities"] == result["entities"][:limit]
         assert limited["relations"] == touching(graph, names(limited))
 
@@ -103,9 +104,9 @@ def test_ranking_is_the_same_for_an_index_kept_up_to_date_and_one_built_afresh(
     assert kept.terms is not None
     fresh = reloaded(kept)
     assert fresh.terms is None
-    answer = rules.search_nodes(kept, query)
-    assert answer == rules.search_nodes(fresh, query) == rules.search_nodes(rules.with_term_index(fresh), query)
-    assert rules.search_nodes(kept, query) == answer  # and the same again
+    answer = retrieval.matches(kept, query)
+    assert answer == retrieval.matches(fresh, query) == retrieval.matches(rules.with_term_index(fresh), query)
+    assert retrieval.matches(kept, query) == answer  # and the same again
     assert ranking.rank(kept.terms, query) == ranking.rank(ranking.TermIndex.build(
         (name, node.text) for name, node in fresh.entities.items()), query)
 
@@ -117,13 +118,13 @@ def test_whole_query_matches_rank_name_then_type_then_observations_ties_in_graph
     graph = build(entity("note", "thing", "about tea"), entity("teapot", "thing"), entity("Bob", "tea lover"),
                   entity("steam", "thing"), entity("tea", "drink"), entity("other", "thing", "tea, tea and tea"),
                   entity("late", "thing", "tea"))
-    assert names(rules.search_nodes(graph, "TEA")) == ["tea", "teapot", "steam", "Bob", "other", "note", "late"]
+    assert names(retrieval.matches(graph, "TEA")) == ["tea", "teapot", "steam", "Bob", "other", "note", "late"]
 
 
 def test_a_blank_query_matches_everything_in_graph_order() -> None:
     graph = build(entity("b"), entity("a", "thing", "a a a"))
-    assert names(rules.search_nodes(graph, "")) == ["b", "a"]
-    assert names(rules.search_nodes(graph, " ")) == ["a"]  # the only field holding a space
+    assert names(retrieval.matches(graph, "")) == ["b", "a"]
+    assert names(retrieval.matches(graph, " ")) == ["a"]  # the only field holding a space
 
 
 # -- queries taken as words ----------------------------------------------------------------------
@@ -138,57 +139,57 @@ CAROLINE = build(
 
 
 def test_a_natural_question_finds_the_entities_that_answer_it_first() -> None:
-    assert names(rules.search_nodes(CAROLINE, "What did Caroline research?"))[0] == "turn-1"
-    assert names(rules.search_nodes(CAROLINE, "Caroline adopted"))[0] == "turn-1"
-    assert names(rules.search_nodes(CAROLINE, "which dog does Caroline have"))[0] == "turn-3"
+    assert names(retrieval.matches(CAROLINE, "What did Caroline research?"))[0] == "turn-1"
+    assert names(retrieval.matches(CAROLINE, "Caroline adopted"))[0] == "turn-1"
+    assert names(retrieval.matches(CAROLINE, "which dog does Caroline have"))[0] == "turn-3"
 
 
 def test_word_forms_match_by_stem() -> None:
-    assert names(rules.search_nodes(CAROLINE, "adopting")) == ["turn-1"]
-    assert names(rules.search_nodes(CAROLINE, "dog")) == ["turn-3"]  # "dog" is in no text whole... but "dogs" holds it
-    assert names(rules.search_nodes(CAROLINE, "painted camps")) == ["Melanie"]
+    assert names(retrieval.matches(CAROLINE, "adopting")) == ["turn-1"]
+    assert names(retrieval.matches(CAROLINE, "dog")) == ["turn-3"]  # "dog" is in no text whole... but "dogs" holds it
+    assert names(retrieval.matches(CAROLINE, "painted camps")) == ["Melanie"]
 
 
 def test_stop_words_never_match_on_their_own() -> None:
-    assert rules.search_nodes(CAROLINE, "what did they do") == {"entities": [], "relations": []}
-    assert rules.search_nodes(CAROLINE, "was it them?") == {"entities": [], "relations": []}
+    assert retrieval.matches(CAROLINE, "what did they do") == {"entities": [], "relations": []}
+    assert retrieval.matches(CAROLINE, "was it them?") == {"entities": [], "relations": []}
     # Held whole, a stop word is still found as the reference finds it.
-    assert names(rules.search_nodes(CAROLINE, "what did")) == ["turn-2"]
+    assert names(retrieval.matches(CAROLINE, "what did")) == ["turn-2"]
 
 
 def test_a_query_sharing_no_word_with_the_memory_finds_nothing() -> None:
-    assert rules.search_nodes(CAROLINE, "quantum chromodynamics lecture") == {"entities": [], "relations": []}
-    assert rules.search_nodes(CAROLINE, "?!") == {"entities": [], "relations": []}
+    assert retrieval.matches(CAROLINE, "quantum chromodynamics lecture") == {"entities": [], "relations": []}
+    assert retrieval.matches(CAROLINE, "?!") == {"entities": [], "relations": []}
 
 
 def test_relations_of_word_matches_touch_a_returned_entity() -> None:
-    result = rules.search_nodes(CAROLINE, "Boston painting")
+    result = retrieval.matches(CAROLINE, "Boston painting")
     assert names(result) == ["Caroline", "Melanie"] or names(result) == ["Melanie", "Caroline"]
     assert result["relations"] == [{"from": "Caroline", "to": "Melanie", "relationType": "knows"}]
-    assert rules.search_nodes(CAROLINE, "Boston painting", limit=1)["relations"] == result["relations"]
+    assert retrieval.matches(CAROLINE, "Boston painting", limit=1)["relations"] == result["relations"]
 
 
 def test_a_name_hit_outranks_an_observation_hit_and_more_query_words_outrank_fewer() -> None:
     graph = build(entity("notes", "thing", "Paris is lovely"), entity("Paris", "city"),
                   entity("trip", "thing", "Paris trip in spring"))
-    assert names(rules.search_nodes(graph, "Paris in May")) == ["Paris", "notes", "trip"]
-    assert names(rules.search_nodes(graph, "spring Paris visit"))[0] == "trip"
+    assert names(retrieval.matches(graph, "Paris in May")) == ["Paris", "notes", "trip"]
+    assert names(retrieval.matches(graph, "spring Paris visit"))[0] == "trip"
 
 
 def test_words_are_unicode_and_accents_fold() -> None:
     graph = build(entity("Zoë", "person", "runs the Café on Ærø"), entity("Zoe2", "person", "drinks cafe au lait"))
-    assert names(rules.search_nodes(graph, "zoë café"))[0] == "Zoë"
-    assert set(names(rules.search_nodes(graph, "cafés nearby"))) == {"Zoë", "Zoe2"}
-    assert names(rules.search_nodes(graph, "ærø island")) == ["Zoë"]
+    assert names(retrieval.matches(graph, "zoë café"))[0] == "Zoë"
+    assert set(names(retrieval.matches(graph, "cafés nearby"))) == {"Zoë", "Zoe2"}
+    assert names(retrieval.matches(graph, "ærø island")) == ["Zoë"]
 
 
 def test_text_without_spaces_matches_by_its_characters() -> None:
     graph = build(entity("李明", "person", "在北京大学读书"), entity("王芳", "person", "住在上海"))
-    assert names(rules.search_nodes(graph, "北京")) == ["李明"]  # a substring, as the reference finds it
-    assert names(rules.search_nodes(graph, "我想去北京玩")) == ["李明"]  # no entity holds it whole
-    assert names(rules.search_nodes(graph, "上海和北京")) == ["王芳", "李明"] or names(
-        rules.search_nodes(graph, "上海和北京")) == ["李明", "王芳"]
-    assert rules.search_nodes(graph, "东京") == {"entities": [], "relations": []}
+    assert names(retrieval.matches(graph, "北京")) == ["李明"]  # a substring, as the reference finds it
+    assert names(retrieval.matches(graph, "我想去北京玩")) == ["李明"]  # no entity holds it whole
+    assert names(retrieval.matches(graph, "上海和北京")) == ["王芳", "李明"] or names(
+        retrieval.matches(graph, "上海和北京")) == ["李明", "王芳"]
+    assert retrieval.matches(graph, "东京") == {"entities": [], "relations": []}
 
 
 def test_terms() -> None:

@@ -14,6 +14,7 @@ from memory_server.index.search import WordIndex, search_text, words_of
 from memory_server.model import graph as rules
 from memory_server.model.graph import EMPTY, Graph
 from memory_server.model.records import decode_file, join_lines
+from memory_server.retrieval import query as retrieval
 
 UNLIMITED = 10**9
 
@@ -123,8 +124,8 @@ def test_search_with_the_index_equals_a_search_of_every_entity(
             (rules.delete_entities, dropped)):
         indexed, plain = operation(indexed, argument).graph, operation(plain, argument).graph
     assert indexed.words is not None and plain.words is None
-    assert rules.search_nodes(indexed, query) == rules.search_nodes(plain, query)
-    assert rules.search_nodes(rules.with_word_index(plain), query) == rules.search_nodes(plain, query)
+    assert retrieval.matches(indexed, query) == retrieval.matches(plain, query)
+    assert retrieval.matches(rules.with_word_index(plain), query) == retrieval.matches(plain, query)
 
 
 def test_an_index_made_for_an_earlier_graph_is_carried_to_the_graph_a_write_made_meanwhile() -> None:
@@ -138,7 +139,7 @@ def test_an_index_made_for_an_earlier_graph_is_carried_to_the_graph_a_write_made
     carried = rules.carry_word_index(indexed, later)
     assert carried is not None and carried.words is not None
     for query in ("chess", "tea", "likes tea 4", "new", "e4"):
-        assert rules.search_nodes(carried, query) == rules.search_nodes(later, query)
+        assert retrieval.matches(carried, query) == retrieval.matches(later, query)
 
 
 def test_an_index_is_not_carried_over_a_reload_that_changed_everything() -> None:
@@ -165,4 +166,4 @@ word_texts = st.text(alphabet="ab_1Ⅻé -.\x00\u3000", max_size=16)
 @given(st.text(alphabet="ab_1Ⅻé -.\x00\u3000", min_size=1, max_size=4), word_texts)
 def test_a_whole_word_is_found_as_the_regular_expression_finds_it(needle: str, text: str) -> None:
     expected = re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", text) is not None
-    assert rules.stands_alone(needle, text) == expected
+    assert retrieval.stands_alone(needle, text) == expected

@@ -153,11 +153,11 @@ def test_the_lock_file_exists_only_during_a_write(store: GraphStore, memory: Pat
 # -- unreadable lines --------------------------------------------------------------------------
 
 
-def test_unreadable_lines_move_to_the_side_file_on_the_next_write(memory: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_unreadable_lines_move_to_the_side_file_on_the_next_write(memory: Path, caplog: pytest.LogCaptureFixture) -> None:
     memory.write_bytes(ALICE_LINE + b"\n{not json\n" + b"\xff\xfe broken \r\n" + BOB_LINE)
     store = GraphStore(memory)
     assert [e["name"] for e in store.read_graph()["entities"]] == ["Alice", "Bob"]
-    logged = capfd.readouterr().err
+    logged = caplog.text
     assert "2 lines are not valid JSON (line 2, 3)" in logged and "memory.jsonl.rejected" in logged
     side_file = memory.with_name("memory.jsonl.rejected")
     assert not side_file.exists()
@@ -190,12 +190,12 @@ def test_a_write_that_changes_nothing_does_not_move_unreadable_lines(memory: Pat
 
 
 def test_repeated_names_in_a_hand_edited_file_are_logged_and_kept(memory: Path,
-                                                                  capfd: pytest.CaptureFixture[str]) -> None:
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
     repeat = b'{"type":"entity","name":"Alice","entityType":"robot","observations":["beeps"]}'
     memory.write_bytes(ALICE_LINE + b"\n" + repeat + b"\n")
     store = GraphStore(memory)
     assert store.read_graph()["entities"] == [entity("Alice", "person", "likes tea")]
-    assert "1 line repeats an entity name or relation defined earlier" in capfd.readouterr().err
+    assert "1 line repeats an entity name or relation defined earlier" in caplog.text
     store.create_entities([entity("Bob")])
     assert memory.read_bytes().splitlines() == [ALICE_LINE, BOB_LINE, repeat]
     store.delete_entities(["Alice"])
@@ -508,7 +508,7 @@ def test_a_writer_whose_lock_was_taken_over_notices_before_saving(memory: Path) 
 
 
 def test_when_the_word_index_cannot_be_made_searches_scan_and_the_poller_goes_on(
-        memory: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+        memory: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     # No real input makes the index fail short of running out of memory, so the failure is
     # injected: the index only speeds searches up, and losing it must cost nothing else.
     attempts = []
@@ -524,7 +524,7 @@ def test_when_the_word_index_cannot_be_made_searches_scan_and_the_poller_goes_on
     assert store.search_nodes("TEA")["entities"] == [entity("Alice", "person", "likes tea")]
     assert store.search_nodes("chess")["entities"] == [entity("Bob", "person", "plays chess")]
     assert len(attempts) == 1  # not tried again for the same graph
-    assert "word index could not be made" in capfd.readouterr().err
+    assert "word index could not be made" in caplog.text
     store.add_observations([{"entityName": "Bob", "contents": ["drinks tea"]}])
     assert [e["name"] for e in store.search_nodes("tea")["entities"]] == ["Alice", "Bob"]
 
@@ -537,13 +537,13 @@ def test_a_first_search_after_a_load_answers_as_the_index_would_and_the_index_fo
     writer.create_entities([entity(f"person {n}", "person", f"drinks {'tea' if n % 3 else 'coffee'}")
                             for n in range(40)] + [entity("Tea Club", "club")])
     assert writer.poll_external_change() is False  # the poller makes the writer's index
-    assert writer._snapshot is not None and writer._snapshot.graph.words is not None
+    assert writer.graph_in_memory is not None and writer.graph_in_memory.words is not None
     expected = [writer.search_nodes(query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")]
 
     reader = GraphStore(memory)
     assert [reader.search_nodes(query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")] == expected
     deadline = time.monotonic() + WAIT
-    while reader._snapshot is None or reader._snapshot.graph.words is None:
+    while (graph := reader.graph_in_memory) is None or graph.words is None:
         assert time.monotonic() < deadline, "the word index was never made"
         time.sleep(0.02)
     assert [reader.search_nodes(query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")] == expected

@@ -39,7 +39,7 @@ from .records import (
 
 if TYPE_CHECKING:
     # Loaded with the first search by words (see _ranking), not at start-up.
-    from ..index.ranking import Ranker, TermIndex
+    from ..index.ranking import TermIndex
 
 Triple: TypeAlias = tuple[str, str, str]
 """A relation's identity: (from, to, relationType)."""
@@ -402,52 +402,6 @@ def carry_word_index(indexed: Graph, later: Graph) -> Graph | None:
     words = later.words if indexed.words is None else indexed.words.updated(_text_changes(before, after, changed))
     terms = later.terms if indexed.terms is None else indexed.terms.updated(_text_changes(before, after, changed))
     return replace(later, words=words, terms=terms)
-
-
-# The search rule (the whole query first, then words) lives in retrieval.query; these names stay
-# here for the callers that still reach it through the graph module (the store, the index cache).
-
-
-def search_nodes(graph: Graph, query: str, limit: int | None = None, ranker: Ranker | None = None) -> dict[str, Any]:
-    """:func:`memory_server.retrieval.query.matches`."""
-    from ..retrieval import query as retrieval
-
-    return retrieval.matches(graph, query, limit, ranker)
-
-
-def found(graph: Graph, matched: Sequence[Node], limit: int | None = None) -> dict[str, Any]:
-    """:func:`memory_server.retrieval.query.found`."""
-    from ..retrieval import query as retrieval
-
-    return retrieval.found(graph, matched, limit)
-
-
-def contains_query(graph: Graph, query: str) -> list[Node] | None:
-    """:func:`memory_server.retrieval.query.contains_query`."""
-    from ..retrieval import query as retrieval
-
-    return retrieval.contains_query(graph, query)
-
-
-def relevance(needle: str) -> Callable[[str, str, str, int], tuple[int, bool, int, int]]:
-    """:func:`memory_server.retrieval.query.relevance`."""
-    from ..retrieval import query as retrieval
-
-    return retrieval.relevance(needle)
-
-
-def stands_alone(needle: str, text: str) -> bool:
-    """:func:`memory_server.retrieval.query.stands_alone`."""
-    from ..retrieval import query as retrieval
-
-    return retrieval.stands_alone(needle, text)
-
-
-def ranked_by_words(graph: Graph, query: str, ranker: Ranker | None = None) -> list[Node]:
-    """:func:`memory_server.retrieval.query.ranked_by_words`."""
-    from ..retrieval import query as retrieval
-
-    return retrieval.ranked_by_words(graph, query, ranker)
 
 
 def candidates(graph: Graph, needle: str) -> set[str] | None:

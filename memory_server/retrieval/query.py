@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..index import ranking
 from ..index.search import FIELD_SEPARATOR
@@ -34,17 +35,26 @@ from .paging import Facts
 if TYPE_CHECKING:
     from ..index.ranking import Ranker
 
+_Match = TypeVar("_Match")
+
 
 def search(graph: Graph, query: str, *, characters: int = answers.DEFAULT_CHARACTERS,
            limit: int | None = None, ranked: Callable[[Graph], Graph] | None = None) -> Facts:
     """The answer to a search_nodes call on the graph in memory: rules 1 to 3, semantic candidates
     included when ``retrieval/semantic.py`` and its model are installed. `ranked`: see :func:`matches`."""
-    matched = matches(graph, query, ranked=ranked)
+    return answer_of(graph, query, matches(graph, query, ranked=ranked), characters=characters, limit=limit)
+
+
+def answer_of(graph: Graph | None, query: str, matched: dict[str, Any], *, characters: int,
+              limit: int | None = None) -> Facts:
+    """Rule 3 on what rules 1 and 2 matched (all of it: `limit` applies here). `graph`: the graph
+    they came from, for semantic candidates; None when they came from the on-disk cache (words only)."""
     nearest = None
-    if not (matched["entities"] and answers.whole_query_matches(query, matched["entities"][0])):
+    if graph is not None and not (matched["entities"] and answers.whole_query_matches(query, matched["entities"][0])):
         nearest = semantic_nearest(graph)
+    lookup = None if graph is None else (lambda name: view_of(graph, name))
     return answers.shape(query, matched["entities"], matched["relations"], characters, limit=limit,
-                         nearest=nearest, lookup=lambda name: view_of(graph, name))
+                         nearest=nearest, lookup=lookup)
 
 
 def view_of(graph: Graph, name: str) -> dict[str, Any] | None:
@@ -67,6 +77,14 @@ def semantic_nearest(graph: Graph) -> answers.Nearest | None:
     return lambda query, k: nearest(graph, query, k)
 
 
+def rule(containing: Callable[[str], Sequence[_Match] | None], by_words: Callable[[str], Sequence[_Match]],
+         query: str) -> Sequence[_Match]:
+    """Rules 1 and 2, wherever the candidates come from (the graph, the on-disk cache): the
+    entities containing the whole query when any does, else the query taken as words, ranked."""
+    matched = containing(query)
+    return by_words(query) if matched is None else matched
+
+
 def matches(graph: Graph, query: str, limit: int | None = None, ranker: Ranker | None = None, *,
             ranked: Callable[[Graph], Graph] | None = None) -> dict[str, Any]:
     """The best `limit` (default: all) entities for the query, best first, and every relation
@@ -79,11 +97,13 @@ def matches(graph: Graph, query: str, limit: int | None = None, ranker: Ranker |
     `ranked`: the graph with its ranking index, asked for only when the query is taken as words
     (the store makes that index once per load, or raises its NotInMemory for a read that must not
     wait for it); without it a graph lacking the index gets one for this search."""
-    matched = contains_query(graph, query)
-    if matched is None:
+    def by_words(words: str) -> list[Node]:
+        nonlocal graph
         if ranked is not None:
             graph = ranked(graph)
-        matched = ranked_by_words(graph, query, ranker)
+        return ranked_by_words(graph, words, ranker)
+
+    matched = rule(partial(contains_query, graph), by_words, query)
     return found(graph, matched, limit)
 
 

@@ -275,17 +275,18 @@ def search(graph: Graph, query: str, words: str, window: Span, *, explicit: bool
     answered as without one. `words`: the query without its time phrase."""
     from ..index import ranking
     from ..model import graph as rules
+    from . import query as retrieval
 
-    if not explicit and rules.contains_query(graph, query) is not None:
+    if not explicit and retrieval.contains_query(graph, query) is not None:
         return None
     candidates: list[Node]
     primary: dict[str, Any] = {}
     holds: Callable[[str], bool] = lambda text: True  # noqa: E731  (no words: every observation answers)
     if not _content_terms(words):
         candidates = list(graph.entities.values())
-    elif (contained := rules.contains_query(graph, words)) is not None:
+    elif (contained := retrieval.contains_query(graph, words)) is not None:
         needle = words.lower()
-        key = rules.relevance(needle)
+        key = retrieval.relevance(needle)
         candidates = contained
         primary = {node.record.name: key(node.record.name, node.record.entityType, node.text, node.seq)[:3]
                    for node in contained}
@@ -316,7 +317,7 @@ def search(graph: Graph, query: str, words: str, window: Span, *, explicit: bool
     if limit is not None:
         kept = kept[:limit]
     return {"entities": [shown_within(node, within[node.record.name]) for node in kept],
-            "relations": rules.found(graph, kept)["relations"]}
+            "relations": retrieval.found(graph, kept)["relations"]}
 
 
 def shown_within(node: Node, indexes: Sequence[int]) -> dict[str, Any]:

@@ -1,26 +1,43 @@
-"""``<memory file>.index``: a SQLite copy of the graph and its ranking index, for the first answers.
+"""``<memory file>.index``: where each entity and relation lies in the memory file, its search
+text and the ranking's index, so that a new process answers its first calls without parsing the
+whole file.
 
 A new server process (clients start one per chat) would otherwise parse the whole memory file
 before its first answer. With a cache that matches the file, ``search_nodes``, ``open_nodes`` and
-``read_graph`` are answered from it while the file is parsed off the request path.
+``read_graph`` are answered from the file's bytes at the places the cache names, while the file
+is parsed off the request path.
 
-The cache is never the source of truth:
+The cache is never the source of truth. Numbered, as tests/test_index_cache.py checks them:
 
-- it matches a file by content: it records a BLAKE2 digest of the exact bytes it was made from,
-  and is used only when the file's bytes have that digest;
-- it is made in a temporary file and renamed over the old one, never changed in place, so a
-  reader (in any process) sees a whole cache or none; readers open it read-only;
-- anything wrong with it (missing, truncated, corrupted, another version, stale) makes it
-  unused, and the next build replaces it; deleting it loses nothing;
-- the memory file's format does not change.
+C1. A cache is used only for the file bytes it was made of: it records their BLAKE2 digest, and
+    it is opened only with the digest of the bytes just read from the file.
+C2. Everything it holds is covered by keyed BLAKE2 digests whose key is the file's digest: one
+    per part, checked when the part is first read, and one over the meta table that lists them,
+    checked when the cache is opened. A changed row, a changed byte, a part of another cache or of
+    another file fails its check, and the cache is not used (and is made again: the next build's
+    look reads every part, see :func:`is_current`).
+C3. It holds no copy of an entity or relation: only where its line lies in the file. Every
+    entity and relation answered is decoded from the file's own bytes there, and checked to be
+    the one the cache says (its name, its endpoints); a mismatch is C2's failure. What goes to
+    the client is encoded from what was decoded, never bytes of the cache.
+C4. It is made in a private temporary file (0600 from its first byte, no journal, temporary
+    tables in memory) and renamed over the old one, never changed in place: a reader in any
+    process sees a whole cache or none; readers open it read-only.
+C5. It is removed, with every temporary and journal file of it, before a save of the memory file
+    is acknowledged (see :func:`remove`); a build of an older graph never lands after that save
+    (:func:`build` holds the caller's guard while it creates and while it renames its file). So
+    text a write removed is in no file of the cache once the write is answered, and a memory
+    that went below :data:`WORTH_CACHING` has none.
+C6. Deleting it loses nothing; the memory file's format does not change.
 
 Answers from the cache equal the answers from the graph in memory: the same functions rank,
-over the same postings.
+over the same postings, and the same rule (model/graph.search) picks the matches.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import re
 import secrets
@@ -28,8 +45,8 @@ import sqlite3
 import threading
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping
-from contextlib import closing, suppress
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, closing, nullcontext, suppress
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
@@ -39,64 +56,43 @@ import msgspec
 from ..index.search import FIELD_SEPARATOR
 from ..model import graph as rules
 from ..model.graph import Graph
+from ..model.records import EntityRecord, Extended, RelationRecord, decode_line
+from ..retrieval import query as retrieval
 from ..retrieval.paging import Listing, cut_summary
+from .osio import NotARegularFile, refuse_unless_regular
 
-FORMAT: Final = "3"
-"""Caches of another format are made again: 3 ranks entity types of equal count by name."""
+FORMAT: Final = "4"
+"""Caches of another format are made again: 4 holds places in the file, not copies."""
 WORTH_CACHING: Final = 1 << 20
 """Bytes of memory file below which no cache is made: such a file loads in a few tens of ms."""
-REFRESH_DELAY: Final = 2.0
-"""Seconds without a call before the cache is rebuilt (and the ranking's index made), so that
-the work never competes with answers."""
-WARM_UP_DELAY: Final = 0.2
-"""Seconds between the first answer from the cache and the start of loading the file: parsing
-holds the interpreter for long stretches, and the answer has yet to be encoded and sent."""
 _PRIVATE: Final = 0o600
+_BETWEEN: Final = b"\n"  # any byte: a hit is checked to lie within one text
 
-_SCHEMA: Final = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE entities (seq INTEGER PRIMARY KEY, name TEXT NOT NULL, view BLOB NOT NULL,
-                       length INTEGER NOT NULL, start INTEGER NOT NULL);
-CREATE TABLE haystack (texts TEXT NOT NULL, starts BLOB NOT NULL, seqs BLOB NOT NULL);
-CREATE TABLE relations (seq INTEGER PRIMARY KEY, source TEXT NOT NULL, target TEXT NOT NULL, view BLOB NOT NULL);
-CREATE TABLE terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL);
-CREATE TABLE postings (term INTEGER NOT NULL, seq INTEGER NOT NULL, tf INTEGER NOT NULL,
-                       PRIMARY KEY (term, seq)) WITHOUT ROWID;
-"""
-_INDEXES: Final = """
-CREATE UNIQUE INDEX entities_by_name ON entities (name);
-CREATE INDEX relations_by_source ON relations (source);
-CREATE INDEX relations_by_target ON relations (target);
-CREATE UNIQUE INDEX terms_by_term ON terms (term);
-"""
+PARTS: Final = ("entities", "relations", "names", "plain", "texts", "starts", "links_at", "links",
+                "lengths", "terms", "postings_at", "postings", "tfs")
+"""What a cache holds, each a blob, in the order its keyed digest covers them:
+entities, relations: (offset, size) of each one's line in the file, in graph order (array q);
+names: the entities' names (JSON); plain: 1 for a line that is exactly the record's own encoding
+(its answer object is the line without its type tag), else 0; texts, starts: every entity's
+search text (UTF-8, lower case) and where each starts; links_at, links: the relations touching
+each entity (CSR); lengths: each entity's weighted length; terms (JSON), postings_at, postings,
+tfs: the ranking's postings (CSR, by entity place)."""
+
+_SCHEMA: Final = ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                  "CREATE TABLE parts (name TEXT PRIMARY KEY, data BLOB NOT NULL)")
+
+
+class CacheMismatch(Exception):
+    """The cache does not say what the file holds (C2, C3): it is not used again."""
+
+
+class Unanswerable(Exception):
+    """A query only the graph answers (a match that could span fields)."""
 
 
 def worth_caching(signature: tuple[int, int, int, int] | None) -> bool:
     """Whether the memory file with this stat signature is large enough to be worth a cache."""
     return signature is not None and signature[1] >= WORTH_CACHING
-
-
-class CacheState:
-    """What a store knows of its cache: the cold index used before its first load, and refreshes."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.tried = False
-        self.done = False
-        """True once the graph answers (or the cache could not)."""
-        self.cold: ColdIndex | None = None
-        self.signature: tuple[int, int, int, int] | None = None
-        """The memory file's stat signature when the cold index was checked against its bytes."""
-        self.refresh_pending = False
-        self.last_activity = 0.0
-        """When the store last answered a call (time.monotonic)."""
-        self.answered = 0
-        """How many answers the cache gave."""
-        self.ahead: Any = None
-        """The store's look ahead at the cache and the file, until the first read takes it."""
-
-
-_BETWEEN: Final = "\n"  # any character: a hit is checked to lie within one text
 
 
 def cache_path(memory_file: Path) -> Path:
@@ -107,83 +103,235 @@ def digest_of(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
+def _pack(values: Sequence[int]) -> bytes:
+    """`values` as an array of the narrowest unsigned type that holds them, its type code first."""
+    top = max(values, default=0)
+    code = next(code for code in "BHIQ" if top < 1 << (8 * array(code).itemsize))
+    return code.encode() + array(code, values).tobytes()
+
+
+def _unpack(blob: bytes) -> array[int]:
+    if blob[:1] not in (b"B", b"H", b"I", b"Q"):
+        raise CacheMismatch("not a packed array")
+    return array(blob[:1].decode(), blob[1:])
+
+
+def _mac(digest: str) -> Any:
+    return hashlib.blake2b(key=bytes.fromhex(digest), digest_size=32, person=b"memory.index")
+
+
+def _part_digest(digest: str, name: str, blob: bytes) -> str:
+    """The keyed digest of one part (C2), checked when the part is first read."""
+    mac = _mac(digest)
+    for item in (name.encode(), blob):
+        mac.update(len(item).to_bytes(8, "little"))
+        mac.update(item)
+    return str(mac.hexdigest())
+
+
+def _keyed_digest(digest: str, meta: Mapping[str, str]) -> str:
+    """The keyed digest of the meta table, which holds every part's own (C2)."""
+    mac = _mac(digest)
+    for key in sorted(meta):
+        if key != "mac":
+            for item in (key.encode(), meta[key].encode()):
+                mac.update(len(item).to_bytes(8, "little"))
+                mac.update(item)
+    return str(mac.hexdigest())
+
+
 # --------------------------------------------------------------------------------------------
 # Making the cache
 # --------------------------------------------------------------------------------------------
 
 
-def build(memory_file: Path, graph: Graph, digest: str) -> None:
-    """Writes the cache of `graph`, the graph of the memory file bytes with `digest`.
-    OSError or sqlite3.Error when it cannot; the old cache (if any) then stays as it was."""
+def build(memory_file: Path, graph: Graph, data: bytes, digest: str,
+          guard: Callable[[], AbstractContextManager[bool]] | None = None) -> bool:
+    """Writes the cache of `graph`, the graph of the memory file bytes `data` with `digest`; True
+    when it was put in place. `guard()` is held while the temporary file is made and while it is
+    renamed into place, and says whether the cache is still wanted (C5). False too when the lines
+    of `data` cannot be matched with the graph (then no cache helps). OSError or sqlite3.Error
+    when it cannot; the old cache (if any) then stays as it was."""
+    parts, meta = _contents(graph, data, digest)
+    if parts is None:
+        return False
+    wanted_by: Callable[[], AbstractContextManager[bool]] = guard or _always_wanted
     target = cache_path(memory_file)
-    for stray in _stray_temporaries(target):
-        with suppress(OSError):
-            stray.unlink()
-    temporary = target.with_name(f"{target.name}.{secrets.token_hex(8)}.tmp")
-    os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), _PRIVATE))
+    with wanted_by() as wanted:
+        if not wanted:
+            return False
+        for stray in _stray_temporaries(target):
+            with suppress(OSError):
+                stray.unlink()
+        temporary = target.with_name(f"{target.name}.{secrets.token_hex(8)}.tmp")
+        os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), _PRIVATE))
+        # Opened under the guard: a remove() after it unlinks this very file.
+        db = sqlite3.connect(temporary, isolation_level=None)
     try:
-        with closing(sqlite3.connect(temporary, isolation_level=None)) as db:
-            # A cache is rebuilt rather than recovered: no journal, no waiting on the disk.
+        with closing(db):
             db.execute("PRAGMA journal_mode = OFF")
             db.execute("PRAGMA synchronous = OFF")
+            db.execute("PRAGMA temp_store = MEMORY")
+            db.execute("PRAGMA secure_delete = ON")
             db.execute("BEGIN")
-            for statement in _statements(_SCHEMA):
+            for statement in _SCHEMA:
                 db.execute(statement)
-            _fill(db, rules.with_term_index(graph), digest)
-            for statement in _statements(_INDEXES):
-                db.execute(statement)
+            db.executemany("INSERT INTO parts VALUES (?, ?)", parts.items())
+            db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
             db.execute("COMMIT")
-        os.replace(temporary, target)
+        with wanted_by() as wanted:
+            if not wanted:
+                return False
+            try:
+                refuse_unless_regular(target)  # never over something that is not a cache of ours
+                os.replace(temporary, target)
+            except NotARegularFile:
+                return False
+            except FileNotFoundError:
+                return False  # removed by a save meanwhile (C5)
+            return True
     finally:
         with suppress(FileNotFoundError):
             os.unlink(temporary)
 
 
-def _statements(script: str) -> list[str]:
-    return [statement for statement in script.split(";") if statement.strip()]
+def _always_wanted() -> AbstractContextManager[bool]:
+    return nullcontext(True)
 
 
-def _fill(db: sqlite3.Connection, graph: Graph, digest: str) -> None:
+def remove(memory_file: Path) -> None:
+    """The cache of `memory_file` gone, with every temporary or journal file of it (a build in
+    another thread writes on into a file no longer in the directory, and its rename fails)."""
+    target = cache_path(memory_file)
+    for path in (target, target.with_name(target.name + "-journal"), target.with_name(target.name + "-wal"),
+                 target.with_name(target.name + "-shm"), *_stray_temporaries(target)):
+        with suppress(FileNotFoundError, NotADirectoryError, NotARegularFile):
+            refuse_unless_regular(path)  # a FIFO or a directory under the name is not ours to remove
+            os.unlink(path)
+
+
+def _line_spans(graph: Graph, data: bytes) -> tuple[array[int], array[int], list[bool]] | None:
+    """Where each entity's and relation's line lies in `data`, and whether it is exactly the
+    record's own encoding; None when the file's lines do not give this graph."""
+    entities, relations = array("q"), array("q")
+    plain: list[bool] = []
+    # A file this program saved: its lines in graph order, joined by newlines.
+    at = 0
+    for spans, items in ((entities, graph.entities.values()), (relations, graph.relations.values())):
+        for item in items:
+            line = item.line
+            end = at + len(line)
+            if data[at:end] != line or data[end:end + 1] not in (b"\n", b""):
+                return _spans_by_reading(graph, data)
+            spans.extend((at, len(line)))
+            plain.append(getattr(item, "extra", None) is None)
+            at = end + 1
+    return entities, relations, plain
+
+
+def _spans_by_reading(graph: Graph, data: bytes) -> tuple[array[int], array[int], list[bool]] | None:
+    """_line_spans for any other file: every line decoded again, the first of each name or
+    relation taken, as the graph was made."""
+    entity_at: dict[str, tuple[int, int, bool]] = {}
+    relation_at: dict[rules.Triple, tuple[int, int, bool]] = {}
+    at = 0
+    for line in data.split(b"\n"):
+        start, at = at, at + len(line) + 1
+        if not line.strip():
+            continue
+        item: Any = decode_line(line, 0)
+        plain = type(item) is not Extended
+        record = item.record if type(item) is Extended else item
+        if type(record) is EntityRecord:
+            entity_at.setdefault(record.name, (start, len(line), plain))
+        elif type(record) is RelationRecord:
+            relation_at.setdefault((record.source, record.target, record.relationType), (start, len(line), plain))
+    if len(entity_at) != len(graph.entities) or len(relation_at) != len(graph.relations):
+        return None
+    entities, relations = array("q"), array("q")
+    flags: list[bool] = []
+    try:
+        for spans, items, where in ((entities, graph.entities, entity_at), (relations, graph.relations, relation_at)):
+            for key, item in items.items():
+                start, size, plain = where[key]  # type: ignore[index]
+                spans.extend((start, size))
+                flags.append(plain and data[start:start + size] == item.line)
+    except KeyError:
+        return None
+    return entities, relations, flags
+
+
+def _contents(graph: Graph, data: bytes, digest: str) -> tuple[dict[str, bytes] | None, dict[str, str]]:
+    # A file that starts with a byte order mark (an editor's) is left to the graph: it is rare.
+    spans = None if data.startswith(b"\xef\xbb\xbf") else _line_spans(graph, data)
+    if spans is None:
+        return None, {}
+    entity_spans, relation_spans, plain = spans
+    graph = rules.with_term_index(graph)
     terms = graph.terms
     assert terms is not None
     encode = msgspec.json.encode
-    seq_of = {name: node.seq for name, node in graph.entities.items()}
-    # Every entity's search text in one string, searched with str.find as the graph searches
-    # node.text; where each text starts tells whose a hit is.
+    names = list(graph.entities)
+    place = {name: number for number, name in enumerate(names)}
+    texts = [node.text.encode() for node in graph.entities.values()]
     starts = array("q")
     at = 0
-    for node in graph.entities.values():
+    for text in texts:
         starts.append(at)
-        at += len(node.text) + 1
-    db.execute("INSERT INTO haystack VALUES (?, ?, ?)", (
-        _BETWEEN.join(node.text for node in graph.entities.values()), starts.tobytes(),
-        array("q", seq_of.values()).tobytes()))
-    db.executemany("INSERT INTO entities VALUES (?, ?, ?, ?, ?)",
-                   ((node.seq, name, encode(node.view), terms.lengths[name], start)
-                    for (name, node), start in zip(graph.entities.items(), starts, strict=True)))
-    db.executemany("INSERT INTO relations VALUES (?, ?, ?, ?)",
-                   ((edge.seq, source, target, encode(edge.view))
-                    for (source, target, _), edge in graph.relations.items()))
-    db.executemany("INSERT INTO terms VALUES (?, ?)", enumerate(terms.postings))
-    db.executemany("INSERT INTO postings VALUES (?, ?, ?)",
-                   ((number, seq_of[name], tf)
-                    for number, holders in enumerate(terms.postings.values()) for name, tf in holders.items()))
-    # Counted here once, so that the first page of a read_graph from the cache need not read
-    # every object to head it.
+        at += len(text) + 1
+    links_at, links = array("q", [0]), array("I")
+    relation_place = {triple: number for number, triple in enumerate(graph.relations)}
+    for name in names:
+        links.extend(sorted(relation_place[triple] for triple in graph.links.get(name, ())))
+        links_at.append(len(links))
+    postings_at, postings, tfs = array("q", [0]), array("I"), array("I")
+    for holders in terms.postings.values():
+        for name, tf in holders.items():
+            postings.append(place[name])
+            tfs.append(tf)
+        postings_at.append(len(postings))
+    from ..index.ranking import FIELD_WEIGHTS
+
     types, connected = rules.summary_counts(graph)
     summary = {"entities": len(graph.entities), "relations": len(graph.relations), "types": types,
                "connected": connected}
-    db.executemany("INSERT INTO meta VALUES (?, ?)", [
-        ("format", FORMAT), ("digest", digest), ("count", str(len(terms.lengths))), ("total", str(terms.total)),
-        ("weights", ",".join(map(str, terms.weights))), ("summary", encode(summary).decode())])
+    parts = {
+        "entities": _pack(entity_spans), "relations": _pack(relation_spans), "names": encode(names),
+        "plain": bytes(plain), "texts": _BETWEEN.join(texts), "starts": _pack(starts),
+        "links_at": _pack(links_at), "links": _pack(links),
+        "lengths": _pack([terms.lengths[name] for name in names]),
+        "terms": encode(list(terms.postings)), "postings_at": _pack(postings_at),
+        "postings": _pack(postings), "tfs": _pack(tfs),
+    }
+    meta = {"format": FORMAT, "digest": digest, "size": str(len(data)), "total": str(terms.total),
+            "weights": ",".join(map(str, FIELD_WEIGHTS)), "summary": encode(summary).decode()}
+    meta.update((f"mac:{name}", _part_digest(digest, name, parts[name])) for name in PARTS)
+    meta["mac"] = _keyed_digest(digest, meta)
+    return parts, meta
 
 
 def _stray_temporaries(target: Path) -> list[Path]:
-    """Temporary caches a killed builder left behind."""
+    """Temporary caches a killed builder left behind (or one a build is writing)."""
     pattern = re.compile(re.escape(target.name) + r"\.[0-9a-f]{16}\.tmp")
     with suppress(OSError), os.scandir(target.parent) as entries:
         return [target.parent / entry.name for entry in entries if pattern.fullmatch(entry.name)]
     return []
+
+
+def is_current(memory_file: Path, data: bytes, digest: str) -> bool:
+    """Whether the cache beside `memory_file` is a whole, unchanged cache of `data` (C1, C2):
+    every part read and checked."""
+    cold = ColdIndex.open(memory_file, data, digest)
+    if cold is None:
+        return False
+    try:
+        for name in PARTS:
+            cold.part(name)
+    except (CacheMismatch, sqlite3.Error):
+        return False
+    finally:
+        cold.close()
+    return True
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,221 +339,321 @@ def _stray_temporaries(target: Path) -> list[Path]:
 # --------------------------------------------------------------------------------------------
 
 
+_views: Final = msgspec.json.Decoder(list[msgspec.Raw])
+
+
 class ColdIndex:
-    """A cache that matched the memory file's bytes when opened; answers as the graph would."""
+    """A cache that matched the memory file's bytes when opened (C1, C2); answers as the graph
+    would, from the file's bytes (C3)."""
 
-    def __init__(self, db: sqlite3.Connection, count: int, total: int, digest: str, summary: str) -> None:
+    def __init__(self, data: bytes, meta: Mapping[str, str], db: sqlite3.Connection) -> None:
+        self.data = data
+        """The memory file's bytes this cache was checked against."""
+        self.digest = meta["digest"]
+        self._meta = meta
+        self._summary = meta["summary"]
+        self._total = int(meta["total"])
         self._db = db
-        self._summary = summary
-        self.digest = digest
-        """The digest of the memory file bytes this cache was made of."""
-        self._count = count
-        self._total = total
-        self._decode = msgspec.json.Decoder().decode
-        self._texts: str | None = None
-        self._starts = array("q")
-        self._seqs = array("q")
-
-    def _haystack(self) -> str:
-        if self._texts is None:
-            texts, starts, seqs = self._db.execute("SELECT texts, starts, seqs FROM haystack").fetchone()
-            self._starts.frombytes(starts)
-            self._seqs.frombytes(seqs)
-            self._texts = texts
-        return texts if (texts := self._texts) is not None else ""
-
-    def text_at(self, position: int) -> str:
-        """The search text of the `position`-th entity in graph order."""
-        texts = self._haystack()
-        start = self._starts[position]
-        end = self._starts[position + 1] - 1 if position + 1 < len(self._starts) else len(texts)
-        return texts[start:end]
-
-    def _containing(self, needle: str) -> list[int]:
-        """Positions (in graph order) of the entities whose search text contains `needle`."""
-        texts = self._haystack()
-        starts = self._starts
-        found: list[int] = []
-        if not starts:
-            return found
-        at = texts.find(needle)
-        while at >= 0:
-            position = bisect_right(starts, at) - 1
-            end = starts[position + 1] - 1 if position + 1 < len(starts) else len(texts)
-            if at + len(needle) <= end:
-                found.append(position)
-                at = texts.find(needle, end + 1)  # the next entity's text
-            else:
-                at = texts.find(needle, at + 1)
-        return found
+        self._reading = threading.Lock()
+        self._loaded: dict[str, Any] = {}
+        self._place: dict[str, int] | None = None
+        self._terms: dict[str, int] | None = None
+        self._escaped: bool | None = None
+        """Whether the file spells any character as a \\u escape (then a name may hide in it)."""
 
     @classmethod
-    def open(cls, memory_file: Path, digest: str | None) -> ColdIndex | None:
-        """The cache of the memory file whose bytes have `digest`, or None when there is no such
-        cache. With `digest` None, whatever usable cache there is: then its :attr:`digest` must be
-        checked against the file before its answers are used."""
+    def open(cls, memory_file: Path, data: bytes, digest: str) -> ColdIndex | None:
+        """The cache of the memory file bytes `data`, whose digest is `digest`, or None when there
+        is no such cache, or its meta table fails its keyed digest (C1, C2). Each part is read, and
+        checked against its own keyed digest, when an answer first needs it: an answer that meets a
+        changed part fails (CacheMismatch), and the cache is not used again."""
         path = cache_path(memory_file)
+        try:
+            # SQLite cannot be told not to wait: a FIFO at the name would block its open for ever.
+            refuse_unless_regular(path)
+        except NotARegularFile:
+            return None
         if not path.exists():
             return None
         db = None
         try:
-            # Never changed in place (see build), so read without locks or a journal.
+            # Never changed in place (C4), so read without locks or a journal.
             db = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
-            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            meta = {str(key): str(value) for key, value in db.execute("SELECT key, value FROM meta")}
             from ..index.ranking import FIELD_WEIGHTS
 
-            if (meta.get("format") != FORMAT or digest not in (None, meta.get("digest"))
-                    or meta.get("weights") != ",".join(map(str, FIELD_WEIGHTS))):
-                db.close()
-                return None
-            return cls(db, int(meta["count"]), int(meta["total"]), str(meta["digest"]), str(meta["summary"]))
-        except (sqlite3.Error, KeyError, ValueError, OSError):
+            if (meta.get("format") == FORMAT and meta.get("digest") == digest
+                    and meta.get("weights") == ",".join(map(str, FIELD_WEIGHTS))
+                    and hmac.compare_digest(_keyed_digest(digest, meta), meta.get("mac", ""))):
+                cold, db = cls(data, meta, db), None
+                return cold
+            return None
+        except (sqlite3.Error, KeyError, ValueError, TypeError, OSError):
+            return None
+        finally:
             if db is not None:
                 db.close()
-            return None
 
     def close(self) -> None:
-        self._db.close()
+        with self._reading:
+            self._db.close()
+
+    def part(self, name: str) -> bytes:
+        """One part of the cache, checked against its keyed digest (C2)."""
+        with self._reading:
+            row = self._db.execute("SELECT data FROM parts WHERE name = ?", (name,)).fetchone()
+        blob = bytes(row[0]) if row is not None else b""
+        if row is None or not hmac.compare_digest(_part_digest(self.digest, name, blob),
+                                                  self._meta.get(f"mac:{name}", "")):
+            raise CacheMismatch(f"the cache's {name} fails its check")
+        return blob
+
+    def _lazy(self, name: str, convert: Callable[[bytes], Any]) -> Any:
+        if (value := self._loaded.get(name)) is None:
+            value = self._loaded[name] = convert(self.part(name))
+        return value
+
+    @property
+    def names(self) -> list[str]:
+        names: list[str] = self._lazy("names", partial(msgspec.json.decode, type=list[str]))
+        return names
+
+    @property
+    def _entities(self) -> array[int]:
+        return self._lazy("entities", _unpack)
+
+    @property
+    def _relations(self) -> array[int]:
+        return self._lazy("relations", _unpack)
+
+    @property
+    def _plain(self) -> bytes:
+        return self._lazy("plain", bytes)
+
+    @property
+    def _texts(self) -> bytes:
+        return self._lazy("texts", bytes)
+
+    @property
+    def _starts(self) -> array[int]:
+        return self._lazy("starts", _unpack)
+
+    @property
+    def _links_at(self) -> array[int]:
+        return self._lazy("links_at", _unpack)
+
+    @property
+    def _links(self) -> array[int]:
+        return self._lazy("links", _unpack)
+
+    @property
+    def _lengths(self) -> array[int]:
+        return self._lazy("lengths", _unpack)
+
+    @property
+    def _terms_list(self) -> bytes:
+        return self._lazy("terms", bytes)
+
+    @property
+    def _postings_at(self) -> array[int]:
+        return self._lazy("postings_at", _unpack)
+
+    @property
+    def _postings(self) -> array[int]:
+        return self._lazy("postings", _unpack)
+
+    @property
+    def _tfs(self) -> array[int]:
+        return self._lazy("tfs", _unpack)
+
+    # -- the file's bytes, checked -------------------------------------------------------------
+
+    def _line(self, spans: array[int], number: int) -> bytes:
+        start = spans[2 * number]
+        return self.data[start:start + spans[2 * number + 1]]
+
+    def entity(self, number: int) -> EntityRecord:
+        """The `number`-th entity, decoded from the file (C3)."""
+        item: Any = decode_line(self._line(self._entities, number), 0)
+        record = item.record if type(item) is Extended else item
+        if type(record) is not EntityRecord or record.name != self.names[number]:
+            raise CacheMismatch(f"entity {number} is not where the cache says")
+        return record
+
+    def relation(self, number: int) -> RelationRecord:
+        item: Any = decode_line(self._line(self._relations, number), 0)
+        record = item.record if type(item) is Extended else item
+        if type(record) is not RelationRecord:
+            raise CacheMismatch(f"relation {number} is not where the cache says")
+        return record
+
+    @staticmethod
+    def entity_view(record: EntityRecord) -> dict[str, Any]:
+        return {"name": record.name, "entityType": record.entityType, "observations": record.observations}
+
+    @staticmethod
+    def relation_view(record: RelationRecord) -> dict[str, Any]:
+        return {"from": record.source, "to": record.target, "relationType": record.relationType}
+
+    def _raw(self, spans: array[int], number: int, plain: int, tag: bytes,
+             decoded: Callable[[int], dict[str, Any]]) -> msgspec.Raw:
+        line = self._line(spans, number)
+        if self._plain[plain] and line.startswith(tag):
+            # The record's own encoding: its answer object is the line without the type tag.
+            return msgspec.Raw(b"{" + line[len(tag):])
+        return msgspec.Raw(msgspec.json.encode(decoded(number)))
+
+    # -- reads -----------------------------------------------------------------------------------
 
     def read_graph(self) -> dict[str, Any]:
-        # Each table's objects as one JSON array, decoded in one call rather than one per row.
-        return {"entities": self._array("SELECT view FROM entities ORDER BY seq"),
-                "relations": self._array("SELECT view FROM relations ORDER BY seq")}
+        return {"entities": [self.entity_view(self.entity(n)) for n in range(len(self.names))],
+                "relations": [self.relation_view(self.relation(n)) for n in range(len(self._relations) // 2)]}
 
     def graph_units(self) -> dict[str, Any]:
-        """read_graph for the pager: each entity and relation as its JSON (msgspec.Raw), unparsed,
-        the entities a Listing that summarises the graph from the counts made with the cache. A
-        page takes only what it shows, so the first page of a large graph costs reading the rows,
-        not decoding them all."""
-        raw = msgspec.Raw
-        counts = self._decode(self._summary)
+        """read_graph for the pager: each entity and relation as its JSON (msgspec.Raw), the
+        entities a Listing that summarises the graph from the counts made with the cache. The
+        objects of plain lines are checked in one decode of them all (valid JSON, one object
+        each); the first entity's name is checked against the cache (C3)."""
+        counts = msgspec.json.decode(self._summary)
         types = [(kind, count) for kind, count in counts["types"]]
         connected = [(name, count) for name, count in counts["connected"]]
-        return {"entities": Listing((raw(view) for (view,) in self._db.execute("SELECT view FROM entities ORDER BY seq")),
+        entity_count = len(self.names)
+        entities = [self._raw(self._entities, n, n, b'{"type":"entity",',
+                              lambda n: self.entity_view(self.entity(n))) for n in range(entity_count)]
+        relations = [self._raw(self._relations, n, entity_count + n, b'{"type":"relation",',
+                               lambda n: self.relation_view(self.relation(n)))
+                     for n in range(len(self._relations) // 2)]
+        units = _views.decode(b"[" + b",".join(entities + relations) + b"]") if entities or relations else []
+        if any(not bytes(unit).startswith(b"{") for unit in units) or len(units) != len(entities) + len(relations):
+            raise CacheMismatch("an object of the file is not one JSON object")
+        for n in {0, entity_count - 1} if entity_count else ():
+            self.entity(n)
+        return {"entities": Listing(units[:entity_count],
                                     partial(cut_summary, counts["entities"], counts["relations"], types, connected)),
-                "relations": [raw(view) for (view,) in self._db.execute("SELECT view FROM relations ORDER BY seq")]}
-
-    def _array(self, sql: str) -> list[Any]:
-        views = [view for (view,) in self._db.execute(sql)]
-        decoded: list[Any] = self._decode(b"[" + b",".join(views) + b"]")
-        return decoded
+                "relations": units[entity_count:]}
 
     def open_nodes(self, names: list[str]) -> dict[str, Any]:
-        wanted = list(dict.fromkeys(names))
-        rows = self._rows("SELECT name, view FROM entities WHERE name IN ({}) ORDER BY seq", wanted)
-        found = [name for name, _ in rows]
-        return {"entities": [self._decode(view) for _, view in rows], "relations": self._relations_touching(found)}
+        """Unanswerable when a name the cache does not know may be in the file after all (C3)."""
+        place = self._places()
+        wanted = sorted({place[name] for name in names if name in place})
+        for name in set(names) - set(place):
+            if self._escaped is None:
+                self._escaped = b"\\u" in self.data
+            if self._escaped or msgspec.json.encode(name) in self.data:
+                raise Unanswerable
+        return self.found(wanted)
 
-    def search_nodes(self, query: str, limit: int | None = None) -> dict[str, Any] | None:
-        """The answer of :func:`rules.search_nodes`, or None for a query only the graph answers."""
+    def found(self, numbers: Sequence[int], limit: int | None = None) -> dict[str, Any]:
+        """A search's (or open_nodes') answer: these entities, and the relations touching them."""
+        if limit is not None:
+            numbers = numbers[:limit]
+        links_at, links = self._links_at, self._links
+        touching = sorted({r for n in numbers for r in links[links_at[n]:links_at[n + 1]]})
+        chosen = set(numbers)
+        place = self._places()
+        relations = []
+        for number in touching:
+            record = self.relation(number)
+            if place.get(record.source) not in chosen and place.get(record.target) not in chosen:
+                raise CacheMismatch(f"relation {number} touches none of the entities it is listed for")
+            relations.append(self.relation_view(record))
+        return {"entities": [self.entity_view(self.entity(n)) for n in numbers], "relations": relations}
+
+    def _places(self) -> dict[str, int]:
+        if self._place is None:
+            self._place = {name: number for number, name in enumerate(self.names)}
+        return self._place
+
+    # -- search candidates (the rule is model/graph.search's) -------------------------------------
+
+    def text_at(self, number: int) -> str:
+        """The search text of the `number`-th entity in graph order."""
+        starts = self._starts
+        end = starts[number + 1] - 1 if number + 1 < len(starts) else len(self._texts)
+        return self._texts[starts[number]:end].decode()
+
+    def containing(self, query: str) -> list[int] | None:
+        """The entities containing the whole query, most relevant first (None: none does), each
+        checked against its line in the file (C3). Unanswerable for a query only the graph answers."""
         needle = query.lower()
         if FIELD_SEPARATOR in needle:
-            return None  # a match must not span fields: checked per field, on the graph
-        positions = self._containing(needle)
-        if positions:
-            seqs = self._seqs
-            rows = self._rows("SELECT seq, name, view, start FROM entities WHERE seq IN ({})",
-                              [seqs[position] for position in positions])
-            rows.sort(key=lambda row: row[0])
-            if needle.strip():
-                key = rules.relevance(needle)
-                by_seq = dict(zip((seqs[position] for position in positions), positions, strict=True))
-                rows.sort(key=lambda row: key(row[1], self._decode(row[2])["entityType"],
-                                              self.text_at(by_seq[row[0]]), row[0]))
-            chosen = [(name, view) for _, name, view, _ in rows]
-        else:
-            chosen = self._ranked_by_words(query)
-        if limit is not None:
-            chosen = chosen[:limit]
-        return {"entities": [self._decode(view) for _, view in chosen],
-                "relations": self._relations_touching([name for name, _ in chosen])}
+            raise Unanswerable
+        texts, starts = self._texts, self._starts
+        target = needle.encode()
+        found: list[int] = []
+        at = texts.find(target) if starts else -1
+        while at >= 0:
+            number = bisect_right(starts, at) - 1
+            end = starts[number + 1] - 1 if number + 1 < len(starts) else len(texts)
+            if at + len(target) <= end:
+                found.append(number)
+                at = texts.find(target, end + 1)  # the next entity's text
+            else:
+                at = texts.find(target, at + 1)
+        if not found:
+            return None
+        records = {number: self.entity(number) for number in found}
+        if not needle.strip():
+            return found
+        key = retrieval.relevance(needle)
+        return sorted(found, key=lambda n: key(records[n].name, records[n].entityType, self.text_at(n), n))
 
-    def _ranked_by_words(self, query: str) -> list[tuple[str, bytes]]:
+    def by_words(self, query: str) -> list[int]:
+        """The entities holding a term of the query, best first (ties in graph order)."""
         from ..index import ranking
 
-        terms = _CachedTerms(self._db, self._count, self._total, self)
-        scores = ranking.rank(terms, query, ranking.DEFAULT, terms.text_of)
-        rows = self._rows("SELECT seq, name, view FROM entities WHERE name IN ({})", list(scores))
-        rows.sort(key=lambda row: (-scores[row[1]], row[0]))
-        return [(name, view) for _, name, view in rows]
+        terms = _CachedTerms(self)
+        scores = ranking.rank(terms, query, ranking.DEFAULT, lambda name: self.text_at(self._places()[name]))
+        place = self._places()
+        return sorted((place[name] for name in scores), key=lambda n: (-scores[self.names[n]], n))
 
-    def _relations_touching(self, names: list[str]) -> list[dict[str, Any]]:
-        if not names:
-            return []
-        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (name TEXT PRIMARY KEY)")
-        self._db.execute("DELETE FROM wanted")
-        self._db.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((name,) for name in names))
-        # Two lookups through the endpoint indexes; an OR of both would scan every relation.
-        rows = self._db.execute(
-            "SELECT seq, view FROM relations WHERE source IN (SELECT name FROM wanted) "
-            "UNION SELECT seq, view FROM relations WHERE target IN (SELECT name FROM wanted) ORDER BY seq").fetchall()
-        return [self._decode(view) for _, view in rows]
-
-    def _rows(self, sql: str, names: list[Any]) -> list[Any]:
-        rows: list[Any] = []
-        for start in range(0, len(names), 500):  # below SQLite's limit on parameters
-            chunk = names[start:start + 500]
-            rows += self._db.execute(sql.format(", ".join("?" * len(chunk))), chunk).fetchall()
-        return rows
+    def holders(self, term: str) -> dict[str, int] | None:
+        if self._terms is None:
+            self._terms = {term: number for number, term in
+                           enumerate(msgspec.json.decode(self._terms_list, type=list[str]))}
+        number = self._terms.get(term)
+        if number is None:
+            return None
+        start, end = self._postings_at[number], self._postings_at[number + 1]
+        names = self.names
+        return {names[n]: tf for n, tf in zip(self._postings[start:end], self._tfs[start:end], strict=True)}
 
 
 class _CachedTerms:
-    """The ranking's index, read from the cache term by term."""
+    """The ranking's index as the cache holds it (ranking.Terms)."""
 
-    def __init__(self, db: sqlite3.Connection, count: int, total: int, cold: ColdIndex) -> None:
-        self._db = db
-        self._cold = cold
-        self.total = total
-        self.lengths = _Lengths(count)
-        self.postings = _Postings(self)
-        self._positions: dict[str, int] = {}
-
-    def holders(self, term: str) -> dict[str, int]:
-        found = {}
-        for name, tf, length in self._db.execute(
-                "SELECT e.name, p.tf, e.length FROM terms t JOIN postings p ON p.term = t.id "
-                "JOIN entities e ON e.seq = p.seq WHERE t.term = ?", (term,)):
-            found[name] = tf
-            self.lengths.known[name] = length
-        return found
-
-    def text_of(self, name: str) -> str:
-        row = self._db.execute("SELECT start FROM entities WHERE name = ?", (name,)).fetchone()
-        if row is None:
-            return ""
-        self._cold._haystack()
-        return self._cold.text_at(bisect_right(self._cold._starts, row[0]) - 1)
+    def __init__(self, cold: ColdIndex) -> None:
+        self.total = cold._total
+        self.lengths = _Lengths(cold)
+        self.postings = _Postings(cold)
 
 
 class _Lengths(Mapping[str, int]):
-    """Entity lengths: as many as the cache holds, those of the entities read so far known."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-        self.known: dict[str, int] = {}
+    def __init__(self, cold: ColdIndex) -> None:
+        self._cold = cold
 
     def __getitem__(self, name: str) -> int:
-        return self.known[name]
+        return self._cold._lengths[self._cold._places()[name]]
 
     def __len__(self) -> int:
-        return self.count
+        return len(self._cold.names)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.known)
+        return iter(self._cold.names)
 
 
 class _Postings(Mapping[str, Mapping[str, int]]):
-    def __init__(self, terms: _CachedTerms) -> None:
-        self._terms = terms
+    def __init__(self, cold: ColdIndex) -> None:
+        self._cold = cold
 
     def __getitem__(self, term: str) -> Mapping[str, int]:
-        found = self._terms.holders(term)
+        found = self._cold.holders(term)
         if not found:
             raise KeyError(term)
         return found
 
     def __len__(self) -> int:
-        raise TypeError("the cache's postings are read term by term")
+        return len(self._cold._postings_at) - 1
 
     def __iter__(self) -> Iterator[str]:
-        raise TypeError("the cache's postings are read term by term")
+        return iter(msgspec.json.decode(self._cold._terms_list, type=list[str]))

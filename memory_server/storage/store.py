@@ -1,30 +1,56 @@
-"""The knowledge graph kept in one JSONL file that several processes may share.
+"""The knowledge graph kept in one JSONL file that several processes may share: the read facade.
 
 Reads use the graph held in memory and re-read the file only when its stat signature changed.
 Writes hold ``<memory file>.lock`` (see lock.py) while they make sure they start from the file's
 current bytes, change and save, so writes from different processes take turns. Saves replace the
-file atomically (see files.py).
+file atomically (see files.py). The pieces, each with its own guarantees:
+
+- commit.py: the write queue and group commit (W1-W5);
+- coldstart.py: a new process's first answers from the cache, and the cache kept up (S1-S3, K1-K3);
+- index_cache.py: the cache itself (C1-C6);
+- loading.py: bytes to graph (L1-L3); files.py, lock.py: the file and its lock.
+
+Guarantees of the store (tests/test_store.py, tests/test_store_cache.py):
+
+G1. A read answers from the graph of the file's bytes as they are now (one stat per read; a load
+    when the file changed), or from the cache under coldstart S1.
+G2. A graph is published by swapping one reference (`_snapshot`): a read sees the graph before a
+    write or after it, never part of one.
+G3. A save never replaces bytes it has not compared: the file's bytes are compared with the ones
+    the graph came from before anything on disk changes; when they differ, the batch is done
+    again on the file's graph.
+G4. Unreadable lines are appended to the side file before they leave the memory file: a crash in
+    between duplicates, never loses.
+G5. One executor runs every piece of background work (the first look, the warm-up, the indexes,
+    the cache, the comparison of G3), and one timer at a time waits for quiet (coldstart S3);
+    ``close()`` (or leaving ``with GraphStore(...)``) ends them all and writes the cache when it
+    is stale (coldstart K2). No thread of the store outlives it.
+G6. The search rule is model/graph.search, called in one place (:meth:`GraphStore.search_nodes`)
+    with candidates from the cache or the graph.
 """
 
 from __future__ import annotations
 
-import gc
+import logging
 import os
-import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, replace
+from contextlib import suppress
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from ..model import graph as rules
-from ..model.graph import Change, Graph, GraphError
-from ..model.records import Layout, decode_file, file_layout, layout_pieces
+from ..model.graph import Change, Graph, GraphError, Node
+from ..model.records import Layout, file_layout, layout_pieces
+from ..retrieval import query as retrieval
+from ..retrieval.paging import Facts
 from . import index_cache
+from .coldstart import CLOSE_BUDGET, CacheKeeper, ColdStart, FileBytes, State
+from .commit import MAX_BATCH, GroupCommit, Operation, WriteResult
 
 if TYPE_CHECKING:
     from ..model.dates import Span
@@ -41,11 +67,11 @@ from .files import (
     staged,
     stat_signature,
 )
+from .loading import describe_load, parse
 from .lock import (
     LOCK_REFRESH_EVERY,
     LOCK_STALE_AFTER,
     LOCK_TIMEOUT,
-    POLL_INTERVAL,
     LockTimeout,
     LockTimings,
     MemoryFileLock,
@@ -56,84 +82,36 @@ __all__ = [
     "LOCK_REFRESH_EVERY",
     "LOCK_STALE_AFTER",
     "LOCK_TIMEOUT",
+    "MAX_BATCH",
     "GraphError",
     "GraphStore",
     "LockTimeout",
     "LockTimings",
     "MemoryFileLock",
     "NotInMemory",
+    "State",
     "WriteAbandoned",
     "WriteResult",
 ]
 
-@dataclass(frozen=True)
-class WriteResult:
-    value: dict[str, Any]
-    """The tool's structuredContent; shares objects with the graph, so read-only."""
-    changed: bool
-    """False when the call changed nothing."""
-    notes: list[str]
-    """Extra remarks for the model, e.g. about lines moved out of the memory file."""
+log = logging.getLogger(__name__)
 
-
-class _CollectorPause:
-    """Loading a large file creates millions of containers; the cyclic collector would scan the
-    growing heap again and again (it doubles the load time) while none of them can form a cycle.
-    Counted, so that overlapping loads in several threads resume collection only at the end."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pausers = 0
-        self._resume = False
-
-    @contextmanager
-    def __call__(self) -> Iterator[None]:
-        with self._lock:
-            if self._pausers == 0:
-                self._resume = gc.isenabled()
-                gc.disable()
-            self._pausers += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._pausers -= 1
-                if self._pausers == 0 and self._resume:
-                    gc.enable()
-
-
-_collector_paused: Final = _CollectorPause()
-
-
-def _log(message: str) -> None:
-    print(f"memory_server: {message}", file=sys.stderr, flush=True)
-
-
-def describe_load(file: Path, graph: Graph) -> list[str]:
-    """What a person editing the file by hand should know about what was just loaded."""
-    messages = []
-    if graph.rejected:
-        numbers = ", ".join(str(line.number) for line in graph.rejected[:10])
-        more = ", ..." if len(graph.rejected) > 10 else ""
-        messages.append(
-            f"{file}: {rules.plural(len(graph.rejected), 'line is', 'lines are')} not valid JSON "
-            f"(line {numbers}{more}), so not part of the graph; the next write moves "
-            f"{'it' if len(graph.rejected) == 1 else 'them'} to {rejected_path_for(file)}")
-    repeats = sum(1 for kept in graph.kept if kept.entity is not None or kept.relation is not None)
-    if repeats:
-        messages.append(
-            f"{file}: {rules.plural(repeats, 'line repeats', 'lines repeat')} an entity name or relation "
-            "defined earlier; the first one is used, the repeats stay in the file")
-    if unknown := len(graph.kept) - repeats:
-        messages.append(
-            f"{file}: {rules.plural(unknown, 'line is', 'lines are')} JSON but not an entity or relation "
-            f"this server can use; kept in the file as {'it is' if unknown == 1 else 'they are'}")
-    return messages
-
-
-# --------------------------------------------------------------------------------------------
-# The store
-# --------------------------------------------------------------------------------------------
+INLINE_ITEMS: Final = 100_000
+"""Entities plus relations above which a search or read_graph goes to a worker even when the graph
+is in memory: at that size it takes tens of ms, which on the event loop would hold up every other
+request (a worker gives them turns). open_nodes costs the same at any size."""
+INDEX_ONCE_FROM: Final = 3
+"""Batches of this many writes bring the search indexes up to date once, after the last write,
+rather than after each (measured at 10,000 entities: 1 write 0.97 ms each way round would cost
+1.7 ms, 4 writes 4.4 ms against 2.4 ms, 15 writes 17.5 ms against 4.9 ms)."""
+WORKERS: Final = 3
+"""Threads of the store's executor: the first look or warm-up, an index or the cache's build, and
+the comparison of a save (G3), so that none waits behind another."""
+_INDEXES: Final = {
+    "words": ("with_word_index", "Searches will scan every entity: the word index could not be made"),
+    "terms": ("with_term_index", "Searches by words will be slow: their index could not be made"),
+}
+"""Each kind of index: the model's function that makes it, and what losing it costs."""
 
 
 class _Snapshot(NamedTuple):
@@ -146,24 +124,6 @@ class _Snapshot(NamedTuple):
     """How this process last saved the file, for the next save to reuse the pieces that stay the same."""
 
 
-INLINE_ITEMS: Final = 100_000
-"""Entities plus relations above which a search or read_graph goes to a worker even when the graph
-is in memory: at that size it takes tens of ms, which on the event loop would hold up every other
-request (a worker gives them turns). open_nodes costs the same at any size."""
-FIRST_LOOK_WAIT: Final = 30.0
-"""Seconds the first read waits for the look ahead (a slow disk) before doing the work itself."""
-
-
-class _LookAhead:
-    """What the look ahead found: the cache (None: no usable one) and the file's bytes, their
-    stat signature and digest (empty: not read)."""
-
-    def __init__(self) -> None:
-        self.finished = threading.Event()
-        self.cold: index_cache.ColdIndex | None = None
-        self.checked: list[tuple[bytes, Signature, str]] = []
-
-
 class NotInMemory(Exception):
     """A read asked to use only the graph in memory needs more: the file (re)loaded, the cache
     opened, or an index made. Ask again without `in_memory`, on a thread that may wait for it."""
@@ -173,12 +133,50 @@ class _StaleStart(Exception):
     """The file no longer holds the bytes a write started from: it starts again from the file."""
 
 
+class _Candidates(Protocol):
+    """Where a search's candidates come from (the cache, the graph), for retrieval.query.rule."""
+
+    def containing(self, query: str) -> Sequence[Any] | None: ...
+    def by_words(self, query: str) -> Sequence[Any]: ...
+    def found(self, matched: Sequence[Any], limit: int | None = None) -> dict[str, Any]: ...
+
+
+def _search(source: _Candidates, query: str, limit: int | None) -> dict[str, Any]:
+    """The one place the search rule is applied (G6)."""
+    return source.found(retrieval.rule(source.containing, source.by_words, query), limit)
+
+
+class _GraphCandidates:
+    """A search's candidates from the graph; `rank` makes its ranking index when a search by words
+    needs it (None: only in memory, so NotInMemory)."""
+
+    def __init__(self, graph: Graph, rank: Any) -> None:
+        self.graph = graph
+        self._rank = rank
+
+    def containing(self, query: str) -> list[Node] | None:
+        return retrieval.contains_query(self.graph, query)
+
+    def by_words(self, query: str) -> list[Node]:
+        if self.graph.terms is None:
+            if self._rank is None:
+                raise NotInMemory
+            self.graph = self._rank()
+        return retrieval.ranked_by_words(self.graph, query)
+
+    def found(self, matched: Sequence[Node], limit: int | None = None) -> dict[str, Any]:
+        return retrieval.found(self.graph, matched, limit)
+
+
 class GraphStore:
-    """The graph of one memory file, safe to call from many threads and many processes."""
+    """The graph of one memory file, safe to call from many threads and many processes.
+    Close it (or use it as a context manager) to end its background work (G5)."""
 
     def __init__(self, path: Path, *, lock_timeout: float | None = None, stale_after: float | None = None,
-                 refresh_every: float | None = None, clock: Callable[[], str] | None = None) -> None:
-        """`clock`: the UTC stamp of now (see model.dates) that writes record; None records no dates."""
+                 refresh_every: float | None = None, cache: bool = True,
+                 clock: Callable[[], str] | None = None) -> None:
+        """`cache`: False to answer every read from the graph (the cache is still kept up). `clock`:
+        the UTC stamp of now (see model.dates) that writes record; None records no dates."""
         self.path = Path(path)
         self._clock = clock
         # Through a symlink the real file is what gets replaced and locked, so a symlinked memory
@@ -192,68 +190,140 @@ class GraphStore:
                                     refresh_every=timings.refresh_every if refresh_every is None else refresh_every)
         self._snapshot: _Snapshot | None = None
         self._loading = threading.Lock()
-        self._writes = _WriteQueue()
         self._indexing = threading.Lock()
-        self._unindexable: Graph | None = None  # the graph whose index failed, not to be tried again
-        self._unrankable: Graph | None = None  # the same for the ranking's index
-        self._index_pending: Graph | None = None  # the graph whose word index a thread is about to make
-        self._read_ahead: tuple[bytes, Signature] | None = None  # the file's bytes read by look_ahead
-        # Frees the version a save replaced (no longer under any name) once the answer has gone (see
-        # Staged.put_in_place).
-        self._releaser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-release")
-        # Compares the file with the bytes last read or written while a write works out its change.
-        self._checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-file-check")
+        self._unindexable: dict[str, Graph] = {}
+        """The graph whose index of a kind failed, not to be tried again."""
+        self._index_pending: Graph | None = None
+        self._index_wanted = threading.Event()
         self._unreported_change = False
-        self._cache = index_cache.CacheState()
+        self._saves = 0
+        self._closing = threading.Event()
+        self._executor = ThreadPoolExecutor(max_workers=WORKERS,
+                                            thread_name_prefix=f"memory-store[{self._file.name}]")
+        self._commits = GroupCommit(self._lock, self._lock_timeout, self._run_batch, self._create_directory)
+        self._coldstart = ColdStart(self._file, self._executor, self._warm_up)
+        if not cache:
+            self._coldstart.ranked()
+        self._keeper = CacheKeeper(self._file, self._executor, self._closing, self._current,
+                                   lambda: self._ensure_index("terms"))
         # A spare an earlier version kept beside the memory holds what later writes deleted.
         remove_old_spare(self._file, lambda: self._lock.held(deadline=time.monotonic()))
+
+    # -- life ----------------------------------------------------------------------------------
+
+    def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Ends the store's background work and writes the cache when it is stale (G5, coldstart
+        K2). Reads and writes after it still work, in the calling thread only."""
+        if self._closing.is_set():
+            return
+        self._closing.set()
+        self._coldstart.close()
+        self._keeper.close()
+        self._keeper.refresh(budget=CLOSE_BUDGET)
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def _submit(self, work: Any, *args: Any) -> Future[Any] | None:
+        try:
+            return self._executor.submit(work, *args)
+        except RuntimeError:  # closed: the work is done when (and if) a read needs it
+            return None
+
+    def _soon(self, work: Any, *args: Any) -> Future[Any]:
+        """`work(*args)` in a worker; after close, done here and now."""
+        if (future := self._submit(work, *args)) is not None:
+            return future
+        future = Future()
+        try:
+            future.set_result(work(*args))
+        except Exception as error:
+            future.set_exception(error)
+        return future
+
+    @property
+    def cold_state(self) -> State:
+        """Where the first start is (see coldstart.py), for diagnostics."""
+        return self._coldstart.state
+
+    @property
+    def cache_answers(self) -> int:
+        """How many answers the cache gave, for diagnostics."""
+        return self._coldstart.answered
+
+    @property
+    def graph_in_memory(self) -> Graph | None:
+        """The graph this store holds now (maybe behind the file), for diagnostics."""
+        snapshot = self._snapshot
+        return None if snapshot is None else snapshot.graph
+
+    def look_ahead(self) -> Future[Any] | None:
+        """Starts what the first read will need, in a worker (see ColdStart.look_ahead); its
+        future, None when it was started before or the first read came first."""
+        return self._coldstart.look_ahead()
 
     # -- reads ---------------------------------------------------------------------------------
 
     def read_graph(self) -> dict[str, Any]:
-        self._cache.last_activity = time.monotonic()
-        if (answer := self._cold_answer(lambda cold: cold.read_graph())) is not None:
-            return answer
+        self._keeper.touched()
+        if (cold := self._coldstart.cache()) is not None:
+            with suppress(_Declined):
+                return self._from_cache(lambda: cold.read_graph())
         return rules.read_graph(self._graph())
 
     def read_graph_for_pages(self, *, in_memory: bool = False) -> dict[str, Any]:
-        """read_graph as the pager takes it: from the cache, the objects as their unparsed JSON
+        """read_graph as the pager takes it: from the cache, the objects as their JSON
         (msgspec.Raw), the entities a paging.Listing that summarises the graph; else read_graph.
         `in_memory`: see :meth:`search_nodes`."""
-        self._cache.last_activity = time.monotonic()
+        self._keeper.touched()
         if in_memory:
             return rules.read_graph_for_pages(self._graph_in_memory())
-        if (answer := self._cold_answer(lambda cold: cold.graph_units())) is not None:
-            return answer
+        if (cold := self._coldstart.cache()) is not None:
+            with suppress(_Declined):
+                return self._from_cache(lambda: cold.graph_units())
         return rules.read_graph_for_pages(self._graph())
 
-    def search_nodes(self, query: str, limit: int | None = None, *, in_memory: bool = False) -> dict[str, Any]:
-        """The best `limit` (default: all) entities for the query, best first; see :func:`rules.search_nodes`.
+    def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]:
+        """`in_memory`: see :meth:`search_nodes`."""
+        self._keeper.touched()
+        if in_memory:
+            return rules.open_nodes(self._graph_in_memory(whole=False), names)
+        if (cold := self._coldstart.cache()) is not None:
+            with suppress(_Declined):
+                return self._from_cache(lambda: cold.open_nodes(names))
+        return rules.open_nodes(self._graph(), names)
+
+    def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
+                     in_memory: bool = False) -> dict[str, Any] | Facts:
+        """The best `limit` (default: all) entities for the query, best first (retrieval.query's
+        rules 1 and 2); with `characters`, the answer made of their facts (rule 3), semantic
+        candidates included when the graph answered.
 
         `in_memory`: only from the graph in memory and the indexes it has, work bounded by its size
         (a caller may then answer on its event loop); NotInMemory when the read would need the
         file loaded, the cache, or an index made first."""
-        self._cache.last_activity = time.monotonic()
-        if in_memory:
-            graph = self._graph_in_memory()
-            matched = rules.contains_query(graph, query)
-            if matched is None:
-                if graph.terms is None:
-                    raise NotInMemory
-                matched = rules.ranked_by_words(graph, query)
-            return rules.found(graph, matched, limit)
-        if (answer := self._cold_answer(lambda cold: cold.search_nodes(query, limit))) is not None:
-            return answer
-        graph = self._searchable_graph()
-        matched = rules.contains_query(graph, query)
-        if matched is None:
-            # Only a search by words needs the ranking's index, made on its first use (or when
-            # the memory is quiet); until then the cache, if it matches the file, ranks.
-            if graph.terms is None and (answer := self._cold_words(query, limit)) is not None:
-                return answer
-            graph = self._term_indexed_graph()
-            matched = rules.ranked_by_words(graph, query)
-        return rules.found(graph, matched, limit)
+        self._keeper.touched()
+        try:
+            for source in self._search_sources(in_memory):
+                try:
+                    matched = self._from_cache(partial(_search, source, query, limit if characters is None else None),
+                                               cached=isinstance(source, index_cache.ColdIndex))
+                except _Declined:
+                    continue
+                if characters is None:
+                    return matched
+                graph = source.graph if isinstance(source, _GraphCandidates) else None
+                return retrieval.answer_of(graph, query, matched, characters=characters, limit=limit)
+            raise AssertionError("the graph always answers")
+        finally:
+            # The word index a scan asked for: made by a worker, after this answer is worked out.
+            if self._index_wanted.is_set():
+                self._index_wanted.clear()
+                self._submit(self._index_quietly, "words")
 
     def search_within(self, query: str, words: str, window: Span, *, explicit: bool,
                       limit: int | None = None) -> dict[str, Any] | None:
@@ -261,17 +331,34 @@ class GraphStore:
         (the dates of each observation are not in the cache); None: answered as without a window."""
         from ..retrieval import when  # loaded with the first search that names a time
 
-        self._cache.last_activity = time.monotonic()
-        return when.search(self._term_indexed_graph(), query, words, window, explicit=explicit, limit=limit)
+        self._keeper.touched()
+        return when.search(self._ensure_index("terms"), query, words, window, explicit=explicit, limit=limit)
 
-    def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]:
-        """`in_memory`: see :meth:`search_nodes`."""
-        self._cache.last_activity = time.monotonic()
+    def _search_sources(self, in_memory: bool) -> Iterator[_Candidates]:
         if in_memory:
-            return rules.open_nodes(self._graph_in_memory(whole=False), names)
-        if (answer := self._cold_answer(lambda cold: cold.open_nodes(names))) is not None:
-            return answer
-        return rules.open_nodes(self._graph(), names)
+            yield _GraphCandidates(self._graph_in_memory(), None)
+            return
+        # The cache also ranks searches by words while the graph has no ranking index (WARM).
+        if (cold := self._coldstart.cache(words=True)) is not None:
+            yield cold
+        yield _GraphCandidates(self._searchable_graph(), lambda: self._ensure_index("terms"))
+
+    def _from_cache(self, answer: Any, *, cached: bool = True) -> dict[str, Any]:
+        """`answer()`; from the cache, _Declined when it cannot answer (the graph then does)."""
+        if not cached:
+            result: dict[str, Any] = answer()
+            return result
+        try:
+            result = answer()
+        except index_cache.Unanswerable:
+            raise _Declined from None
+        except Exception as error:  # a cache that fails a check is not used again (coldstart S1)
+            self._coldstart.failed(error)
+            raise _Declined from None
+        finally:
+            self._coldstart.start_warm_up()
+        self._coldstart.answered += 1
+        return result
 
     def _graph_in_memory(self, *, whole: bool = True) -> Graph:
         """The graph, when it is loaded, its word index made, and the file unchanged since (one
@@ -293,210 +380,31 @@ class GraphStore:
         """The graph for a search by the whole query: with its word index when it has one. Just
         after a load it has none yet, and one scan of every entity costs far less than making the
         index (a new process's first answer waits for it): the search scans, and the index is made
-        off the request path (a poll of the watcher makes it too)."""
+        by a worker (a poll of the watcher makes it too)."""
         graph = self._graph()
-        if graph.words is None and graph is not self._unindexable:
-            self._index_soon(graph)
+        if graph.words is None and graph is not self._unindexable.get("words"):
+            with self._loading:
+                if self._index_pending is not graph:
+                    self._index_pending = graph
+                    self._index_wanted.set()  # started once this search has its answer
         return graph
 
-    def _index_soon(self, graph: Graph) -> None:
-        with self._loading:
-            if self._index_pending is graph:
-                return
-            self._index_pending = graph
-        threading.Thread(target=self._index_later, name="memory-word-index", daemon=True).start()
-
-    def _index_later(self) -> None:
-        time.sleep(index_cache.WARM_UP_DELAY)  # until the answer that asked for it is out
+    def _index_quietly(self, kind: str) -> None:
         with suppress(GraphError):
-            self._indexed_graph()
+            self._ensure_index(kind)
 
-    def _cold_answer(self, ask: Callable[[index_cache.ColdIndex], dict[str, Any] | None]) -> dict[str, Any] | None:
-        """The answer from the on-disk cache until the graph and its indexes are ready, or None:
-        then the graph answers. The first call checks the cache against the file's bytes and,
-        whatever the outcome, has the graph loaded off the request path."""
-        cache = self._cache
-        if cache.done:
-            return None
-        with cache.lock:
-            if cache.done:
-                return None
-            try:
-                if not cache.tried:
-                    cache.tried = True
-                    return self._first_cold_answer(ask)
-                if cache.cold is not None and stat_signature(self._file) == cache.signature:
-                    answer = ask(cache.cold)
-                    cache.answered += answer is not None
-                    return answer
-            except OSError:
-                pass
-            except Exception as error:  # a cache that fails to answer is not used again
-                _log(f"The index cache {index_cache.cache_path(self._file)} could not answer ({error!r}); "
-                     "answering from the memory file.")
-            cache.done = True  # the file changed since, or the cache failed: the graph answers
-            return None
-
-    def look_ahead(self) -> None:
-        """Starts, in another thread, what the first read will need: the cache opened, the file
-        read and hashed. Called while the server is still starting (a client waits for its first
-        answer): the reading and hashing let go of the interpreter, so they overlap the imports."""
-        cache = self._cache
-        with cache.lock:
-            if cache.tried or cache.ahead is not None:
-                return
-            ahead = cache.ahead = _LookAhead()
-        threading.Thread(target=self._look, args=(ahead,), name="memory-first-look", daemon=True).start()
-
-    def _look(self, ahead: _LookAhead) -> None:
+    def _warm_up(self, read: FileBytes) -> None:
+        """Loads the graph from the bytes the cache was checked against and makes its word index,
+        while the cache answers (coldstart COLD -> WARM)."""
         try:
-            ahead.cold = index_cache.ColdIndex.open(self._file, None)
-            self._read_and_digest(ahead.checked)
-        except Exception as error:  # only time is lost: the first read does it all again
-            _log(f"Could not look at the memory file ahead of the first call ({error!r}).")
-            ahead.checked.clear()
-        finally:
-            ahead.finished.set()
-
-    def _looked_ahead(self) -> tuple[index_cache.ColdIndex | None, list[tuple[bytes, Signature, str]]] | None:
-        """What look_ahead found, or None when it was not asked for or found nothing usable. Bytes
-        the file no longer has (its stat signature changed since they were read) are let go."""
-        ahead, self._cache.ahead = self._cache.ahead, None
-        if ahead is None or not ahead.finished.wait(FIRST_LOOK_WAIT):
-            return None
-        checked = ahead.checked
-        with suppress(OSError):
-            if checked and stat_signature(self._file) == checked[0][1]:
-                return ahead.cold, checked
-        return (ahead.cold, []) if ahead.cold is not None else None
-
-    def _first_cold_answer(self, ask: Callable[[index_cache.ColdIndex], dict[str, Any] | None]) -> dict[str, Any] | None:
-        cache = self._cache
-        looked = self._looked_ahead()
-        cold, checked = looked if looked is not None else (index_cache.ColdIndex.open(self._file, None), [])
-        if cold is None and checked:
-            self._read_ahead = checked[0][:2]  # the graph answers: loaded from these bytes (see _load)
-        if cold is None:
-            # The graph answers: this call loads it. The warm-up (the word index, then the end of
-            # the cold path) waits until the answer is out rather than share the interpreter with it.
-            if index_cache.worth_caching(stat_signature(self._file)):
-                self._start_warm_up(None, None, delay=index_cache.WARM_UP_DELAY)
-            return None
-        if checked:  # read and hashed ahead
-            answer = ask(cold)
-        else:
-            # The file is read and hashed in another thread (both let go of the interpreter) while
-            # the cache answers; the answer is given only if the cache was made of these bytes.
-            checker = threading.Thread(target=self._read_and_digest, args=(checked,), daemon=True,
-                                       name="memory-file-check")
-            checker.start()
-            try:
-                answer = ask(cold)
-            finally:
-                checker.join()
-        if not checked:
-            return None
-        data, signature, digest = checked[0]
-        if digest != cold.digest or not index_cache.worth_caching(signature):
-            self._start_warm_up(data, signature, delay=0.0)
-            return None
-        cache.cold, cache.signature = cold, signature
-        cache.answered += answer is not None
-        self._start_warm_up(data, signature, delay=index_cache.WARM_UP_DELAY)
-        return answer
-
-    def _read_and_digest(self, into: list[tuple[bytes, Signature, str]]) -> None:
-        with suppress(OSError):  # unreadable: the graph answers, and its load reports why
-            data, signature = read_file(self._file)
-            into.append((data, signature, index_cache.digest_of(data)))
-
-    def _start_warm_up(self, data: bytes | None, signature: Signature, *, delay: float) -> None:
-        threading.Thread(target=self._warm_up, args=(data, signature, delay),
-                         name="memory-warm-up", daemon=True).start()
-
-    def _warm_up(self, data: bytes | None, signature: Signature, delay: float) -> None:
-        """Loads the graph (from `data` when given, the file's bytes with `signature`) and its word
-        index; the ranking's index and the cache's refresh wait until the memory is quiet."""
-        try:
-            time.sleep(delay)
             with self._loading:
-                if self._snapshot is None:
-                    if data is None:
-                        self._load(first=True)
-                    else:
-                        self._load_bytes(data, signature, first=True)
-            self._indexed_graph()
-        except GraphError:
+                if self._snapshot is None and stat_signature(self._file) == read.signature:
+                    self._load_bytes(read.data, read.signature, first=True, pieces=True)
+            self._ensure_index("words")
+        except (GraphError, OSError):
             pass  # reported to whoever reads or writes next
         finally:
-            self._cache.done = True
-        self._schedule_cache_refresh()
-
-    def _cold_words(self, query: str, limit: int | None) -> dict[str, Any] | None:
-        """A search by words answered by the cache while the graph has no ranking index yet, or None."""
-        cache = self._cache
-        with cache.lock:
-            if cache.cold is None:
-                return None
-            try:
-                if stat_signature(self._file) == cache.signature:
-                    answer = cache.cold.search_nodes(query, limit)
-                    cache.answered += answer is not None
-                    return answer
-            except Exception as error:  # the graph answers instead
-                _log(f"The index cache {index_cache.cache_path(self._file)} could not answer ({error!r}).")
-        self._retire_cold()
-        return None
-
-    def _retire_cold(self) -> None:
-        """The graph answers from now on; the cache's copy of the texts is let go."""
-        cache = self._cache
-        with cache.lock:  # after any answer the cache is giving
-            cache.done = True
-            cold, cache.cold = cache.cold, None
-        if cold is not None:
-            cold.close()
-
-    def _schedule_cache_refresh(self) -> None:
-        """Once the memory has had no call for a while: the ranking's index, and the cache
-        rebuilt if it does not match the file. Off the request path, and a busy stretch of calls
-        costs one rebuild, after it."""
-        cache = self._cache
-        with cache.lock:
-            cache.last_activity = time.monotonic()
-            if cache.refresh_pending:
-                return
-            cache.refresh_pending = True
-        threading.Thread(target=self._refresh_cache, args=(index_cache.REFRESH_DELAY,),
-                         name="memory-index-cache", daemon=True).start()
-
-    def _refresh_cache(self, quiet: float = 0.0) -> None:
-        cache = self._cache
-        while quiet:
-            with cache.lock:
-                left = cache.last_activity + quiet - time.monotonic()
-                if left <= 0:
-                    cache.refresh_pending = False
-                    break
-            time.sleep(left)
-        with suppress(GraphError):
-            self._term_indexed_graph()
-        self._retire_cold()
-        snapshot = self._snapshot
-        if snapshot is None or not index_cache.worth_caching(snapshot.signature):
-            return
-        try:
-            data, signature = read_file(self._file)
-            if signature != snapshot.signature:
-                return  # changed meanwhile: the next load refreshes the cache
-            digest = index_cache.digest_of(data)
-            if (current := index_cache.ColdIndex.open(self._file, digest)) is not None:
-                current.close()
-                return  # another process made it already
-            graph = snapshot.graph if snapshot.graph.terms is not None else self._term_indexed_graph()
-            index_cache.build(self._file, graph, digest)
-        except Exception as error:  # the cache only saves time; the file is what counts
-            _log(f"The index cache {index_cache.cache_path(self._file)} could not be made ({error!r}).")
+            self._coldstart.warmed()
 
     def poll_external_change(self) -> bool:
         """True when another process changed the file since this store last reported (or saw) it.
@@ -504,32 +412,56 @@ class GraphStore:
         Never raises: an unreadable file is reported to whoever reads or writes next. The poller
         also makes the word index of what it loads, so searches do not wait for it."""
         with suppress(GraphError):
-            self._indexed_graph()
+            self._ensure_index("words")
         with self._loading:
             changed, self._unreported_change = self._unreported_change, False
         return changed
 
     # -- writes --------------------------------------------------------------------------------
 
+    def write(self, operation: Operation, *, abandon: threading.Event | None = None) -> WriteResult:
+        """`operation` (a pure function of the graph, see model/graph.py) on the file's current
+        graph, saved; `abandon` set while it still waits for its turn gives it up (commit W4)."""
+        return self._commits.write(operation, abandon)
+
     def create_entities(self, entities: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._write(lambda graph: rules.create_entities(graph, entities, self._now()), abandon)
+        return self._commits.write(lambda graph: rules.create_entities(graph, entities, self._now()), abandon)
 
     def create_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._write(lambda graph: rules.create_relations(graph, relations), abandon)
+        return self._commits.write(lambda graph: rules.create_relations(graph, relations), abandon)
 
     def add_observations(self, observations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._write(lambda graph: rules.add_observations(graph, observations, self._now()), abandon)
+        return self._commits.write(lambda graph: rules.add_observations(graph, observations, self._now()), abandon)
 
     def delete_entities(self, entity_names: list[str], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._write(lambda graph: rules.delete_entities(graph, entity_names), abandon)
+        return self._commits.write(lambda graph: rules.delete_entities(graph, entity_names), abandon)
 
     def delete_observations(self, deletions: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._write(lambda graph: rules.delete_observations(graph, deletions, self._now()), abandon)
+        return self._commits.write(lambda graph: rules.delete_observations(graph, deletions, self._now()), abandon)
 
     def delete_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._write(lambda graph: rules.delete_relations(graph, relations), abandon)
+        return self._commits.write(lambda graph: rules.delete_relations(graph, relations), abandon)
 
-    # -- machinery -----------------------------------------------------------------------------
+    def merge(self, entities: list[rules.IncomingEntity], relations: list[rules.IncomingRelation]) -> WriteResult:
+        """Another graph merged in (see graph.merge_graph) in one locked write, so that servers
+        sharing the file see one change."""
+        return self._commits.write(lambda graph: rules.merge_graph(graph, entities, relations, self._now()))
+
+    @property
+    def saves(self) -> int:
+        """How many times this store has saved the memory file; writes saved together count once."""
+        return self._saves
+
+    @property
+    def queued_writes(self) -> int:
+        """Writes of this store waiting for their turn or for the file lock (not yet in a batch)."""
+        return self._commits.queued
+
+    # -- the graph and its indexes -------------------------------------------------------------
+
+    def _current(self) -> tuple[Graph, Signature] | None:
+        snapshot = self._snapshot
+        return None if snapshot is None else (snapshot.graph, snapshot.signature)
 
     def _now(self) -> str | None:
         return None if self._clock is None else self._clock()
@@ -543,30 +475,34 @@ class GraphStore:
             snapshot = self._snapshot
             if snapshot is not None and snapshot.signature == self._stat():
                 return snapshot.graph
-            ahead, self._read_ahead = self._read_ahead, None
-            if snapshot is None and ahead is not None and ahead[1] == self._stat():
-                return self._load_bytes(*ahead, first=True)
+            read = self._coldstart.take_read()
+            if snapshot is None and read is not None and read.signature == self._stat():
+                return self._load_bytes(read.data, read.signature, first=True)
             return self._load(first=snapshot is None)
 
-    def _indexed_graph(self) -> Graph:
-        """The graph with its word index, made once per load; writes keep it up to date."""
-        graph = self._graph()
-        if graph.words is not None:
+    def _ensure_index(self, kind: str) -> Graph:
+        """The graph with its word index ("words") or also the ranking's ("terms"), made once per
+        load; writes keep them up to date. One index at a time: a second search waits for this
+        one rather than making another."""
+        graph = self._graph() if kind == "words" else self._ensure_index("words")
+        if getattr(graph, kind) is not None:
             return graph
-        # One index at a time: a second search waits for this one rather than making another.
         with self._indexing:
             graph = self._graph()
-            if graph.words is not None or graph is self._unindexable:
+            if getattr(graph, kind) is not None or graph is self._unindexable.get(kind):
                 return graph
+            maker, loss = _INDEXES[kind]
             try:
-                indexed = rules.with_word_index(graph)
-            except Exception as error:  # MemoryError, or a fault of ours: searches scan instead
-                _log(f"Searches will scan every entity: the word index could not be made ({error!r}).")
-                self._unindexable = graph
+                indexed = getattr(rules, maker)(graph)
+            except Exception as error:  # MemoryError, or a fault of ours: searches scan (or rank slowly) instead
+                log.warning("%s (%r).", loss, error)
+                self._unindexable[kind] = graph
                 return graph
             with self._loading:
                 self._publish_index(graph, indexed)
-            return indexed
+        if kind == "terms":
+            self._coldstart.ranked()
+        return indexed
 
     def _publish_index(self, graph: Graph, indexed: Graph) -> None:
         snapshot = self._snapshot
@@ -575,35 +511,15 @@ class GraphStore:
         if snapshot.graph is graph:
             self._snapshot = snapshot._replace(graph=indexed)
             # A graph one index could not be made for keeps that mark with the other index.
-            if self._unindexable is graph:
-                self._unindexable = indexed
-            if self._unrankable is graph:
-                self._unrankable = indexed
+            for kind, failed in list(self._unindexable.items()):
+                if failed is graph:
+                    self._unindexable[kind] = indexed
         elif (snapshot.graph.words is None and indexed.words is not None) or (
                 snapshot.graph.terms is None and indexed.terms is not None):
             # A write of this process landed meanwhile: the indexes are brought up to its graph.
             # (After a reload the graph is all new, and the next search or poll indexes it.)
             if (carried := rules.carry_word_index(indexed, snapshot.graph)) is not None:
                 self._snapshot = snapshot._replace(graph=carried)
-
-    def _term_indexed_graph(self) -> Graph:
-        """The graph with its word index and the ranking's index, made once per load."""
-        graph = self._indexed_graph()
-        if graph.terms is not None:
-            return graph
-        with self._indexing:
-            graph = self._graph()
-            if graph.terms is not None or graph is self._unrankable:
-                return graph
-            try:
-                indexed = rules.with_term_index(graph)
-            except Exception as error:  # MemoryError, or a fault of ours: each search by words makes its own
-                _log(f"Searches by words will be slow: their index could not be made ({error!r}).")
-                self._unrankable = graph
-                return graph
-            with self._loading:
-                self._publish_index(graph, indexed)
-            return indexed
 
     def _stat(self) -> Signature:
         try:
@@ -618,101 +534,20 @@ class GraphStore:
             raise GraphError(f"Cannot read the memory file {self._file}: {error.strerror}") from error
         return self._load_bytes(data, signature, first=first)
 
-    def _load_bytes(self, data: bytes, signature: Signature, *, first: bool) -> Graph:
-        """Publishes the graph of `data`, the file's bytes with that signature (under _loading)."""
-        with _collector_paused():
-            graph = rules.graph_from_lines(decode_file(data))
+    def _load_bytes(self, data: bytes, signature: Signature, *, first: bool, pieces: bool = False) -> Graph:
+        """Publishes the graph of `data`, the file's bytes with that signature (under _loading).
+        `pieces`: in the background, letting answers go first (loading.py L2)."""
+        graph = parse(data, pieces=pieces)
         for message in describe_load(self._file, graph):
-            _log(message)
+            log.warning("%s", message)
         self._snapshot = _Snapshot(graph, signature, (data,))
         self._unreported_change = self._unreported_change or not first
-        if index_cache.worth_caching(signature):
-            self._schedule_cache_refresh()
+        self._keeper.changed()
         return graph
 
-    @property
-    def saves(self) -> int:
-        """How many times this store has saved the memory file; writes saved together count once."""
-        return self._writes.saves
+    # -- saving --------------------------------------------------------------------------------
 
-    @property
-    def queued_writes(self) -> int:
-        """Writes of this store waiting for their turn or for the file lock (not yet in a batch)."""
-        return len(self._writes.queue)
-
-    def _write(self, operation: Callable[[Graph], Change], abandon: threading.Event | None = None) -> WriteResult:
-        """``operation`` on the file's current graph, saved; ``abandon`` set while the write still
-        waits for its turn gives it up (WriteAbandoned), later it completes either way.
-
-        Writes of this process that wait at the same time are saved together (see _WriteQueue):
-        whichever thread gets the turn does the writes queued by the time it holds the file lock,
-        its own among them, and each thread gets its own result or error."""
-        queued = _Queued(operation, abandon, time.monotonic() + self._lock_timeout)
-        self._writes.join(queued)
-        # A leader behind more than MAX_BATCH earlier writes did theirs, not its own: it goes on.
-        while self._take_turn(queued):
-            try:
-                self._lead(queued)
-            finally:
-                self._writes.end_turn()
-        if queued.error is not None:
-            raise queued.error
-        assert queued.result is not None
-        return queued.result
-
-    def _take_turn(self, queued: _Queued) -> bool:
-        """True when this thread gets the turn to lead a batch, False once the queued write is
-        done. WriteAbandoned or LockTimeout while it waits untaken."""
-        writes = self._writes
-        with writes.changed:
-            while not queued.done:
-                if queued.taken:
-                    writes.changed.wait()  # a leader does it, and wakes every waiter when done
-                    continue
-                if queued.abandon is not None and queued.abandon.is_set():
-                    writes.queue.remove(queued)
-                    raise self._lock.abandoned_error()
-                if not writes.leading:
-                    writes.leading = True
-                    return True
-                remaining = queued.deadline - time.monotonic()
-                if remaining <= 0:
-                    writes.queue.remove(queued)
-                    break
-                # Woken when the turn is free or this write is done; the poll looks at abandon and deadline.
-                writes.changed.wait(min(POLL_INTERVAL, remaining))
-            else:
-                return False
-        raise self._lock.timeout_error()  # reads the holder's record: outside the condition
-
-    def _lead(self, own: _Queued) -> None:
-        """Holding the turn: the file lock, then the writes queued by then, done and saved together.
-
-        Until the batch is taken, a failure (the lock not had in time, the write abandoned, the
-        directory not creatable) is the leading write's own: the others wait for the next turn.
-        After it, every write of the batch has its outcome from _run_batch, or shares its error."""
-        batch: list[_Queued] = []
-        try:
-            self._create_directory()
-            with self._lock.held(own.deadline, own.abandon):
-                batch = self._writes.take_batch(self._lock.abandoned_error)
-                if batch:
-                    outcomes = self._run_batch([queued.operation for queued in batch])
-                    for queued, outcome in zip(batch, outcomes, strict=True):
-                        if isinstance(outcome, WriteResult):
-                            queued.result = outcome
-                        else:
-                            queued.error = outcome
-        except BaseException as error:
-            for queued in batch or [own]:
-                if not queued.done:
-                    queued.error = error
-            if not batch:
-                self._writes.forget(own)
-            if not isinstance(error, Exception):
-                raise  # KeyboardInterrupt and the like stop this thread too
-
-    def _run_batch(self, operations: Sequence[Callable[[Graph], Change]]) -> list[WriteResult | Exception]:
+    def _run_batch(self, operations: Sequence[Operation]) -> list[WriteResult | Exception]:
         snapshot = self._snapshot
         if snapshot is None or snapshot.content is None:
             return self._apply(operations, self._reload(), None)
@@ -721,13 +556,13 @@ class GraphStore:
         # time), and saving over it would undo that rewrite. So the file's bytes are
         # compared with the ones the graph came from, alongside the work on the change;
         # nothing on disk changes before the comparison has said they are the same.
-        check = self._checker.submit(holds, self._file, snapshot.content)
+        check = self._soon(holds, self._file, snapshot.content)
         try:
             return self._apply(operations, snapshot.graph, check)
         except _StaleStart:
             return self._apply(operations, self._reload(), None)  # the whole batch, on the file's graph
 
-    def _apply(self, operations: Sequence[Callable[[Graph], Change]], before: Graph,
+    def _apply(self, operations: Sequence[Operation], before: Graph,
                check: Future[bool] | None) -> list[WriteResult | Exception]:
         """Each operation on the graph the ones before it made, as if they had taken turns, then
         one save of the last graph. An operation that fails (a rule broken) fails alone and
@@ -804,8 +639,7 @@ class GraphStore:
                 self._snapshot = before._replace(content=None)
         layout = file_layout(rules.file_parts(graph), before.layout if before is not None else ())
         self._save(graph, layout, notes, check)
-        if (snapshot := self._snapshot) is not None and index_cache.worth_caching(snapshot.signature):
-            self._schedule_cache_refresh()
+        self._keeper.changed()
         return notes
 
     def _save(self, graph: Graph, layout: Layout, notes: list[str], check: Future[bool] | None) -> None:
@@ -829,12 +663,13 @@ class GraphStore:
                     replaced = temporary.put_in_place(self._file)
                     self._snapshot = _Snapshot(self._with_indexes_published_meanwhile(graph), temporary.signature,
                                                temporary.content, layout)
-                    self._writes.saves += 1
+                    self._saves += 1
+                self._keeper.removed()  # before the save is acknowledged (coldstart K3)
         except OSError as error:
             raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
                              "Nothing was changed.") from error
         if replaced is not None:
-            self._release(replaced)
+            os.close(replaced)
         fsync_directory(self._file.parent)
 
     def _with_indexes_published_meanwhile(self, graph: Graph) -> Graph:
@@ -847,90 +682,7 @@ class GraphStore:
             return graph
         return rules.carry_word_index(current.graph, graph) or graph
 
-    def _release(self, fd: int) -> None:
-        try:
-            self._releaser.submit(os.close, fd)
-        except RuntimeError:  # the interpreter is shutting down
-            os.close(fd)
-
-    def merge(self, entities: list[rules.IncomingEntity], relations: list[rules.IncomingRelation]) -> WriteResult:
-        """Another graph merged in (see graph.merge_graph) in one locked write, so that servers
-        sharing the file see one change."""
-        return self._write(lambda graph: rules.merge_graph(graph, entities, relations, self._now()))
 
 
-# --------------------------------------------------------------------------------------------
-# Group commit
-# --------------------------------------------------------------------------------------------
-
-MAX_BATCH: Final = 256
-"""Writes saved together at most; later ones wait for the next turn."""
-INDEX_ONCE_FROM: Final = 3
-"""Batches of this many writes bring the search indexes up to date once, after the last write,
-rather than after each (measured at 10,000 entities: 1 write 0.97 ms each way round would cost
-1.7 ms, 4 writes 4.4 ms against 2.4 ms, 15 writes 17.5 ms against 4.9 ms)."""
-
-
-class _Queued:
-    """One write waiting in this process: for its turn, then (taken into a batch) for its outcome."""
-
-    __slots__ = ("abandon", "deadline", "error", "operation", "result", "taken")
-
-    def __init__(self, operation: Callable[[Graph], Change], abandon: threading.Event | None, deadline: float) -> None:
-        self.operation = operation
-        self.abandon = abandon
-        self.deadline = deadline
-        """time.monotonic() after which a write still waiting for its turn or the lock gives up."""
-        self.taken = False
-        """In a batch: it completes either way."""
-        self.result: WriteResult | None = None
-        self.error: BaseException | None = None
-
-    @property
-    def done(self) -> bool:
-        return self.result is not None or self.error is not None
-
-
-class _WriteQueue:
-    """Group commit: the writes of one store waiting for their turn.
-
-    Each save writes the whole file and waits for the disk twice (the file, then its directory),
-    so writes that take turns one by one spend their time in that queue. Instead the thread whose
-    turn it is takes, once it holds the file lock, every write queued by then (at most MAX_BATCH),
-    in the order they came; it applies each to the graph the ones before it made and saves once.
-    The others wait on `changed`, which is notified when a turn ends (their writes are done or the
-    turn is free), and poll at POLL_INTERVAL for their abandon event and deadline while not taken."""
-
-    def __init__(self) -> None:
-        self.changed = threading.Condition(threading.Lock())
-        self.queue: deque[_Queued] = deque()
-        self.leading = False
-        """A thread holds the turn (it waits for the file lock, or does a batch)."""
-        self.saves = 0
-        """Saves made, for diagnostics (GraphStore.saves); written under the store's _loading lock."""
-
-    def take_batch(self, abandoned: Callable[[], BaseException]) -> list[_Queued]:
-        """The queued writes still wanted, oldest first; an abandoned one gets `abandoned()` instead."""
-        batch: list[_Queued] = []
-        with self.changed:
-            while self.queue and len(batch) < MAX_BATCH:
-                queued = self.queue.popleft()
-                if queued.abandon is not None and queued.abandon.is_set():
-                    queued.error = abandoned()
-                    continue
-                queued.taken = True
-                batch.append(queued)
-        return batch
-
-    def join(self, queued: _Queued) -> None:
-        with self.changed:
-            self.queue.append(queued)
-
-    def forget(self, queued: _Queued) -> None:
-        with self.changed, suppress(ValueError):
-            self.queue.remove(queued)
-
-    def end_turn(self) -> None:
-        with self.changed:
-            self.leading = False
-            self.changed.notify_all()
+class _Declined(Exception):
+    """The cache cannot give this answer: the next source does."""

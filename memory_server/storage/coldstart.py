@@ -1,0 +1,329 @@
+"""The first answers of a new process, and the cache kept for the next one.
+
+A new process (clients start one per chat) has no graph yet. :class:`ColdStart` decides, at the
+first read, whether the cache beside the file (index_cache.py) answers while the graph is loaded
+in the background; :class:`CacheKeeper` makes the cache again once the memory is quiet, and when
+the store closes.
+
+States of a ColdStart, each changed only by the method named::
+
+    NEW --look_ahead()--> LOOKING --first read (decide)--> COLD --warmed()--> WARM --ranked()--> HOT
+      \\______________________ first read, no usable cache ______________________________/^
+    COLD, WARM --failed() (a check failed, the file changed)--------------------------------/
+
+    NEW      nothing read yet.
+    LOOKING  a worker reads and hashes the file and opens the cache (while the server imports).
+    COLD     the cache matched the file's bytes: it answers every read; once the first answer is
+             worked out, a worker loads the graph.
+    WARM     the graph and its word index answer; the cache still ranks searches by words until
+             the graph's ranking index is made.
+    HOT      the graph answers everything; the cache is let go.
+
+Guarantees (tests/test_index_cache.py, tests/test_store_cache.py):
+
+S1. The cache answers only in COLD and WARM, and only while the file's stat signature is the one
+    of the bytes it was checked against (index_cache C1, C2); a cache that fails a check while
+    answering (C3) is let go at once (HOT), and the graph answers that read.
+S2. The file is read once for a first start: the bytes read and hashed for the cache are the
+    bytes the graph is loaded from (when the file still has that signature).
+S3. The work of a first start runs on the store's one executor, and ends when the store closes.
+    The keeper's quiet wait is one timer at a time (a daemon thread, so that a process ending
+    without close() is not held up), cancelled and joined by close().
+K1. The cache is made again, off the request path, once the memory has had no call for
+    QUIET seconds after its file changed; a busy stretch costs one build, after it.
+K2. When the store closes and the cache does not match the file (a write came since, or the file
+    was never cached), it is made then, within CLOSE_BUDGET seconds of work: a chat closed just
+    after a write leaves the next process its cache.
+K3. A save removes the cache before it is acknowledged, and no build begun before the save lands
+    after it (index_cache C5): the keeper's guard and generation.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Final
+
+from ..model.graph import Graph
+from . import index_cache
+from .files import Signature, read_file, stat_signature
+
+log = logging.getLogger(__name__)
+
+QUIET: Final = 2.0
+"""Seconds without a call before the cache is made again, so that the work never competes with answers."""
+FIRST_LOOK_WAIT: Final = 30.0
+"""Seconds the first read waits for the look ahead (a slow disk) before doing the work itself."""
+CLOSE_BUDGET: Final = 4.0
+"""Seconds of work the cache may take when the store closes (K2): a larger memory's build is
+skipped then (the next process builds it once its memory is quiet)."""
+BUILD_RATE: Final = 40e6
+"""Bytes of memory file a cache build handles per second, at least (measured: 57 MB in 0.9 s with
+the ranking's index made, 2.2 s without), for K2's estimate."""
+
+
+class State(enum.Enum):
+    NEW = "new"
+    LOOKING = "looking ahead"
+    COLD = "cold"
+    WARM = "warm"
+    HOT = "hot"
+
+
+class FileBytes:
+    """The memory file's bytes as read once, their stat signature and digest."""
+
+    __slots__ = ("data", "digest", "signature")
+
+    def __init__(self, data: bytes, signature: Signature, digest: str) -> None:
+        self.data = data
+        self.signature = signature
+        self.digest = digest
+
+    @classmethod
+    def read(cls, file: Path) -> FileBytes | None:
+        """None when unreadable: the graph answers, and its load reports why."""
+        try:
+            data, signature = read_file(file)
+        except OSError:
+            return None
+        return cls(data, signature, index_cache.digest_of(data))
+
+
+class ColdStart:
+    """The first start of one store: see the module docstring for the states."""
+
+    def __init__(self, file: Path, executor: Executor, warm_up: Callable[[FileBytes], None]) -> None:
+        self._file = file
+        self._executor = executor
+        self._warm_up = warm_up
+        """Loads the graph from these bytes and makes its word index (the store's); then warmed()."""
+        self._lock = threading.Lock()
+        self.state = State.NEW
+        self._looking: Future[tuple[FileBytes | None, index_cache.ColdIndex | None]] | None = None
+        self._cold: index_cache.ColdIndex | None = None
+        self._checked: Signature = None
+        self._read: FileBytes | None = None
+        self._warming: FileBytes | None = None
+        self.answered = 0
+        """How many answers the cache gave."""
+
+    def look_ahead(self) -> Future[tuple[FileBytes | None, index_cache.ColdIndex | None]] | None:
+        """NEW -> LOOKING: what the first read will need, read in a worker. Called while the
+        server is still starting (a client waits for its first answer): the reading and hashing
+        let go of the interpreter, so they overlap the imports."""
+        with self._lock:
+            if self.state is not State.NEW:
+                return None
+            self.state = State.LOOKING
+            self._looking = self._executor.submit(self._look)
+            return self._looking
+
+    def _look(self) -> tuple[FileBytes | None, index_cache.ColdIndex | None]:
+        read = FileBytes.read(self._file)
+        if read is None or not index_cache.worth_caching(read.signature):
+            return read, None
+        return read, index_cache.ColdIndex.open(self._file, read.data, read.digest)
+
+    def cache(self, *, words: bool = False) -> index_cache.ColdIndex | None:
+        """The cache to answer from (S1), or None: the graph answers. `words`: for a search by
+        words, which the cache also answers in WARM. The first call decides (COLD or HOT)."""
+        if self.state is State.HOT:
+            return None
+        with self._lock:
+            if self.state in (State.NEW, State.LOOKING):
+                self._decide()
+            if self.state is State.COLD or (words and self.state is State.WARM):
+                try:
+                    if stat_signature(self._file) == self._checked:
+                        return self._cold
+                except OSError:
+                    pass
+                self._let_go()
+        return None
+
+    def _decide(self) -> None:
+        looked = None
+        if self._looking is not None:
+            with suppress(Exception):  # only time is lost: this read does it all again
+                looked = self._looking.result(FIRST_LOOK_WAIT)
+            self._looking = None
+        read, cold = looked if looked is not None else (None, None)
+        try:
+            if read is None or stat_signature(self._file) != read.signature:
+                read, cold = self._look()
+        except OSError:
+            read, cold = None, None
+        if read is not None and cold is not None:
+            self.state, self._cold, self._checked = State.COLD, cold, read.signature
+            self._warming = read  # loaded once the first answer is worked out (start_warm_up)
+            return
+        self.state = State.HOT
+        self._read = read  # the graph answers: loaded from these bytes (S2)
+
+    def start_warm_up(self) -> None:
+        """After the first read in COLD has its answer: the graph loaded by a worker from the bytes
+        the cache was checked against (the answer did not share the interpreter with the load)."""
+        with self._lock:
+            read, self._warming = self._warming, None
+        if read is not None:
+            with suppress(RuntimeError):  # closed: the graph is loaded when a read needs it
+                self._executor.submit(self._warm_up, read)
+
+    def take_read(self) -> FileBytes | None:
+        """The bytes the first read took (S2), once; None when there are none."""
+        with self._lock:
+            read, self._read = self._read, None
+        return read
+
+    def warmed(self) -> None:
+        """COLD -> WARM: the graph and its word index answer from now on."""
+        with self._lock:
+            if self.state is State.COLD:
+                self.state = State.WARM
+
+    def ranked(self) -> None:
+        """-> HOT: the graph's ranking index is made."""
+        with self._lock:
+            self._let_go()
+
+    def failed(self, error: Exception) -> None:
+        """-> HOT: the cache failed a check (S1)."""
+        log.warning("The index cache %s could not answer (%r); answering from the memory file.",
+                    index_cache.cache_path(self._file), error)
+        with self._lock:
+            self._let_go()
+
+    def _let_go(self) -> None:
+        self.state = State.HOT
+        cold, self._cold = self._cold, None
+        if cold is not None:
+            cold.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._let_go()
+            looking, self._looking = self._looking, None
+        if looking is not None:
+            looking.cancel()
+
+
+class CacheKeeper:
+    """Makes the cache of the graph the store holds, when the memory is quiet and at close (K1-K3).
+
+    `current` gives the store's graph and the stat signature of the file it was read from or
+    saved as (None: no graph yet); `ranked` gives that graph with its ranking index made."""
+
+    def __init__(self, file: Path, executor: Executor, closing: threading.Event,
+                 current: Callable[[], tuple[Graph, Signature] | None], ranked: Callable[[], Graph]) -> None:
+        self._file = file
+        self._executor = executor
+        self._closing = closing
+        self._current = current
+        self._ranked = ranked
+        self._lock = threading.Lock()
+        self._guard = threading.Lock()
+        self._generation = 0
+        self._last_call = 0.0
+        self._timer: threading.Timer | None = None
+        self._matched: Signature = None
+        """The file's signature when the cache was last seen to match it (no build needed)."""
+
+    def touched(self) -> None:
+        """A call: the memory is not quiet."""
+        self._last_call = time.monotonic()
+
+    def changed(self) -> None:
+        """The graph was loaded or saved: the cache is made again once the memory is quiet (K1)."""
+        with self._lock:
+            self._last_call = time.monotonic()
+            if self._timer is None and not self._closing.is_set():
+                self._start_timer(QUIET)
+
+    def _start_timer(self, delay: float) -> None:
+        # A timer, not a waiting worker: a process that ends without close() (a command) is not
+        # held up by it, and the executor's workers stay free for answers.
+        self._timer = threading.Timer(delay, self._when_quiet)
+        self._timer.name = f"memory-store[{self._file.name}]-quiet"
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _when_quiet(self) -> None:
+        with self._lock:
+            left = self._last_call + QUIET - time.monotonic()
+            if self._closing.is_set():
+                self._timer = None
+                return  # close() makes it (K2)
+            if left > 0:
+                self._start_timer(left)
+                return
+            self._timer = None
+        try:
+            self._executor.submit(self.refresh)
+        except RuntimeError:  # shut down meanwhile: close() made it
+            pass
+
+    def close(self) -> None:
+        """Stops waiting for quiet; the caller then makes the cache itself (K2)."""
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+            if timer is not threading.current_thread():
+                timer.join()
+
+    def removed(self) -> None:
+        """A save is about to be acknowledged: the cache and any build in progress go (K3)."""
+        with self._guard:
+            self._generation += 1
+            self._matched = None
+            index_cache.remove(self._file)
+
+    def refresh(self, budget: float | None = None) -> bool:
+        """Makes the cache unless it matches the file already; True when one was made. `budget`:
+        seconds of work allowed, skipped when the file is too large for them (K2)."""
+        current = self._current()
+        if current is None or not index_cache.worth_caching(current[1]):
+            return False
+        graph, signature = current
+        if signature == self._matched:
+            return False
+        if budget is not None and signature is not None and signature[1] / BUILD_RATE > budget:
+            return False
+        generation = self._generation
+        try:
+            data, read_signature = read_file(self._file)
+            if read_signature != signature:
+                return False  # changed meanwhile: its load schedules the next build
+            digest = index_cache.digest_of(data)
+            if index_cache.is_current(self._file, data, digest):
+                self._matched = signature
+                return False  # another process made it already
+            if graph.terms is None:
+                graph = self._ranked()
+            made = index_cache.build(self._file, graph, data, digest, lambda: self._wanted(generation, signature))
+            if made and stat_signature(self._file) != signature:
+                # Another process saved meanwhile (and removed the cache): this one goes too.
+                index_cache.remove(self._file)
+                return False
+            if made:
+                self._matched = signature
+            return made
+        except Exception as error:  # the cache only saves time; the file is what counts
+            log.warning("The index cache %s could not be made (%r).", index_cache.cache_path(self._file), error)
+            return False
+
+    @contextmanager
+    def _wanted(self, generation: int, signature: Signature) -> Iterator[bool]:
+        with self._guard:
+            try:
+                current = stat_signature(self._file) == signature
+            except OSError:
+                current = False
+            yield current and generation == self._generation

@@ -1,0 +1,185 @@
+"""The store's life and its cache across processes: coldstart.py (S1-S3, K1-K3) and the store's
+G5 (one executor, ended by close)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
+
+from memory_server.model import graph as rules
+from memory_server.model.records import decode_file
+from memory_server.storage import index_cache
+from memory_server.storage.store import GraphStore, State
+
+WAIT = 60.0
+
+
+def entity(name: str, *observations: str) -> dict[str, Any]:
+    return {"name": name, "entityType": "person", "observations": list(observations)}
+
+
+def fresh_cache(memory: Path) -> bool:
+    data = memory.read_bytes()
+    return index_cache.is_current(memory, data, index_cache.digest_of(data))
+
+
+def large_memory(memory: Path) -> None:
+    """A memory worth a cache, written by a store closed at once (which leaves its cache: K2)."""
+    with GraphStore(memory) as store:
+        store.create_entities([entity(f"person {n}", f"Observation about person {n}: enjoys tea and chess " * 3,
+                                      "Mentioned the Zephyr initiative" if n % 100 == 0 else "Plays the cello")
+                               for n in range(4500)])
+    assert memory.stat().st_size >= index_cache.WORTH_CACHING
+
+
+def store_threads(memory: Path) -> list[threading.Thread]:
+    """The threads of the stores of `memory` (named after its file)."""
+    return [thread for thread in threading.enumerate() if thread.name.startswith(f"memory-store[{memory.name}]")]
+
+
+def test_k2_a_store_closed_right_after_a_write_leaves_a_cache_that_matches_the_file(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    large_memory(memory)
+    assert fresh_cache(memory)
+    with GraphStore(memory) as store:
+        store.add_observations([{"entityName": "person 7", "contents": ["a zephyr fan"]}])
+        assert not index_cache.cache_path(memory).exists()  # K3: removed before the answer
+    assert fresh_cache(memory)
+    with GraphStore(memory) as store:
+        found = store.search_nodes("zephyr fan")
+        assert store.cache_answers == 1 and store.cold_state in (State.COLD, State.WARM, State.HOT)
+        assert [item["name"] for item in found["entities"]] == ["person 7"]
+
+
+def test_g5_close_ends_every_thread_of_the_store(tmp_path: Path) -> None:
+    memory = tmp_path / "g5-memory.jsonl"
+    large_memory(memory)
+    before = set(store_threads(memory))
+    store = GraphStore(memory)
+    store.look_ahead()
+    store.search_nodes("zephyr")  # COLD: a worker loads the graph
+    store.create_entities([entity("Quinn")])  # a quiet wait for the cache, the comparison of a save
+    assert set(store_threads(memory)) - before
+    store.close()
+    assert set(store_threads(memory)) - before == set()
+    # Still usable, in the calling thread.
+    assert store.open_nodes(["Quinn"])["entities"] == [entity("Quinn")]
+    assert store.create_entities([entity("Rae")]).changed
+
+
+def test_s1_the_states_of_a_first_start(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    large_memory(memory)
+    with GraphStore(memory) as store:
+        assert store.cold_state is State.NEW
+        looking = store.look_ahead()
+        assert looking is not None and store.cold_state is State.LOOKING
+        assert store.look_ahead() is None  # once
+        looking.result(WAIT)
+        store.open_nodes(["person 1"])
+        assert store.cache_answers == 1 and store.cold_state in (State.COLD, State.WARM)
+    index_cache.remove(memory)
+    with GraphStore(memory) as store:
+        store.open_nodes(["person 1"])
+        assert store.cache_answers == 0 and store.cold_state is State.HOT
+
+
+def test_s1_a_cache_is_let_go_when_the_file_changes(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    large_memory(memory)
+    with GraphStore(memory) as reader:
+        assert reader.open_nodes(["person 1"])["entities"]
+        assert reader.cache_answers == 1
+        with GraphStore(memory) as writer:
+            writer.add_observations([{"entityName": "person 1", "contents": ["changed by another"]}])
+        assert reader.open_nodes(["person 1"])["entities"][0]["observations"][-1] == "changed by another"
+        # The cache would still rank searches by words (WARM), but not for a file that changed.
+        assert "person 1" in [item["name"] for item in reader.search_nodes("who was changed by another")["entities"]]
+        assert reader.cache_answers == 1 and reader.cold_state is State.HOT
+
+
+def test_c5_a_build_whose_file_was_removed_by_a_save_does_not_land(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    large_memory(memory)
+    index_cache.remove(memory)
+    data = memory.read_bytes()
+    graph = rules.graph_from_lines(decode_file(data))
+    entered = 0
+
+    class Guard:
+        def __enter__(self) -> bool:
+            nonlocal entered
+            entered += 1
+            if entered == 2:  # the build's file is written: a save removes it before the rename
+                index_cache.remove(memory)
+            return True
+
+        def __exit__(self, *exc_info: object) -> None:
+            pass
+
+    assert not index_cache.build(memory, graph, data, index_cache.digest_of(data), Guard)
+    assert entered == 2
+    assert [path.name for path in tmp_path.iterdir()] == ["memory.jsonl"]
+
+
+def served(memory: Path, stop: str) -> None:
+    """A server that makes one write and is stopped at once: by end of input, or by SIGTERM
+    once the write is answered."""
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "add_observations",
+                    "arguments": {"observations": [{"entityName": "person 3", "contents": ["closed at once"]}]}}},
+    ]
+    environment = {"MEMORY_FILE_PATH": str(memory), "PATH": "/usr/bin:/bin",
+                   "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    process = subprocess.Popen([sys.executable, "-m", "memory_server"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, cwd=memory.parent)
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(b"".join(msg_line(message) for message in requests))
+    process.stdin.flush()
+    if stop == "end of input":
+        process.stdin.close()
+    else:
+        while b'"id":2' not in process.stdout.readline():
+            pass
+        process.send_signal(signal.SIGTERM)
+    assert process.wait(WAIT) == 0, process.stderr.read() if process.stderr is not None else ""
+    if not process.stdin.closed:
+        process.stdin.close()
+    process.stdout.close()
+    if process.stderr is not None:
+        process.stderr.close()
+
+
+def msg_line(message: dict[str, Any]) -> bytes:
+    import json
+
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+@pytest.mark.parametrize("stop", ["end of input", "SIGTERM"])
+def test_k2_a_server_stopped_right_after_a_write_leaves_the_next_start_its_cache(tmp_path: Path, stop: str) -> None:
+    memory = tmp_path / "memory.jsonl"
+    large_memory(memory)
+    served(memory, stop)
+    assert b"closed at once" in memory.read_bytes()
+    assert fresh_cache(memory)
+    # Nothing of the cache's but the cache (the previous version kept by files.py, if any, is not its).
+    assert sorted(path.name for path in tmp_path.iterdir() if not path.name.endswith(".spare")) == [
+        "memory.jsonl", "memory.jsonl.index"]
+
+
+def test_library_modules_leave_logging_to_the_command_line() -> None:
+    program = ("import logging, memory_server.app, memory_server.storage.store, memory_server.tools\n"
+               "assert logging.getLogger().handlers == [], logging.getLogger().handlers\n")
+    subprocess.run([sys.executable, "-c", program], check=True, timeout=WAIT)
