@@ -25,6 +25,7 @@ from ..storage.paths import (
 )
 
 if TYPE_CHECKING:
+    from ..model.graph import Graph
     from .importer import Incoming
 
 # The modules that do a command's work are imported by its runner: serving (no command) is the
@@ -218,22 +219,27 @@ def run_check(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from ..model.graph import graph_from_lines
     from ..model.records import decode_file
-    from .export import EXPORTERS, ExportView
 
     path, data, _ = read_memory(args)
-    graph = graph_from_lines(decode_file(data))
-    total = len(graph.entities) + len(graph.relations)
-    progress = Progress(f"export {args.format}", total)
+    return export_graph(args, graph_from_lines(decode_file(data)), str(path), path.name, path)
+
+
+def export_graph(args: argparse.Namespace, graph: Graph, where: str, name: str, memory_path: Path | None) -> int:
+    """The export of `graph` (from `where`, titled after `name`) to stdout or --output, which must
+    not be `memory_path` itself: the part of export a file and a database share."""
+    from .export import EXPORTERS, ExportView
+
+    progress = Progress(f"export {args.format}", len(graph.entities) + len(graph.relations))
     progress.say(f"{_count(len(graph.entities), 'entity', 'entities')} and "
-                 f"{_count(len(graph.relations), 'relation', 'relations')} from {path}")
-    view = ExportView.of(graph, title=f"Memory: {path.name}", tick=progress.tick)
+                 f"{_count(len(graph.relations), 'relation', 'relations')} from {where}")
+    view = ExportView.of(graph, title=f"Memory: {name}", tick=progress.tick)
     pieces = EXPORTERS[args.format](view)
     if args.output is None:
         _write_stream(pieces, sys.stdout.buffer)
         return 0
     target = Path(os.path.abspath(os.path.expanduser(args.output)))
     with suppress(OSError):
-        if os.path.samefile(target, path):
+        if memory_path is not None and os.path.samefile(target, memory_path):
             raise CommandError(f"{target} is the memory file itself; export to another file")
     _write_file(pieces, target, args.mode)
     print(f"Wrote {target} ({args.format}): {_count(len(graph.entities), 'entity', 'entities')}, "
@@ -316,7 +322,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def _merge_preview(target: Path, incoming: Incoming) -> dict[str, Any]:
-    from ..model.graph import Graph, graph_from_lines, merge_graph
+    from ..model.graph import graph_from_lines, merge_graph
     from ..model.records import decode_file
 
     try:

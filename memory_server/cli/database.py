@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..storage.choice import Database, StoreChoiceError, database_from, open_database
-from .commands import CommandError, Progress, _count, _write_file, _write_stream, read_bytes
+from .commands import CommandError, Progress, export_graph, read_bytes
 
 if TYPE_CHECKING:
     from ..storage.postgres import PostgresStore
@@ -69,22 +68,7 @@ def _check(args: argparse.Namespace, store: PostgresStore) -> int:
 
 
 def _export(args: argparse.Namespace, store: PostgresStore) -> int:
-    from .export import EXPORTERS, ExportView
-
-    graph = store.graph()
-    progress = Progress(f"export {args.format}", len(graph.entities) + len(graph.relations))
-    progress.say(f"{_count(len(graph.entities), 'entity', 'entities')} and "
-                 f"{_count(len(graph.relations), 'relation', 'relations')} from {store.where}")
-    view = ExportView.of(graph, title=f"Memory: {store.memory}", tick=progress.tick)
-    pieces = EXPORTERS[args.format](view)
-    if args.output is None:
-        _write_stream(pieces, sys.stdout.buffer)
-        return 0
-    target = Path(os.path.abspath(os.path.expanduser(args.output)))
-    _write_file(pieces, target, args.mode)
-    print(f"Wrote {target} ({args.format}): {_count(len(graph.entities), 'entity', 'entities')}, "
-          f"{_count(len(graph.relations), 'relation', 'relations')}.")
-    return 0
+    return export_graph(args, store.graph(), store.where, store.memory, None)
 
 
 def _import(args: argparse.Namespace, store: PostgresStore) -> int:
