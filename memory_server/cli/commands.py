@@ -286,9 +286,10 @@ def _write_file(pieces: Iterable[str], target: Path, mode: int = PRIVATE_EXPORT)
 # --------------------------------------------------------------------------------------------
 
 
-def run_import(args: argparse.Namespace) -> int:
-    from ..model.graph import GraphError
-    from .importer import ImportFormatError, describe_merge, parse_import, summary, total_items
+def read_import(args: argparse.Namespace) -> tuple[Path, Incoming, Progress]:
+    """The file to import, read and parsed, with the progress of its import: the part of import a
+    file and a database share."""
+    from .importer import ImportFormatError, parse_import, summary, total_items
 
     source = Path(os.path.expanduser(args.source))
     data, _ = read_bytes(source, "file to import")
@@ -298,6 +299,14 @@ def run_import(args: argparse.Namespace) -> int:
         raise CommandError(f"{source} is not a memory to import: {error}") from None
     progress = Progress("import", total_items(incoming))
     progress.say(f"read {summary(incoming)} from {source}")
+    return source, incoming, progress
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from ..model.graph import GraphError
+    from .importer import describe_merge, summary
+
+    source, incoming, progress = read_import(args)
     target = memory_file(args, for_writing=not args.dry_run)
     try:
         if args.dry_run:

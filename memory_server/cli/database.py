@@ -7,11 +7,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..storage.choice import Database, StoreChoiceError, database_from, open_database
-from .commands import CommandError, Progress, export_graph, read_bytes
+from .commands import CommandError, export_graph, read_import
 
 if TYPE_CHECKING:
     from ..storage.postgres import PostgresStore
@@ -73,16 +72,9 @@ def _export(args: argparse.Namespace, store: PostgresStore) -> int:
 
 def _import(args: argparse.Namespace, store: PostgresStore) -> int:
     from ..model.graph import merge_graph
-    from .importer import ImportFormatError, describe_merge, parse_import, summary, total_items
+    from .importer import describe_merge, summary
 
-    source = Path(os.path.expanduser(args.source))
-    data, _ = read_bytes(source, "file to import")
-    try:
-        incoming = parse_import(data)
-    except ImportFormatError as error:
-        raise CommandError(f"{source} is not a memory to import: {error}") from None
-    progress = Progress("import", total_items(incoming))
-    progress.say(f"read {summary(incoming)} from {source}")
+    source, incoming, progress = read_import(args)
     value: dict[str, Any]
     if args.dry_run:
         value = merge_graph(store.graph(), incoming.entities, incoming.relations).value
