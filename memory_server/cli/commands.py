@@ -23,6 +23,7 @@ from ..storage.paths import (
     memory_path_for_reading,
     resolve_memory_path,
 )
+from .text import counted
 
 if TYPE_CHECKING:
     from ..model.graph import Graph
@@ -133,13 +134,10 @@ def _is_terminal(stream: IO[str]) -> bool:
         return False
 
 
-def _count(count: int, singular: str, many: str) -> str:
-    return f"{count:,} {singular if count == 1 else many}"
-
 
 def human_size(size: int) -> str:
     if size < 1024:
-        return _count(size, "byte", "bytes")
+        return counted(size, "byte", "bytes")
     value = float(size)
     for unit in ("KB", "MB", "GB", "TB"):
         value /= 1024
@@ -200,12 +198,12 @@ def run_check(args: argparse.Namespace) -> int:
     lines = numbered_lines(data)
     findings = check(lines)
     graph = graph_from_lines(line for _, line in lines)
-    contents = (f"{_count(len(lines), 'line', 'lines')}: {_count(len(graph.entities), 'entity', 'entities')}, "
-                f"{_count(len(graph.relations), 'relation', 'relations')}")
+    contents = (f"{counted(len(lines), 'line', 'lines')}: {counted(len(graph.entities), 'entity', 'entities')}, "
+                f"{counted(len(graph.relations), 'relation', 'relations')}")
     if not findings:
         print(f"{path}: {contents}; every line is usable. Nothing to do.")
         return 0
-    print(f"{path}: {contents}; {_count(len(findings), 'line needs', 'lines need')} attention:")
+    print(f"{path}: {contents}; {counted(len(findings), 'line needs', 'lines need')} attention:")
     for finding in findings:
         print(f"  line {finding.line}: {finding.kind}: {finding.message}")
     return 1
@@ -230,8 +228,8 @@ def export_graph(args: argparse.Namespace, graph: Graph, where: str, name: str, 
     from .export import EXPORTERS, ExportView
 
     progress = Progress(f"export {args.format}", len(graph.entities) + len(graph.relations))
-    progress.say(f"{_count(len(graph.entities), 'entity', 'entities')} and "
-                 f"{_count(len(graph.relations), 'relation', 'relations')} from {where}")
+    progress.say(f"{counted(len(graph.entities), 'entity', 'entities')} and "
+                 f"{counted(len(graph.relations), 'relation', 'relations')} from {where}")
     view = ExportView.of(graph, title=f"Memory: {name}", tick=progress.tick)
     pieces = EXPORTERS[args.format](view)
     if args.output is None:
@@ -242,8 +240,8 @@ def export_graph(args: argparse.Namespace, graph: Graph, where: str, name: str, 
         if memory_path is not None and os.path.samefile(target, memory_path):
             raise CommandError(f"{target} is the memory file itself; export to another file")
     _write_file(pieces, target, args.mode)
-    print(f"Wrote {target} ({args.format}): {_count(len(graph.entities), 'entity', 'entities')}, "
-          f"{_count(len(graph.relations), 'relation', 'relations')}.")
+    print(f"Wrote {target} ({args.format}): {counted(len(graph.entities), 'entity', 'entities')}, "
+          f"{counted(len(graph.relations), 'relation', 'relations')}.")
     return 0
 
 

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from ..model import dates
 from ..model.records import RelationRecord, encode_line
+from .text import counted
 from .view import ExportView, entity_record, observation_dates
 
 Exporter = Callable[[ExportView], Iterator[str]]
@@ -228,8 +229,8 @@ def to_markdown(view: ExportView) -> Iterator[str]:
             touching[relation["to"]].append(relation)
     observations = sum(len(entity["observations"]) for entity in view.entities)
     yield (f"# {markdown_text(view.title)}\n\n"
-           f"{_count(len(view.entities), 'entity', 'entities')}, {_count(len(view.relations), 'relation', 'relations')}, "
-           f"{_count(observations, 'observation', 'observations')}.\n")
+           f"{counted(len(view.entities), 'entity', 'entities')}, {counted(len(view.relations), 'relation', 'relations')}, "
+           f"{counted(observations, 'observation', 'observations')}.\n")
     for entity in view.entities:
         yield f"\n## {_one_line(entity['name'])}\n\nType: {_one_line(entity['entityType'])}\n"
         if when := entity_dates(entity):
@@ -258,9 +259,6 @@ def _sentence(relation: Mapping[str, Any]) -> str:
     return (f"{markdown_text(relation['from'], '  ')} *{markdown_text(relation['relationType'], '  ')}* "
             f"{markdown_text(relation['to'], '  ')}")
 
-
-def _count(count: int, singular: str, many: str) -> str:
-    return f"{count:,} {singular if count == 1 else many}"
 
 
 # --------------------------------------------------------------------------------------------

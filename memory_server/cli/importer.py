@@ -18,10 +18,10 @@ from typing import Any, Final
 import msgspec
 
 from ..model.graph import IncomingEntity, IncomingRelation
-from ..model.records import DATE_KEYS, EntityRecord, Extended, Opaque, Rejected, RelationRecord
+from ..model.records import BOM, DATE_KEYS, EntityRecord, Extended, Opaque, Rejected, RelationRecord
 from .inspection import numbered_lines, why_unusable
+from .text import counted
 
-_BOM: Final = b"\xef\xbb\xbf"
 SHAPES: Final = {"jsonl": "one record per line", "json": "one graph object"}
 
 
@@ -41,7 +41,7 @@ class Incoming:
 
 def parse_import(data: bytes) -> Incoming:
     """ImportFormatError when the file holds nothing this command can read."""
-    text = data.removeprefix(_BOM).strip()
+    text = data.removeprefix(BOM).strip()
     if text.startswith(b"{"):
         try:
             whole = json.loads(text)
@@ -115,9 +115,6 @@ def _fits(item: Any, fields: Mapping[str, type]) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-def _count(count: int, singular: str, many: str) -> str:
-    return f"{count:,} {singular if count == 1 else many}"
-
 
 def describe_merge(value: Mapping[str, Any], incoming: Incoming, *, dry_run: bool, listed: int = 20) -> list[str]:
     """The merge's report for a person; at most `listed` names per kind of left-out item."""
@@ -126,12 +123,12 @@ def describe_merge(value: Mapping[str, Any], incoming: Incoming, *, dry_run: boo
     relations = value["createdRelations"]
     verb = ("would create", "would add") if dry_run else ("created", "added")
     lines = [
-        f"{verb[0]} {_count(len(created), 'entity', 'entities')}",
-        f"{verb[1]} {_count(added, 'observation', 'observations')} to "
-        f"{_count(len(grown), 'existing entity', 'existing entities')}",
-        f"{verb[0]} {_count(len(relations), 'relation', 'relations')}",
-        f"already there: {_count(value['unchangedEntities'], 'entity', 'entities')} with nothing new, "
-        f"{_count(value['presentRelations'], 'relation', 'relations')}",
+        f"{verb[0]} {counted(len(created), 'entity', 'entities')}",
+        f"{verb[1]} {counted(added, 'observation', 'observations')} to "
+        f"{counted(len(grown), 'existing entity', 'existing entities')}",
+        f"{verb[0]} {counted(len(relations), 'relation', 'relations')}",
+        f"already there: {counted(value['unchangedEntities'], 'entity', 'entities')} with nothing new, "
+        f"{counted(value['presentRelations'], 'relation', 'relations')}",
     ]
     left_out = [f"relation {item['from']!r} -{item['relationType']}-> {item['to']!r}: no entity "
                 + " and ".join(repr(name) for name in item["missing"])
@@ -148,8 +145,8 @@ def describe_merge(value: Mapping[str, Any], incoming: Incoming, *, dry_run: boo
 
 
 def summary(incoming: Incoming) -> str:
-    return (f"{_count(len(incoming.entities), 'entity', 'entities')} and "
-            f"{_count(len(incoming.relations), 'relation', 'relations')}, {SHAPES[incoming.shape]}")
+    return (f"{counted(len(incoming.entities), 'entity', 'entities')} and "
+            f"{counted(len(incoming.relations), 'relation', 'relations')}, {SHAPES[incoming.shape]}")
 
 
 def total_items(incoming: Incoming) -> int:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..model import dates
-from ..model.graph import Graph, graph_from_lines
+from ..model.graph import Graph
 from ..model.records import (
+    BOM,
     EntityRecord,
     Extended,
     Line,
@@ -26,7 +27,6 @@ from ..model.records import (
     decode_line,
 )
 
-_BOM: Final = b"\xef\xbb\xbf"
 MOST_CONNECTED: Final = 10
 TYPES_LISTED: Final = 25
 """Entity or relation types that stats lists, the most common first; the rest are summed up."""
@@ -34,12 +34,9 @@ TYPES_LISTED: Final = 25
 
 def numbered_lines(data: bytes) -> list[tuple[int, Line]]:
     """Every non-blank line of a memory file with its line number (1-based), classified as the server does."""
-    data = data.removeprefix(_BOM)
+    data = data.removeprefix(BOM)
     return [(number, decode_line(line, number)) for number, line in enumerate(data.split(b"\n"), 1) if line.strip()]
 
-
-def graph_of(lines: Iterable[tuple[int, Line]]) -> Graph:
-    return graph_from_lines(line for _, line in lines)
 
 
 # --------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Final, NamedTuple, Protocol
 
-FIELD_SEPARATOR: Final = "\x00"
+from .search import FIELD_SEPARATOR
 
 NAME_WEIGHT: Final = 3
 TYPE_WEIGHT: Final = 2

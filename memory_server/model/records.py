@@ -96,7 +96,8 @@ ENTITY_KEYS: Final = frozenset({"type", "name", "entityType", "observations"})
 DATE_KEYS: Final = ("createdAt", "updatedAt", "recordedAt", "happenedOn")
 """The entity line's optional date fields, in the file's key order."""
 RELATION_KEYS: Final = frozenset({"type", "from", "to", "relationType"})
-_BOM: Final = b"\xef\xbb\xbf"
+BOM: Final = b"\xef\xbb\xbf"
+"""The byte order mark editors on Windows like to start a file with; it is part of no record."""
 TOO_DEEP: Final = "JSON nested too deeply to read (arrays or objects about a thousand levels deep)"
 
 _strict = msgspec.json.Decoder(EntityRecord | RelationRecord)
@@ -112,7 +113,7 @@ _encoder = msgspec.json.Encoder()
 def decode_file(data: bytes) -> list[Line]:
     """Every line of a memory file, classified, in file order. Blank lines carry nothing and are skipped."""
     # Editors on Windows like to start a file with a byte order mark; it is not part of any record.
-    data = data.removeprefix(_BOM)
+    data = data.removeprefix(BOM)
     try:
         # A file this program or the reference wrote decodes in one call.
         return list(_strict.decode_lines(data))

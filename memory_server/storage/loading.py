@@ -19,12 +19,11 @@ from typing import Final
 
 from ..model import graph as rules
 from ..model.graph import Graph
-from ..model.records import Line, Rejected, decode_file
+from ..model.records import BOM, Line, Rejected, decode_file
 from .files import rejected_path_for
 
 PIECE: Final = 1 << 21
 """Bytes decoded in one call (L2): a few ms."""
-_BOM: Final = b"\xef\xbb\xbf"
 
 
 class _CollectorPause:
@@ -66,7 +65,7 @@ def _lines(data: bytes) -> list[Line]:
         end = data.find(b"\n", min(start + PIECE, len(data)))
         end = len(data) if end < 0 else end + 1
         piece = data[start:end]
-        if start and piece.startswith(_BOM):
+        if start and piece.startswith(BOM):
             return decode_file(data)  # a mark that only the first piece may drop
         decoded = decode_file(piece)
         if any(type(line) is Rejected for line in decoded):
