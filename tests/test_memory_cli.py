@@ -330,3 +330,16 @@ def test_the_readme_install_and_start_command_works_on_a_clean_copy(tmp_path: Pa
     assert exported.returncode == 0, exported.stderr
     html = page.read_text(encoding="utf-8")
     assert "Copyright (c) 2016-2026, The Cytoscape Consortium" in html and '"Loves Jazz"' in html
+
+    # the install carries the semantic extra: a search by meaning finds a fact that shares no word
+    dog = entity("Ann", "person", ["Has a border collie named Biscuit", "Works as a nurse"])
+    memory_file.write_text(record_line(entity_record(dog)), encoding="utf-8")
+    search = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                         "params": {"name": "search_nodes", "arguments": {"query": "dog"}}})
+    served = subprocess.run([str(clone / ".venv" / "bin" / "mcp-server-memory")], cwd=tmp_path,
+                            env={**environment, "MEMORY_FILE_PATH": str(memory_file)},
+                            input=request_line + json.dumps(notification("notifications/initialized")) + "\n" + search + "\n",
+                            capture_output=True, text=True, timeout=WAIT_SECONDS * 4)
+    answers = [json.loads(line) for line in served.stdout.splitlines()]
+    found = next(answer for answer in answers if answer.get("id") == 2)["result"]["structuredContent"]
+    assert found["entities"][0]["observations"][0] == "Has a border collie named Biscuit", found
