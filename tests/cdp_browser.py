@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-default-apps", "--mute-audio", "--hide-scrollbars", "--window-size=1400,900")
@@ -199,3 +201,11 @@ class Browser:
                 os.close(fd)
             except OSError:
                 pass
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    executable = install_chromium()
+    if executable is None:
+        pytest.skip("no Chromium here, and apt-get cannot install one (not root, or no apt)")
+    return executable

@@ -16,7 +16,7 @@ from typing import Any
 
 import example_memory
 import pytest
-from cdp_browser import Browser, install_chromium
+from cdp_browser import Browser, chromium  # noqa: F401  (a fixture)
 from conftest import WAIT_SECONDS
 from memory_helpers import entity, entity_record, record_line, relation, relation_record, server_environment
 
@@ -24,14 +24,6 @@ CONSOLE_SCRIPT = Path(sys.executable).with_name("mcp-server-memory")
 
 HOSTILE = "</script><script>alert(1)</script>"
 HOSTILE_OBSERVATION = "<img src=x onerror=alert(2)> & </SCRIPT > <!-- \u2028 end"
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    executable = install_chromium()
-    if executable is None:
-        pytest.skip("no Chromium here, and apt-get cannot install one (not root, or no apt)")
-    return executable
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from cdp_browser import Browser, install_chromium
+from cdp_browser import Browser, chromium  # noqa: F401  (a fixture)
 from conftest import WAIT_SECONDS, initialize
 from http_helpers import (
     ACCEPT,
@@ -49,14 +49,6 @@ def page_port() -> Iterator[int]:
     yield int(site.server_address[1])
     site.shutdown()
     site.server_close()
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    executable = install_chromium()
-    if executable is None:
-        pytest.skip("no Chromium here, and apt-get cannot install one (not root, or no apt)")
-    return executable
 
 
 @pytest.fixture
