@@ -1,11 +1,16 @@
-"""The order of an answer's facts (retrieval/answer.py, paging.FactOrder) against the straightforward
-one: a list with one (entity position, observation index) pair per fact, worked out entity by
-entity, as the answer was first written. FactOrder keeps runs of whole entities instead of a pair
+"""The order of an answer's facts (retrieval/answer.py, paging.FactOrder), and the ranking that
+makes it (index/ranking.py, retrieval/query.py), against the straightforward ways. The order: a
+list with one (entity position, observation index) pair per fact, worked out entity by entity,
+as the answer was first written. FactOrder keeps runs of whole entities instead of a pair
 per fact, and a limit cuts it run by run; the facts, their order, the entities and the relations
-an answer holds must be exactly those of the straightforward order, on generated memories."""
+an answer holds must be exactly those of the straightforward order, on generated memories; facts
+are scored, and entities found by words ordered, exactly as the straightforward code does."""
 
 from __future__ import annotations
 
+import heapq
+import math
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -184,3 +189,91 @@ def test_a_fact_order_reads_as_its_list_of_facts_and_a_limit_keeps_the_facts_of_
     entities = list(range(10 + len(runs)))
     expected_order, expected_entities = first_entities(listed, entities, limit)
     assert list(cut) == expected_order and kept == expected_entities
+
+
+# -- the ranking's fast paths against the straightforward ones ------------------------------------
+
+def straightforward_rank_facts(question: str, entities: list[tuple[str, str, list[str]]],
+                               ranker: ranking.FactRanker = ranking.FACTS) -> list[ranking.ScoredFact]:
+    """ranking.rank_facts as first written: the rarity of each term counted fact by fact."""
+    wanted = ranking.query_terms(question, question_words=True)
+    if not wanted:
+        return []
+    wanted_set = frozenset(wanted)
+    held: list[list[tuple[str, ...]]] = []
+    df: Counter[str] = Counter()
+    facts = length = 0
+    for _, _, observations in entities:
+        found = [ranking.fact_terms(observation) for observation in observations]
+        for fact in found:
+            df.update(wanted_set.intersection(fact))
+            length += len(fact)
+        facts += len(found)
+        held.append(found)
+    average = length / facts if facts else 1.0
+    count = max(facts, 1)
+    idf = {term: math.log(1.0 + (count - df[term] + 0.5) / (df[term] + 0.5)) for term in wanted}
+    whole = sum(idf.values()) or 1.0
+    k1, b = ranker.k1, ranker.b
+    scored: list[ranking.ScoredFact] = []
+    for position, ((name, entity_type, _), found) in enumerate(zip(entities, held, strict=True)):
+        context: dict[str, float] = {}
+        for term in wanted_set.intersection(ranking.terms(entity_type)):
+            context[term] = ranker.kind
+        for term in wanted_set.intersection(ranking.terms(name)):
+            context[term] = ranker.name
+        if not found:
+            if context:
+                score = sum(idf[term] * weight for term, weight in context.items())
+                scored.append((position, -1, score * (sum(idf[t] for t in context) / whole) ** ranker.coverage))
+            continue
+        for index, fact in enumerate(found):
+            hits = wanted_set.intersection(fact)
+            if not hits and not context:
+                continue
+            score = covered = 0.0
+            norm = k1 * (1.0 - b + b * len(fact) / average)
+            for term in hits:
+                tf = fact.count(term)
+                score += idf[term] * tf * (k1 + 1.0) / (tf + norm)
+                covered += idf[term]
+            for term, weight in context.items():
+                if term not in hits:
+                    score += idf[term] * weight
+                    covered += idf[term]
+            if ranker.coverage:
+                score *= (covered / whole) ** ranker.coverage
+            if not hits:
+                score *= ranker.context_only
+            elif ranker.proximity and len(hits) > 1:
+                score *= 1.0 + ranker.proximity * ranking.closeness(fact, hits)
+            scored.append((position, index, score))
+    scored.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
+    return scored
+
+
+@SETTINGS
+@given(memories(), st.sampled_from(QUESTIONS))
+def test_facts_are_scored_as_by_the_straightforward_count_of_rarity(
+        memory: tuple[list[dict[str, Any]], list[dict[str, Any]]], question: str) -> None:
+    given_entities = [(entity["name"], entity["entityType"], entity["observations"]) for entity in memory[0]]
+    assert ranking.rank_facts(question, given_entities) == straightforward_rank_facts(question, given_entities)
+
+
+@SETTINGS
+@given(memories(), st.sampled_from(QUESTIONS))
+def test_entities_found_by_words_come_by_score_then_in_graph_order(
+        memory: tuple[list[dict[str, Any]], list[dict[str, Any]]], question: str) -> None:
+    graph = rules.with_term_index(rules.create_entities(rules.EMPTY, memory[0]).graph)
+    assert graph.terms is not None
+    scores = ranking.rank(graph.terms, question, ranking.DEFAULT, lambda name: graph.entities[name].text)
+    expected = sorted((graph.entities[name] for name in scores), key=lambda node: (-scores[node.record.name], node.seq))
+    assert query.ranked_by_words(graph, question) == expected
+
+
+@SETTINGS
+@given(st.dictionaries(st.text(min_size=1, max_size=3), st.sampled_from([0.5, 1.0, 1.25, 2.0, 3.5]), max_size=40),
+       st.integers(1, 12))
+def test_the_items_reranked_are_the_best_by_score_then_name(scores: dict[str, float], count: int) -> None:
+    best = heapq.nlargest(count, scores.items(), key=lambda item: (item[1], item[0]))
+    assert heapq.nlargest(count, ranking._at_least(scores, count), key=lambda item: (item[1], item[0])) == best
