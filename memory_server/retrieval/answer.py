@@ -98,8 +98,9 @@ def shape(query: str, entities: Sequence[Any], relations: Sequence[Any], charact
           limit: int | None = None, nearest: Nearest | None = None,
           lookup: Callable[[str], Any | None] | None = None) -> Facts:
     """The answer to `query` from its matched entities (best first, as :func:`.query.matches` gives
-    them) and the relations touching them (each has an end among them). `nearest`: semantic candidates (see guarantee 3);
-    `lookup`: an entity's object by name, for a candidate that no word of the query matched."""
+    them) and the relations touching them (each with an end among them). `nearest`: semantic
+    candidates (see guarantee 3); `lookup`: an entity's object by name, for a candidate that no
+    word of the query matched."""
     entities = list(entities)
     words = not (entities and whole_query_matches(query, entities[0]))
     if not words:
@@ -183,9 +184,9 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
             indexes.append(index)
     # Entities not scored fact by fact (or reached by none of their facts): after the ranked ones,
     # in the word index's order, their observations as written (runs: no object per fact).
-    rest = list(itertools.filterfalse(by_entity.__contains__, range(len(entities))))
-    counts = list(map(len, map(_observations_of, map(entities.__getitem__, rest))))
-    return FactOrder(rest, None, counts, head=(positions, indexes))
+    unranked = list(itertools.filterfalse(by_entity.__contains__, range(len(entities))))
+    counts = list(map(len, map(_observations_of, map(entities.__getitem__, unranked))))
+    return FactOrder(unranked, None, counts, head=(positions, indexes))
 
 
 def _fused(scored: list[tuple[int, int, float]], entities: list[Any], query: str, nearest: Nearest,
