@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,14 @@ def large_memory(memory: Path) -> None:
                                       "Mentioned the Zephyr initiative" if n % 100 == 0 else "Plays the cello")
                                for n in range(4500)])
     assert memory.stat().st_size >= index_cache.WORTH_CACHING
+
+
+def wait_for(condition: Any, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
 
 
 def store_threads(memory: Path) -> list[threading.Thread]:
@@ -87,8 +96,16 @@ def test_s1_the_states_of_a_first_start(tmp_path: Path) -> None:
         assert store.cache_answers == 1 and store.cold_state in (State.COLD, State.WARM)
     index_cache.remove(memory)
     with GraphStore(memory) as store:
+        # No cache: the records answer (S4) while a worker makes the graph of them.
         store.open_nodes(["person 1"])
-        assert store.cache_answers == 0 and store.cold_state is State.HOT
+        assert store.cache_answers == 0 and store.record_answers == 1
+        assert store.cold_state in (State.COLD, State.HOT)
+        wait_for(lambda: store.cold_state is State.HOT, "the graph made of the records")
+        assert store.graph_in_memory is not None
+    memory.write_bytes(b'{"type":"entity","name":"small","entityType":"t","observations":[]}\n')
+    with GraphStore(memory) as store:
+        store.open_nodes(["small"])  # a small file: the graph at once
+        assert store.cache_answers == store.record_answers == 0 and store.cold_state is State.HOT
 
 
 def test_s1_a_cache_is_let_go_when_the_file_changes(tmp_path: Path) -> None:

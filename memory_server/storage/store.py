@@ -45,11 +45,11 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from ..model import graph as rules
 from ..model.graph import Change, Graph, GraphError, Node
-from ..model.records import Layout, file_layout, layout_pieces
+from ..model.records import Layout, Line, file_layout, layout_pieces
 from ..retrieval import query as retrieval
 from ..retrieval.paging import Facts
 from . import index_cache
-from .coldstart import CLOSE_BUDGET, CacheKeeper, ColdStart, FileBytes, State
+from .coldstart import CLOSE_BUDGET, CacheKeeper, ColdStart, FileBytes, FirstSource, State
 from .commit import MAX_BATCH, GroupCommit, Operation, WriteResult
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ from .files import (
     staged,
     stat_signature,
 )
-from .loading import describe_load, parse
+from .loading import describe_load, graph_of, parse
 from .lock import (
     LOCK_REFRESH_EVERY,
     LOCK_STALE_AFTER,
@@ -256,6 +256,11 @@ class GraphStore:
         return self._coldstart.answered
 
     @property
+    def record_answers(self) -> int:
+        """How many answers the file's records gave before the graph was made (coldstart S4), for diagnostics."""
+        return self._coldstart.answered_by_records
+
+    @property
     def graph_in_memory(self) -> Graph | None:
         """The graph this store holds now (maybe behind the file), for diagnostics."""
         snapshot = self._snapshot
@@ -272,7 +277,7 @@ class GraphStore:
         self._keeper.touched()
         if (cold := self._coldstart.cache()) is not None:
             with suppress(_Declined):
-                return self._from_cache(lambda: cold.read_graph())
+                return self._from_cache(lambda: cold.read_graph(), cold)
         return rules.read_graph(self._graph())
 
     def read_graph_for_pages(self, *, in_memory: bool = False) -> dict[str, Any]:
@@ -284,7 +289,7 @@ class GraphStore:
             return rules.read_graph_for_pages(self._graph_in_memory())
         if (cold := self._coldstart.cache()) is not None:
             with suppress(_Declined):
-                return self._from_cache(lambda: cold.graph_units())
+                return self._from_cache(lambda: cold.graph_units(), cold)
         return rules.read_graph_for_pages(self._graph())
 
     def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]:
@@ -294,7 +299,7 @@ class GraphStore:
             return rules.open_nodes(self._graph_in_memory(whole=False), names)
         if (cold := self._coldstart.cache()) is not None:
             with suppress(_Declined):
-                return self._from_cache(lambda: cold.open_nodes(names))
+                return self._from_cache(lambda: cold.open_nodes(names), cold)
         return rules.open_nodes(self._graph(), names)
 
     def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
@@ -308,10 +313,10 @@ class GraphStore:
         file loaded, the cache, or an index made first."""
         self._keeper.touched()
         try:
-            for source in self._search_sources(in_memory):
+            for source, first in self._search_sources(in_memory, query):
                 try:
                     matched = self._from_cache(partial(_search, source, query, limit if characters is None else None),
-                                               cached=isinstance(source, index_cache.ColdIndex))
+                                               first)
                 except _Declined:
                     continue
                 if characters is None:
@@ -334,18 +339,20 @@ class GraphStore:
         self._keeper.touched()
         return when.search(self._ensure_index("terms"), query, words, window, explicit=explicit, limit=limit)
 
-    def _search_sources(self, in_memory: bool) -> Iterator[_Candidates]:
+    def _search_sources(self, in_memory: bool, query: str) -> Iterator[tuple[_Candidates, FirstSource | None]]:
+        """Where a search's candidates come from, in turn, each with the first-answer source it is (None: the graph)."""
         if in_memory:
-            yield _GraphCandidates(self._graph_in_memory(), None)
+            yield _GraphCandidates(self._graph_in_memory(), None), None
             return
         # The cache also ranks searches by words while the graph has no ranking index (WARM).
         if (cold := self._coldstart.cache(words=True)) is not None:
-            yield cold
-        yield _GraphCandidates(self._searchable_graph(), lambda: self._ensure_index("terms"))
+            yield (cold if isinstance(cold, index_cache.ColdIndex) else cold.searching(query)), cold
+        yield _GraphCandidates(self._searchable_graph(), lambda: self._ensure_index("terms")), None
 
-    def _from_cache(self, answer: Any, *, cached: bool = True) -> dict[str, Any]:
-        """`answer()`; from the cache, _Declined when it cannot answer (the graph then does)."""
-        if not cached:
+    def _from_cache(self, answer: Any, source: FirstSource | None) -> dict[str, Any]:
+        """`answer()`; from a first-answer source (the cache, the records: not None), _Declined
+        when it cannot answer (the graph then does)."""
+        if source is None:
             result: dict[str, Any] = answer()
             return result
         try:
@@ -357,7 +364,7 @@ class GraphStore:
             raise _Declined from None
         finally:
             self._coldstart.start_warm_up()
-        self._coldstart.answered += 1
+        self._coldstart.count(source)
         return result
 
     def _graph_in_memory(self, *, whole: bool = True) -> Graph:
@@ -393,13 +400,14 @@ class GraphStore:
         with suppress(GraphError):
             self._ensure_index(kind)
 
-    def _warm_up(self, read: FileBytes) -> None:
-        """Loads the graph from the bytes the cache was checked against and makes its word index,
-        while the cache answers (coldstart COLD -> WARM)."""
+    def _warm_up(self) -> None:
+        """Makes the graph of the bytes (or records) a first-answer source answers from, and its
+        word index, while that source answers (coldstart COLD -> WARM or HOT)."""
         try:
             with self._loading:
-                if self._snapshot is None and stat_signature(self._file) == read.signature:
-                    self._load_bytes(read.data, read.signature, first=True, pieces=True)
+                read = self._coldstart.take_read()
+                if self._snapshot is None and read is not None and stat_signature(self._file) == read.signature:
+                    self._load_read(read, first=True, pieces=True)
             self._ensure_index("words")
         except (GraphError, OSError):
             pass  # reported to whoever reads or writes next
@@ -477,7 +485,7 @@ class GraphStore:
                 return snapshot.graph
             read = self._coldstart.take_read()
             if snapshot is None and read is not None and read.signature == self._stat():
-                return self._load_bytes(read.data, read.signature, first=True)
+                return self._load_read(read, first=True)
             return self._load(first=snapshot is None)
 
     def _ensure_index(self, kind: str) -> Graph:
@@ -534,10 +542,16 @@ class GraphStore:
             raise GraphError(f"Cannot read the memory file {self._file}: {error.strerror}") from error
         return self._load_bytes(data, signature, first=first)
 
-    def _load_bytes(self, data: bytes, signature: Signature, *, first: bool, pieces: bool = False) -> Graph:
+    def _load_read(self, read: FileBytes, *, first: bool, pieces: bool = False) -> Graph:
+        """_load_bytes of what the first start read, from its records when they were decoded (coldstart S2)."""
+        return self._load_bytes(read.data, read.signature, first=first, pieces=pieces, lines=read.lines)
+
+    def _load_bytes(self, data: bytes, signature: Signature, *, first: bool, pieces: bool = False,
+                    lines: list[Line] | None = None) -> Graph:
         """Publishes the graph of `data`, the file's bytes with that signature (under _loading).
-        `pieces`: in the background, letting answers go first (loading.py L2)."""
-        graph = parse(data, pieces=pieces)
+        `pieces`: in the background, letting answers go first (loading.py L2). `lines`: the
+        records already decoded from `data`."""
+        graph = parse(data, pieces=pieces) if lines is None else graph_of(lines)
         for message in describe_load(self._file, graph):
             log.warning("%s", message)
         self._snapshot = _Snapshot(graph, signature, (data,))
