@@ -126,19 +126,28 @@ class Change(NamedTuple):
 
 def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Node:
     """GraphError when the record cannot be stored (see :func:`record_line`)."""
+    text = search_text(record.name, record.entityType, record.observations)
+    return Node(record, node_view(record), text, seq, extra, record_line(record, extra))
+
+
+def node_view(record: EntityRecord) -> dict[str, Any]:
+    """An entity's answer object."""
     view = {"name": record.name, "entityType": record.entityType, "observations": record.observations}
     # (no call for an undated record: a load makes a node per entity, and most files have no dates yet)
     if record.recordedAt is not None or record.createdAt is not None or record.updatedAt is not None \
             or record.happenedOn is not None:
         view.update(dates.answer_dates(record))
-    text = search_text(record.name, record.entityType, record.observations)
-    return Node(record, view, text, seq, extra, record_line(record, extra))
+    return view
 
 
 def make_edge(record: RelationRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Edge:
     """GraphError when the record cannot be stored (see :func:`record_line`)."""
-    view = {"from": record.source, "to": record.target, "relationType": record.relationType}
-    return Edge(record, view, seq, record_line(record, extra))
+    return Edge(record, edge_view(record), seq, record_line(record, extra))
+
+
+def edge_view(record: RelationRecord) -> dict[str, Any]:
+    """A relation's answer object."""
+    return {"from": record.source, "to": record.target, "relationType": record.relationType}
 
 
 def record_line(record: Record, extra: dict[str, msgspec.Raw] | None = None) -> bytes:
@@ -256,6 +265,31 @@ def part_of_lines(lines: Iterable[Line], names: AbstractSet[str]) -> Graph:
         elif kind is EntityRecord and record.name in names:
             part.append(item)
     return graph_from_lines(part)
+
+
+def read_graph_of_lines(lines: Iterable[Line]) -> dict[str, Any]:
+    """:func:`read_graph_for_pages` of graph_from_lines(lines), without making the graph: the same
+    answer objects in the same order (the first of a repeated name or relation wins), and a
+    summary of the same counts as the graph's census (every entity type; each name's relations,
+    a relation to itself counted as one start and one end)."""
+    entities: dict[str, EntityRecord] = {}
+    relations: dict[Triple, RelationRecord] = {}
+    item: Any
+    record: Any
+    for item in lines:
+        record = item.record if type(item) is Extended else item
+        kind = type(record)
+        if kind is RelationRecord:
+            relations.setdefault((record.source, record.target, record.relationType), record)
+        elif kind is EntityRecord:
+            entities.setdefault(record.name, record)
+    types = Counter(map(attrgetter("entityType"), entities.values()))
+    triples = relations.keys()
+    degrees = Counter(chain(map(_source, triples), map(_target, triples)))
+    counted = partial(cut_summary, len(entities), len(relations), ranked_types(types),
+                      most_connected(degrees.keys(), degrees.values()))
+    return {"entities": Listing(map(node_view, entities.values()), counted),
+            "relations": list(map(edge_view, relations.values()))}
 
 
 _line: Final = attrgetter("line")

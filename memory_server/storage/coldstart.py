@@ -33,11 +33,12 @@ S2. The file is read once for a first start, and decoded once: the bytes read (a
 S3. The work of a first start runs on the store's one executor, and ends when the store closes.
     The keeper's quiet wait is one timer at a time (a daemon thread, so that a process ending
     without close() is not held up), cancelled and joined by close().
-S4. Records answer open_nodes and a search by the whole query (rule 1), each by the graph's own
-    functions on the part of the graph the answer depends on (model/graph.part_of_lines): the
-    named entities, or those whose text holds the query, and every relation touching one. So
-    they answer exactly as the graph would; any other read (read_graph, a search by words) waits
-    for the graph.
+S4. Records answer as the graph would: open_nodes and a search by the whole query (rule 1) by
+    the graph's own functions on the part of the graph the answer depends on
+    (model/graph.part_of_lines: the named entities, or those whose text holds the query, and
+    every relation touching one); read_graph from the same answer objects and counts
+    (model/graph.read_graph_of_lines). A search by words (rule 2), or within a time, waits for
+    the graph.
 K1. The cache is made again, off the request path, once the memory has had no call for
     QUIET seconds after its file changed; a busy stretch costs one build, after it.
 K2. When the store closes and the cache does not match the file (a write came since, or the file
@@ -123,10 +124,10 @@ class FirstRecords:
         return _RecordsSearch(self._lines)
 
     def read_graph(self) -> dict[str, Any]:
-        raise index_cache.Unanswerable  # every record: as costly as the graph itself
+        return rules.read_graph_of_lines(self._lines)
 
     def graph_units(self) -> dict[str, Any]:
-        raise index_cache.Unanswerable
+        return rules.read_graph_of_lines(self._lines)
 
     def close(self) -> None:
         self._lines = []
