@@ -683,7 +683,9 @@ class GraphStore:
             raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
                              "Nothing was changed.") from error
         if replaced is not None:
-            os.close(replaced)
+            # The last descriptor of the version replaced: closing it frees its pages (about 3 ms
+            # per 4 MB), which a worker does while the answer goes out (files.Staged.put_in_place).
+            self._soon(os.close, replaced)
         fsync_directory(self._file.parent)
 
     def _with_indexes_published_meanwhile(self, graph: Graph) -> Graph:
