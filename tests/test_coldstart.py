@@ -180,3 +180,21 @@ def test_s1_records_are_let_go_when_the_file_changes(tmp_path: Path) -> None:
             writer.add_observations([{"entityName": "person 1", "contents": ["changed by another"]}])
         assert reader.open_nodes(["person 1"])["entities"][0]["observations"][-1] == "changed by another"
         assert reader.record_answers == 1 and reader.cold_state is State.HOT
+
+
+def test_a_graph_made_before_any_read_answers_the_first_read(tmp_path: Path) -> None:
+    # A write (or the watcher's poll) came first: its graph answers, the records are not decoded again.
+    memory = tmp_path / "memory.jsonl"
+    memory.write_bytes(b"\n".join(memory_lines(4500)))
+    with GraphStore(memory) as store:
+        looking = store.look_ahead()
+        assert looking is not None and store.cold_state is State.LOOKING
+        assert store.create_entities([{"name": "Quinn", "entityType": "person", "observations": ["zephyr"]}]).changed
+        assert store.cold_state is State.HOT
+        assert "Quinn" in [item["name"] for item in store.search_nodes("zephyr")["entities"]]
+        assert store.record_answers == store.cache_answers == 0
+    with GraphStore(memory) as store:
+        index_cache.remove(memory)
+        assert not store.poll_external_change()
+        assert store.cold_state is State.HOT and store.open_nodes(["Quinn"])["entities"]
+        assert store.record_answers == store.cache_answers == 0

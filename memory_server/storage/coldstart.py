@@ -11,6 +11,7 @@ States of a ColdStart, each changed only by the method named::
     NEW --look_ahead()--> LOOKING --first read (decide)--> COLD --warmed()--> WARM --ranked()--> HOT
       \\______________________ first read, small file ________________________________/^
     COLD, WARM --failed() (a check failed, the file changed)--------------------------------/
+    NEW, LOOKING --graph_made() (a write or a poll made the graph before any read)-----------/
 
     NEW      nothing read yet.
     LOOKING  a worker reads the file (and hashes it and opens the cache, when there is one)
@@ -250,6 +251,16 @@ class ColdStart:
         else:
             self.answered += 1
 
+    def graph_made(self) -> None:
+        """The store made its graph (a load, a save). Before any first read (a write came first, or
+        the watcher's poll): the graph answers from now on (-> HOT), nothing else is read."""
+        with self._lock:
+            if self.state not in (State.NEW, State.LOOKING):
+                return
+            self._let_go()
+            looking, self._looking = self._looking, None
+        _drop(looking)
+
     def start_warm_up(self) -> None:
         """After the first read in COLD has its answer: the graph made by a worker of the bytes the
         cache was checked against, or of the records (the answer did not share the interpreter with it)."""
@@ -301,8 +312,19 @@ class ColdStart:
         with self._lock:
             self._let_go()
             looking, self._looking = self._looking, None
-        if looking is not None:
-            looking.cancel()
+        _drop(looking)
+
+
+def _drop(looking: Future[tuple[FileBytes | None, index_cache.ColdIndex | None]] | None) -> None:
+    """A look ahead no read will use: cancelled, or its cache closed once it is done."""
+    if looking is not None and not looking.cancel():
+        looking.add_done_callback(_close_looked)
+
+
+def _close_looked(looking: Future[tuple[FileBytes | None, index_cache.ColdIndex | None]]) -> None:
+    with suppress(Exception):
+        if (cold := looking.result()[1]) is not None:
+            cold.close()
 
 
 class CacheKeeper:

@@ -556,6 +556,7 @@ class GraphStore:
             log.warning("%s", message)
         self._snapshot = _Snapshot(graph, signature, (data,))
         self._unreported_change = self._unreported_change or not first
+        self._coldstart.graph_made()
         self._keeper.changed()
         return graph
 
