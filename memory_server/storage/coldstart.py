@@ -131,7 +131,8 @@ class FirstRecords:
         return rules.read_graph_of_lines(self._lines)
 
     def close(self) -> None:
-        self._lines = []
+        """Nothing to close: an answer under way when the records are let go still reads them all,
+        and they are freed with the last one."""
 
 
 class _RecordsSearch:
