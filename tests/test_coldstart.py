@@ -17,7 +17,7 @@ from memory_server.model.records import decode_file
 from memory_server.retrieval import query as retrieval
 from memory_server.retrieval.paging import DEFAULT_BUDGET
 from memory_server.storage import index_cache
-from memory_server.storage.coldstart import FirstRecords
+from memory_server.storage.coldstart import FileBytes, FirstRecords
 from memory_server.storage.files import rejected_path_for
 from memory_server.storage.store import GraphStore, State
 
@@ -63,7 +63,8 @@ queries = st.sampled_from(["tea", "ALI", "zephyr", "x y", "é", "e", "Bob", "", 
 def test_s4_records_answer_as_the_graph_does(data: bytes, asked: list[str], query: str) -> None:
     lines = decode_file(data)
     graph = rules.graph_from_lines(lines)
-    first = FirstRecords(lines)
+    read = FileBytes(data, None)
+    first = FirstRecords(read, lines)
 
     assert first.open_nodes(asked) == rules.open_nodes(graph, asked)
 
@@ -83,6 +84,13 @@ def test_s4_records_answer_as_the_graph_does(data: bytes, asked: list[str], quer
     assert units["relations"] == whole["relations"]
     for limit in (DEFAULT_BUDGET, 200, 60):
         assert units["entities"].summarise(limit) == whole["entities"].summarise(limit)
+
+    # The graph made after shares those answer objects (S2), and is the same graph.
+    assert read.views is not None
+    shared = rules.graph_from_lines(lines, read.views)
+    assert shared == graph
+    assert all(node.view is view for node, view in zip(shared.entities.values(), units["entities"], strict=True))
+    assert all(edge.view is view for edge, view in zip(shared.relations.values(), units["relations"], strict=True))
 
 
 def test_s4_the_part_of_a_graph_keeps_the_first_of_each_name_and_relation() -> None:
@@ -198,3 +206,16 @@ def test_a_graph_made_before_any_read_answers_the_first_read(tmp_path: Path) -> 
         assert not store.poll_external_change()
         assert store.cold_state is State.HOT and store.open_nodes(["Quinn"])["entities"]
         assert store.record_answers == store.cache_answers == 0
+
+
+def test_s2_the_graph_made_after_a_read_graph_from_the_records_shares_its_objects(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    memory.write_bytes(b"\n".join(memory_lines(4500)))
+    with GraphStore(memory) as store:
+        answer = store.read_graph_for_pages()
+        assert store.record_answers == 1
+        wait_for(lambda: store.cold_state is State.HOT, "the graph")
+        graph = store.graph_in_memory
+        assert graph is not None
+        assert all(node.view is view for node, view in zip(graph.entities.values(), answer["entities"], strict=True))
+        assert all(edge.view is view for edge, view in zip(graph.relations.values(), answer["relations"], strict=True))

@@ -124,10 +124,12 @@ class Change(NamedTuple):
 # --------------------------------------------------------------------------------------------
 
 
-def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Node:
-    """GraphError when the record cannot be stored (see :func:`record_line`)."""
+def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None,
+              view: dict[str, Any] | None = None) -> Node:
+    """GraphError when the record cannot be stored (see :func:`record_line`). `view`: its
+    node_view, when one was made already."""
     text = search_text(record.name, record.entityType, record.observations)
-    return Node(record, node_view(record), text, seq, extra, record_line(record, extra))
+    return Node(record, node_view(record) if view is None else view, text, seq, extra, record_line(record, extra))
 
 
 def node_view(record: EntityRecord) -> dict[str, Any]:
@@ -140,9 +142,11 @@ def node_view(record: EntityRecord) -> dict[str, Any]:
     return view
 
 
-def make_edge(record: RelationRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Edge:
-    """GraphError when the record cannot be stored (see :func:`record_line`)."""
-    return Edge(record, edge_view(record), seq, record_line(record, extra))
+def make_edge(record: RelationRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None,
+              view: dict[str, Any] | None = None) -> Edge:
+    """GraphError when the record cannot be stored (see :func:`record_line`). `view`: its
+    edge_view, when one was made already."""
+    return Edge(record, edge_view(record) if view is None else view, seq, record_line(record, extra))
 
 
 def edge_view(record: RelationRecord) -> dict[str, Any]:
@@ -212,8 +216,15 @@ def _happened(item: Mapping[str, Any]) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-def graph_from_lines(lines: Iterable[Line]) -> Graph:
-    """The graph a memory file describes. Repeated names and relations: the first one wins."""
+Views: TypeAlias = "tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]"
+"""The answer objects of a graph's entities and relations, in graph order (read_graph_of_lines)."""
+
+
+def graph_from_lines(lines: Iterable[Line], views: Views | None = None) -> Graph:
+    """The graph a memory file describes. Repeated names and relations: the first one wins.
+    `views`: the answer objects read_graph_of_lines made of the same lines, which the graph then
+    shares (made once, kept once)."""
+    entity_views, relation_views = views if views is not None else ((), ())
     entities: dict[str, Node] = {}
     relations: dict[Triple, Edge] = {}
     # A defaultdict makes each set only when needed (setdefault would build a throwaway set per call).
@@ -231,14 +242,16 @@ def graph_from_lines(lines: Iterable[Line]) -> Graph:
             if triple in relations:
                 kept.append(Kept(record_line(line, extra), relation=triple))
                 continue
-            relations[triple] = make_edge(line, len(relations), extra)
+            seq = len(relations)
+            relations[triple] = make_edge(line, seq, extra, relation_views[seq] if relation_views else None)
             links[line.source].add(triple)
             links[line.target].add(triple)
         elif type(line) is EntityRecord:
             if line.name in entities:
                 kept.append(Kept(record_line(line, extra), entity=line.name))
                 continue
-            entities[line.name] = make_node(line, len(entities), extra)
+            seq = len(entities)
+            entities[line.name] = make_node(line, seq, extra, entity_views[seq] if entity_views else None)
         elif type(line) is Opaque:
             kept.append(Kept(line.line))
         else:

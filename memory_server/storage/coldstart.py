@@ -30,7 +30,8 @@ S1. A first-answer source answers only in COLD and WARM, and only while the file
     fails a check while answering (C3) is let go at once (HOT), and the graph answers that read.
 S2. The file is read once for a first start, and decoded once: the bytes read (and hashed for the
     cache) are the bytes the graph is loaded from, and records decoded for first answers are the
-    records it is made of (when the file still has that signature).
+    records it is made of (when the file still has that signature), sharing the answer objects
+    a read_graph made of them.
 S3. The work of a first start runs on the store's one executor, and ends when the store closes.
     The keeper's quiet wait is one timer at a time (a daemon thread, so that a process ending
     without close() is not held up), cancelled and joined by close().
@@ -93,14 +94,16 @@ class State(enum.Enum):
 
 
 class FileBytes:
-    """The memory file's bytes as read once, their stat signature, and their records once decoded (S2)."""
+    """The memory file's bytes as read once, their stat signature, their records once decoded, and
+    the answer objects of those once a read_graph made them (S2)."""
 
-    __slots__ = ("data", "lines", "signature")
+    __slots__ = ("data", "lines", "signature", "views")
 
     def __init__(self, data: bytes, signature: Signature) -> None:
         self.data = data
         self.signature = signature
         self.lines: list[Line] | None = None
+        self.views: rules.Views | None = None
 
     @classmethod
     def read(cls, file: Path) -> FileBytes | None:
@@ -115,8 +118,10 @@ class FileBytes:
 class FirstRecords:
     """A large file's first answers from its records, before its graph is made (S4)."""
 
-    def __init__(self, lines: list[Line]) -> None:
+    def __init__(self, read: FileBytes, lines: list[Line]) -> None:
+        self._read = read
         self._lines = lines
+        self._whole: dict[str, Any] | None = None
 
     def open_nodes(self, names: list[str]) -> dict[str, Any]:
         return rules.open_nodes(rules.part_of_lines(self._lines, set(names)), names)
@@ -125,10 +130,14 @@ class FirstRecords:
         return _RecordsSearch(self._lines)
 
     def read_graph(self) -> dict[str, Any]:
-        return rules.read_graph_of_lines(self._lines)
+        if (whole := self._whole) is None:
+            whole = self._whole = rules.read_graph_of_lines(self._lines)
+            # The graph made of these records shares the objects (S2): a read_graph costs no second copy.
+            self._read.views = (whole["entities"], whole["relations"])
+        return whole
 
     def graph_units(self) -> dict[str, Any]:
-        return rules.read_graph_of_lines(self._lines)
+        return self.read_graph()
 
     def close(self) -> None:
         """Nothing to close: an answer under way when the records are let go still reads them all,
@@ -239,7 +248,7 @@ class ColdStart:
         cold: FirstSource | None = cached
         if read is not None and cold is None and index_cache.worth_caching(read.signature):
             read.lines = decode(read.data)  # and of these records (S2, S4)
-            cold = FirstRecords(read.lines)
+            cold = FirstRecords(read, read.lines)
         if read is not None and cold is not None:
             self.state, self._cold, self._checked = State.COLD, cold, read.signature
             return

@@ -91,10 +91,10 @@ def decode(data: bytes, *, pieces: bool = False) -> list[Line]:
         return _lines(data) if pieces else decode_file(data)
 
 
-def graph_of(lines: list[Line]) -> Graph:
-    """The graph of records :func:`decode` gave (L1)."""
+def graph_of(lines: list[Line], views: rules.Views | None = None) -> Graph:
+    """The graph of records :func:`decode` gave (L1); `views`: see graph_from_lines."""
     with collector_paused():
-        return rules.graph_from_lines(lines)
+        return rules.graph_from_lines(lines, views)
 
 
 def parse(data: bytes, *, pieces: bool = False) -> Graph:

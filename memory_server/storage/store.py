@@ -544,14 +544,15 @@ class GraphStore:
 
     def _load_read(self, read: FileBytes, *, first: bool, pieces: bool = False) -> Graph:
         """_load_bytes of what the first start read, from its records when they were decoded (coldstart S2)."""
-        return self._load_bytes(read.data, read.signature, first=first, pieces=pieces, lines=read.lines)
+        return self._load_bytes(read.data, read.signature, first=first, pieces=pieces, lines=read.lines,
+                                views=read.views)
 
     def _load_bytes(self, data: bytes, signature: Signature, *, first: bool, pieces: bool = False,
-                    lines: list[Line] | None = None) -> Graph:
+                    lines: list[Line] | None = None, views: rules.Views | None = None) -> Graph:
         """Publishes the graph of `data`, the file's bytes with that signature (under _loading).
         `pieces`: in the background, letting answers go first (loading.py L2). `lines`: the
-        records already decoded from `data`."""
-        graph = parse(data, pieces=pieces) if lines is None else graph_of(lines)
+        records already decoded from `data`, and `views` their answer objects (coldstart S2)."""
+        graph = parse(data, pieces=pieces) if lines is None else graph_of(lines, views)
         for message in describe_load(self._file, graph):
             log.warning("%s", message)
         self._snapshot = _Snapshot(graph, signature, (data,))
