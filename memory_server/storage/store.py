@@ -6,14 +6,15 @@ current bytes, change and save, so writes from different processes take turns. S
 file atomically (see files.py). The pieces, each with its own guarantees:
 
 - commit.py: the write queue and group commit (W1-W5);
-- coldstart.py: a new process's first answers from the cache, and the cache kept up (S1-S3, K1-K3);
+- coldstart.py: a new process's first answers from the cache or the file's records, and the cache
+  kept up (S1-S4, K1-K3);
 - index_cache.py: the cache itself (C1-C6);
-- loading.py: bytes to graph (L1-L3); files.py, lock.py: the file and its lock.
+- loading.py: bytes to graph (L1-L4); files.py, lock.py: the file and its lock.
 
 Guarantees of the store (tests/test_store.py, tests/test_store_cache.py):
 
 G1. A read answers from the graph of the file's bytes as they are now (one stat per read; a load
-    when the file changed), or from the cache under coldstart S1.
+    when the file changed), or from the cache or the records under coldstart S1.
 G2. A graph is published by swapping one reference (`_snapshot`): a read sees the graph before a
     write or after it, never part of one.
 G3. A save never replaces bytes it has not compared: the file's bytes are compared with the ones
@@ -22,11 +23,11 @@ G3. A save never replaces bytes it has not compared: the file's bytes are compar
 G4. Unreadable lines are appended to the side file before they leave the memory file: a crash in
     between duplicates, never loses.
 G5. One executor runs every piece of background work (the first look, the warm-up, the indexes,
-    the cache, the comparison of G3), and one timer at a time waits for quiet (coldstart S3);
+    the cache, the comparison of G3, closing the version a save replaced), and one timer at a time waits for quiet (coldstart S3);
     ``close()`` (or leaving ``with GraphStore(...)``) ends them all and writes the cache when it
     is stale (coldstart K2). No thread of the store outlives it.
 G6. The search rule is model/graph.search, called in one place (:meth:`GraphStore.search_nodes`)
-    with candidates from the cache or the graph.
+    with candidates from the cache, the records or the graph.
 """
 
 from __future__ import annotations
