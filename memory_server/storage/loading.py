@@ -1,11 +1,13 @@
 """Reading the memory file's bytes into a graph, and what a person editing it by hand should know.
 
+Guarantees (tests/test_loading.py, tests/test_coldstart.py):
+
 L1. The graph of the bytes is the one model/graph.graph_from_lines makes of model/records.decode_file
     (the pieces below give the same graph, line numbers included).
 L2. With `pieces`, the interpreter is let go between pieces of about PIECE bytes: a load in the
     background never holds up an answer being encoded or sent for longer than one piece takes.
     (Without, one call decodes the whole file: about 40% faster, for a caller that waits for it.)
-L3. (tests/test_loading.py) The cyclic collector is paused while a load runs (counted, for loads in several threads), and
+L3. The cyclic collector is paused while a load runs (counted, for loads in several threads), and
     when the last pause ends, every object there is goes to the collector's oldest generation at
     once (gc.freeze then gc.unfreeze, constant time): the next young collection does not go over
     the millions the load made (a quarter of a second at 100,000 entities, on the request path),
