@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allowed_origins: list[str] | None = None) -> None:
+    # Imports make many objects and no garbage worth a collection: the collector waits until they
+    # are all done (a client waits for the first answer), and then leaves what they made alone.
+    gc.disable()
     # Imported after argument parsing so that --help and --version touch nothing.
     from .model.dates import clock_from
     from .storage.choice import StoreChoiceError, database_from, open_database
@@ -125,9 +128,6 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
     with store:
         # The file is read and hashed (and its cache opened) while the protocol engine is imported.
         store.look_ahead()
-        # Imports make many objects and no garbage worth a collection: the collector waits until they
-        # are done (a client waits for the first answer), and then leaves what they made alone.
-        gc.disable()
         from .app import build_server
 
         server = build_server(store)

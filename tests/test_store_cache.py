@@ -40,6 +40,14 @@ def large_memory(memory: Path) -> None:
     assert memory.stat().st_size >= index_cache.WORTH_CACHING
 
 
+def wait_for(condition: Any, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
 def store_threads(memory: Path) -> list[threading.Thread]:
     """The threads of the stores of `memory` (named after its file)."""
     return [thread for thread in threading.enumerate() if thread.name.startswith(f"memory-store[{memory.name}]")]
@@ -88,8 +96,16 @@ def test_s1_the_states_of_a_first_start(tmp_path: Path) -> None:
         assert store.cache_answers == 1 and store.cold_state in (State.COLD, State.WARM)
     index_cache.remove(memory)
     with GraphStore(memory) as store:
+        # No cache: the records answer (S4) while a worker makes the graph of them.
         store.open_nodes(["person 1"])
-        assert store.cache_answers == 0 and store.cold_state is State.HOT
+        assert store.cache_answers == 0 and store.record_answers == 1
+        assert store.cold_state in (State.COLD, State.HOT)
+        wait_for(lambda: store.cold_state is State.HOT, "the graph made of the records")
+        assert store.graph_in_memory is not None
+    memory.write_bytes(b'{"type":"entity","name":"small","entityType":"t","observations":[]}\n')
+    with GraphStore(memory) as store:
+        store.open_nodes(["small"])  # a small file: the graph at once
+        assert store.cache_answers == store.record_answers == 0 and store.cold_state is State.HOT
 
 
 def test_s1_warm_the_graph_answers_a_search_by_the_whole_query_and_the_cache_one_by_words(tmp_path: Path) -> None:

@@ -124,21 +124,34 @@ class Change(NamedTuple):
 # --------------------------------------------------------------------------------------------
 
 
-def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Node:
-    """GraphError when the record cannot be stored (see :func:`record_line`)."""
+def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None,
+              view: dict[str, Any] | None = None) -> Node:
+    """GraphError when the record cannot be stored (see :func:`record_line`). `view`: its
+    node_view, when one was made already."""
+    text = search_text(record.name, record.entityType, record.observations)
+    return Node(record, node_view(record) if view is None else view, text, seq, extra, record_line(record, extra))
+
+
+def node_view(record: EntityRecord) -> dict[str, Any]:
+    """An entity's answer object."""
     view = {"name": record.name, "entityType": record.entityType, "observations": record.observations}
     # (no call for an undated record: a load makes a node per entity, and most files have no dates yet)
     if record.recordedAt is not None or record.createdAt is not None or record.updatedAt is not None \
             or record.happenedOn is not None:
         view.update(dates.answer_dates(record))
-    text = search_text(record.name, record.entityType, record.observations)
-    return Node(record, view, text, seq, extra, record_line(record, extra))
+    return view
 
 
-def make_edge(record: RelationRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Edge:
-    """GraphError when the record cannot be stored (see :func:`record_line`)."""
-    view = {"from": record.source, "to": record.target, "relationType": record.relationType}
-    return Edge(record, view, seq, record_line(record, extra))
+def make_edge(record: RelationRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None,
+              view: dict[str, Any] | None = None) -> Edge:
+    """GraphError when the record cannot be stored (see :func:`record_line`). `view`: its
+    edge_view, when one was made already."""
+    return Edge(record, edge_view(record) if view is None else view, seq, record_line(record, extra))
+
+
+def edge_view(record: RelationRecord) -> dict[str, Any]:
+    """A relation's answer object."""
+    return {"from": record.source, "to": record.target, "relationType": record.relationType}
 
 
 def record_line(record: Record, extra: dict[str, msgspec.Raw] | None = None) -> bytes:
@@ -203,8 +216,15 @@ def _happened(item: Mapping[str, Any]) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-def graph_from_lines(lines: Iterable[Line]) -> Graph:
-    """The graph a memory file describes. Repeated names and relations: the first one wins."""
+Views: TypeAlias = "tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]"
+"""The answer objects of a graph's entities and relations, in graph order (read_graph_of_lines)."""
+
+
+def graph_from_lines(lines: Iterable[Line], views: Views | None = None) -> Graph:
+    """The graph a memory file describes. Repeated names and relations: the first one wins.
+    `views`: the answer objects read_graph_of_lines made of the same lines, which the graph then
+    shares (made once, kept once)."""
+    entity_views, relation_views = views if views is not None else ((), ())
     entities: dict[str, Node] = {}
     relations: dict[Triple, Edge] = {}
     # A defaultdict makes each set only when needed (setdefault would build a throwaway set per call).
@@ -222,14 +242,16 @@ def graph_from_lines(lines: Iterable[Line]) -> Graph:
             if triple in relations:
                 kept.append(Kept(record_line(line, extra), relation=triple))
                 continue
-            relations[triple] = make_edge(line, len(relations), extra)
+            seq = len(relations)
+            relations[triple] = make_edge(line, seq, extra, relation_views[seq] if relation_views else None)
             links[line.source].add(triple)
             links[line.target].add(triple)
         elif type(line) is EntityRecord:
             if line.name in entities:
                 kept.append(Kept(record_line(line, extra), entity=line.name))
                 continue
-            entities[line.name] = make_node(line, len(entities), extra)
+            seq = len(entities)
+            entities[line.name] = make_node(line, seq, extra, entity_views[seq] if entity_views else None)
         elif type(line) is Opaque:
             kept.append(Kept(line.line))
         else:
@@ -237,6 +259,50 @@ def graph_from_lines(lines: Iterable[Line]) -> Graph:
     # A plain dict again: reading a missing name must not add it.
     return Graph(entities, relations, dict(links), tuple(kept), tuple(rejected),
                  max(len(entities), len(relations)))
+
+
+def part_of_lines(lines: Iterable[Line], names: AbstractSet[str]) -> Graph:
+    """The part of graph_from_lines(lines) that open_nodes or a search about `names` reads: their
+    entities and every relation with an end among them, as graph_from_lines makes them (the first
+    of a repeated name or relation wins, and the graph's order is kept; only the places, seq, are
+    counted within the part). One pass, and nodes and edges for the part alone."""
+    part: list[Line] = []
+    item: Any
+    record: Any
+    for item in lines:
+        record = item.record if type(item) is Extended else item
+        kind = type(record)
+        if kind is RelationRecord:
+            if record.source in names or record.target in names:
+                part.append(item)
+        elif kind is EntityRecord and record.name in names:
+            part.append(item)
+    return graph_from_lines(part)
+
+
+def read_graph_of_lines(lines: Iterable[Line]) -> dict[str, Any]:
+    """:func:`read_graph_for_pages` of graph_from_lines(lines), without making the graph: the same
+    answer objects in the same order (the first of a repeated name or relation wins), and a
+    summary of the same counts as the graph's census (every entity type; each name's relations,
+    a relation to itself counted as one start and one end)."""
+    entities: dict[str, EntityRecord] = {}
+    relations: dict[Triple, RelationRecord] = {}
+    item: Any
+    record: Any
+    for item in lines:
+        record = item.record if type(item) is Extended else item
+        kind = type(record)
+        if kind is RelationRecord:
+            relations.setdefault((record.source, record.target, record.relationType), record)
+        elif kind is EntityRecord:
+            entities.setdefault(record.name, record)
+    types = Counter(map(attrgetter("entityType"), entities.values()))
+    triples = relations.keys()
+    degrees = Counter(chain(map(_source, triples), map(_target, triples)))
+    counted = partial(cut_summary, len(entities), len(relations), ranked_types(types),
+                      most_connected(degrees.keys(), degrees.values()))
+    return {"entities": Listing(map(node_view, entities.values()), counted),
+            "relations": list(map(edge_view, relations.values()))}
 
 
 _line: Final = attrgetter("line")

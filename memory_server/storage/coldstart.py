@@ -1,34 +1,46 @@
 """The first answers of a new process, and the cache kept for the next one.
 
 A new process (clients start one per chat) has no graph yet. :class:`ColdStart` decides, at the
-first read, whether the cache beside the file (index_cache.py) answers while the graph is loaded
-in the background; :class:`CacheKeeper` makes the cache again once the memory is quiet, and when
-the store closes.
+first read, what answers while the graph is loaded in the background: the cache beside the file
+(index_cache.py) when it matches the file's bytes, else, for a file large enough to be worth a
+cache, the file's records as decoded (:class:`FirstRecords`); :class:`CacheKeeper` makes the cache
+again once the memory is quiet, and when the store closes.
 
 States of a ColdStart, each changed only by the method named::
 
     NEW --look_ahead()--> LOOKING --first read (decide)--> COLD --warmed()--> WARM --ranked()--> HOT
-      \\______________________ first read, no usable cache ______________________________/^
+      \\______________________ first read, small file ________________________________/^
     COLD, WARM --failed() (a check failed, the file changed)--------------------------------/
+    NEW, LOOKING --graph_made() (a write or a poll made the graph before any read)-----------/
 
     NEW      nothing read yet.
-    LOOKING  a worker reads and hashes the file and opens the cache (while the server imports).
-    COLD     the cache matched the file's bytes: it answers every read; once the first answer is
-             worked out, a worker loads the graph.
+    LOOKING  a worker reads the file (and hashes it and opens the cache, when there is one)
+             while the server imports.
+    COLD     a first-answer source answers every read it can: the cache, when it matched the
+             file's bytes; else the file's records, decoded once. Once the first answer is
+             worked out, a worker makes the graph (from the same bytes or records).
     WARM     the graph and its word index answer; the cache still ranks searches by words until
-             the graph's ranking index is made.
-    HOT      the graph answers everything; the cache is let go.
+             the graph's ranking index is made. (Records rank nothing: they go from COLD to HOT.)
+    HOT      the graph answers everything; the first-answer source is let go.
 
-Guarantees (tests/test_index_cache.py, tests/test_store_cache.py):
+Guarantees (tests/test_index_cache.py, tests/test_store_cache.py, tests/test_coldstart.py):
 
-S1. The cache answers only in COLD and WARM, and only while the file's stat signature is the one
-    of the bytes it was checked against (index_cache C1, C2); a cache that fails a check while
-    answering (C3) is let go at once (HOT), and the graph answers that read.
-S2. The file is read once for a first start: the bytes read and hashed for the cache are the
-    bytes the graph is loaded from (when the file still has that signature).
+S1. A first-answer source answers only in COLD and WARM, and only while the file's stat signature
+    is the one of the bytes it was made from (for the cache: index_cache C1, C2); a source that
+    fails a check while answering (C3) is let go at once (HOT), and the graph answers that read.
+S2. The file is read once for a first start, and decoded once: the bytes read (and hashed for the
+    cache) are the bytes the graph is loaded from, and records decoded for first answers are the
+    records it is made of (when the file still has that signature), sharing the answer objects
+    a read_graph made of them.
 S3. The work of a first start runs on the store's one executor, and ends when the store closes.
     The keeper's quiet wait is one timer at a time (a daemon thread, so that a process ending
     without close() is not held up), cancelled and joined by close().
+S4. Records answer as the graph would: open_nodes and a search by the whole query (rule 1) by
+    the graph's own functions on the part of the graph the answer depends on
+    (model/graph.part_of_lines: the named entities, or those whose text holds the query, and
+    every relation touching one); read_graph from the same answer objects and counts
+    (model/graph.read_graph_of_lines). A search by words (rule 2), or within a time, waits for
+    the graph.
 K1. The cache is made again, off the request path, once the memory has had no call for
     QUIET seconds after its file changed; a busy stretch costs one build, after it.
 K2. When the store closes and the cache does not match the file (a write came since, or the file
@@ -44,15 +56,20 @@ import enum
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, TypeAlias
 
+from ..index.search import search_text
+from ..model import graph as rules
 from ..model.graph import Graph
+from ..model.records import EntityRecord, Extended, Line
+from ..retrieval import query as retrieval
 from . import index_cache
 from .files import Signature, read_file, stat_signature
+from .loading import decode
 
 log = logging.getLogger(__name__)
 
@@ -77,14 +94,16 @@ class State(enum.Enum):
 
 
 class FileBytes:
-    """The memory file's bytes as read once, their stat signature and digest."""
+    """The memory file's bytes as read once, their stat signature, their records once decoded, and
+    the answer objects of those once a read_graph made them (S2)."""
 
-    __slots__ = ("data", "digest", "signature")
+    __slots__ = ("data", "lines", "signature", "views")
 
-    def __init__(self, data: bytes, signature: Signature, digest: str) -> None:
+    def __init__(self, data: bytes, signature: Signature) -> None:
         self.data = data
         self.signature = signature
-        self.digest = digest
+        self.lines: list[Line] | None = None
+        self.views: rules.Views | None = None
 
     @classmethod
     def read(cls, file: Path) -> FileBytes | None:
@@ -93,26 +112,89 @@ class FileBytes:
             data, signature = read_file(file)
         except OSError:
             return None
-        return cls(data, signature, index_cache.digest_of(data))
+        return cls(data, signature)
+
+
+class FirstRecords:
+    """A large file's first answers from its records, before its graph is made (S4)."""
+
+    def __init__(self, read: FileBytes, lines: list[Line]) -> None:
+        self._read = read
+        self._lines = lines
+        self._whole: dict[str, Any] | None = None
+
+    def open_nodes(self, names: list[str]) -> dict[str, Any]:
+        return rules.open_nodes(rules.part_of_lines(self._lines, set(names)), names)
+
+    def searching(self, query: str) -> _RecordsSearch:
+        return _RecordsSearch(self._lines)
+
+    def read_graph(self) -> dict[str, Any]:
+        if (whole := self._whole) is None:
+            whole = self._whole = rules.read_graph_of_lines(self._lines)
+            # The graph made of these records shares the objects (S2): a read_graph costs no second copy.
+            self._read.views = (whole["entities"], whole["relations"])
+        return whole
+
+    def graph_units(self) -> dict[str, Any]:
+        return self.read_graph()
+
+    def close(self) -> None:
+        """Nothing to close: an answer under way when the records are let go still reads them all,
+        and they are freed with the last one."""
+
+
+class _RecordsSearch:
+    """One search's candidates from the records: the part of the graph holding the whole query."""
+
+    def __init__(self, lines: list[Line]) -> None:
+        self._lines = lines
+        self._part = rules.EMPTY
+
+    def containing(self, query: str) -> list[rules.Node] | None:
+        needle = query.lower()
+        holders = set()
+        item: Any
+        for item in self._lines:
+            record = item.record if type(item) is Extended else item
+            # Every record of a name is looked at: the part keeps the first, as the graph does.
+            if type(record) is EntityRecord and needle in search_text(record.name, record.entityType,
+                                                                      record.observations):
+                holders.add(record.name)
+        self._part = rules.part_of_lines(self._lines, holders)
+        return retrieval.contains_query(self._part, query)
+
+    def by_words(self, query: str) -> list[rules.Node]:
+        raise index_cache.Unanswerable  # the ranking counts over every entity: the graph's
+
+    def found(self, matched: Sequence[rules.Node], limit: int | None = None) -> dict[str, Any]:
+        return retrieval.found(self._part, matched, limit)
+
+
+FirstSource: TypeAlias = "index_cache.ColdIndex | FirstRecords"
+"""What answers in COLD (and, for the cache, WARM)."""
 
 
 class ColdStart:
     """The first start of one store: see the module docstring for the states."""
 
-    def __init__(self, file: Path, executor: Executor, warm_up: Callable[[FileBytes], None]) -> None:
+    def __init__(self, file: Path, executor: Executor, warm_up: Callable[[], None]) -> None:
         self._file = file
         self._executor = executor
         self._warm_up = warm_up
-        """Loads the graph from these bytes and makes its word index (the store's); then warmed()."""
+        """Makes the graph from take_read() and its word index (the store's); then warmed()."""
         self._lock = threading.Lock()
         self.state = State.NEW
         self._looking: Future[tuple[FileBytes | None, index_cache.ColdIndex | None]] | None = None
-        self._cold: index_cache.ColdIndex | None = None
+        self._cold: FirstSource | None = None
         self._checked: Signature = None
         self._read: FileBytes | None = None
-        self._warming: FileBytes | None = None
+        """The bytes (and records) of the first start, until the graph is made of them (S2)."""
+        self._warming = False
         self.answered = 0
         """How many answers the cache gave."""
+        self.answered_by_records = 0
+        """How many answers records gave (S4)."""
 
     def look_ahead(self) -> Future[tuple[FileBytes | None, index_cache.ColdIndex | None]] | None:
         """NEW -> LOOKING: what the first read will need, read in a worker. Called while the
@@ -127,13 +209,15 @@ class ColdStart:
 
     def _look(self) -> tuple[FileBytes | None, index_cache.ColdIndex | None]:
         read = FileBytes.read(self._file)
-        if read is None or not index_cache.worth_caching(read.signature):
+        # No cache, no hash to check it with (tens of ms for a large file).
+        if read is None or not index_cache.worth_caching(read.signature) \
+                or not index_cache.cache_path(self._file).exists():
             return read, None
-        return read, index_cache.ColdIndex.open(self._file, read.data, read.digest)
+        return read, index_cache.ColdIndex.open(self._file, read.data, index_cache.digest_of(read.data))
 
-    def cache(self, *, words: bool = False) -> index_cache.ColdIndex | None:
-        """The cache to answer from (S1), or None: the graph answers. `words`: for a search by
-        words, which the cache also answers in WARM. The first call decides (COLD or HOT)."""
+    def cache(self, *, words: bool = False) -> FirstSource | None:
+        """The first-answer source to answer from (S1), or None: the graph answers. `words`: for a
+        search by words, which the cache also answers in WARM. The first call decides (COLD or HOT)."""
         if self.state is State.HOT:
             return None
         with self._lock:
@@ -154,38 +238,62 @@ class ColdStart:
             with suppress(Exception):  # only time is lost: this read does it all again
                 looked = self._looking.result(FIRST_LOOK_WAIT)
             self._looking = None
-        read, cold = looked if looked is not None else (None, None)
+        read, cached = looked if looked is not None else (None, None)
         try:
             if read is None or stat_signature(self._file) != read.signature:
-                read, cold = self._look()
+                read, cached = self._look()
         except OSError:
-            read, cold = None, None
+            read, cached = None, None
+        self._read = read  # the graph is made of these bytes (S2)
+        cold: FirstSource | None = cached
+        if read is not None and cold is None and index_cache.worth_caching(read.signature):
+            read.lines = decode(read.data)  # and of these records (S2, S4)
+            cold = FirstRecords(read, read.lines)
         if read is not None and cold is not None:
             self.state, self._cold, self._checked = State.COLD, cold, read.signature
-            self._warming = read  # loaded once the first answer is worked out (start_warm_up)
             return
         self.state = State.HOT
-        self._read = read  # the graph answers: loaded from these bytes (S2)
+
+    def count(self, source: FirstSource) -> None:
+        """`source` gave an answer."""
+        if isinstance(source, FirstRecords):
+            self.answered_by_records += 1
+        else:
+            self.answered += 1
+
+    def graph_made(self) -> None:
+        """The store made its graph (a load, a save). Before any first read (a write came first, or
+        the watcher's poll): the graph answers from now on (-> HOT), nothing else is read."""
+        with self._lock:
+            if self.state not in (State.NEW, State.LOOKING):
+                return
+            self._let_go()
+            looking, self._looking = self._looking, None
+        _drop(looking)
 
     def start_warm_up(self) -> None:
-        """After the first read in COLD has its answer: the graph loaded by a worker from the bytes
-        the cache was checked against (the answer did not share the interpreter with the load)."""
+        """After the first read in COLD has its answer: the graph made by a worker of the bytes the
+        cache was checked against, or of the records (the answer did not share the interpreter with it)."""
         with self._lock:
-            read, self._warming = self._warming, None
-        if read is not None:
-            with suppress(RuntimeError):  # closed: the graph is loaded when a read needs it
-                self._executor.submit(self._warm_up, read)
+            if self._warming or self.state is not State.COLD:
+                return
+            self._warming = True
+        with suppress(RuntimeError):  # closed: the graph is loaded when a read needs it
+            self._executor.submit(self._warm_up)
 
     def take_read(self) -> FileBytes | None:
-        """The bytes the first read took (S2), once; None when there are none."""
+        """The bytes (and records) the first read took (S2), once; None when there are none."""
         with self._lock:
             read, self._read = self._read, None
         return read
 
     def warmed(self) -> None:
-        """COLD -> WARM: the graph and its word index answer from now on."""
+        """COLD -> WARM (the cache answered) or HOT (records did): the graph and its word index
+        answer from now on."""
         with self._lock:
-            if self.state is State.COLD:
+            if isinstance(self._cold, FirstRecords):
+                self._let_go()
+            elif self.state is State.COLD:
                 self.state = State.WARM
 
     def ranked(self) -> None:
@@ -194,9 +302,13 @@ class ColdStart:
             self._let_go()
 
     def failed(self, error: Exception) -> None:
-        """-> HOT: the cache failed a check (S1)."""
-        log.warning("The index cache %s could not answer (%r); answering from the memory file.",
-                    index_cache.cache_path(self._file), error)
+        """-> HOT: the first-answer source failed a check (S1)."""
+        if isinstance(self._cold, FirstRecords):
+            log.warning("The first answer from the records of %s failed (%r); answering from the graph.",
+                        self._file, error)
+        else:
+            log.warning("The index cache %s could not answer (%r); answering from the memory file.",
+                        index_cache.cache_path(self._file), error)
         with self._lock:
             self._let_go()
 
@@ -210,8 +322,19 @@ class ColdStart:
         with self._lock:
             self._let_go()
             looking, self._looking = self._looking, None
-        if looking is not None:
-            looking.cancel()
+        _drop(looking)
+
+
+def _drop(looking: Future[tuple[FileBytes | None, index_cache.ColdIndex | None]] | None) -> None:
+    """A look ahead no read will use: cancelled, or its cache closed once it is done."""
+    if looking is not None and not looking.cancel():
+        looking.add_done_callback(_close_looked)
+
+
+def _close_looked(looking: Future[tuple[FileBytes | None, index_cache.ColdIndex | None]]) -> None:
+    with suppress(Exception):
+        if (cold := looking.result()[1]) is not None:
+            cold.close()
 
 
 class CacheKeeper:

@@ -6,14 +6,15 @@ current bytes, change and save, so writes from different processes take turns. S
 file atomically (see files.py). The pieces, each with its own guarantees:
 
 - commit.py: the write queue and group commit (W1-W5);
-- coldstart.py: a new process's first answers from the cache, and the cache kept up (S1-S3, K1-K3);
+- coldstart.py: a new process's first answers from the cache or the file's records, and the cache
+  kept up (S1-S4, K1-K3);
 - index_cache.py: the cache itself (C1-C6);
-- loading.py: bytes to graph (L1-L3); files.py, lock.py: the file and its lock.
+- loading.py: bytes to graph (L1-L4); files.py, lock.py: the file and its lock.
 
 Guarantees of the store (tests/test_store.py, tests/test_store_cache.py):
 
 G1. A read answers from the graph of the file's bytes as they are now (one stat per read; a load
-    when the file changed), or from the cache under coldstart S1.
+    when the file changed), or from the cache or the records under coldstart S1.
 G2. A graph is published by swapping one reference (`_snapshot`): a read sees the graph before a
     write or after it, never part of one.
 G3. A save never replaces bytes it has not compared: the file's bytes are compared with the ones
@@ -22,11 +23,11 @@ G3. A save never replaces bytes it has not compared: the file's bytes are compar
 G4. Unreadable lines are appended to the side file before they leave the memory file: a crash in
     between duplicates, never loses.
 G5. One executor runs every piece of background work (the first look, the warm-up, the indexes,
-    the cache, the comparison of G3), and one timer at a time waits for quiet (coldstart S3);
+    the cache, the comparison of G3, closing the version a save replaced), and one timer at a time waits for quiet (coldstart S3);
     ``close()`` (or leaving ``with GraphStore(...)``) ends them all and writes the cache when it
     is stale (coldstart K2). No thread of the store outlives it.
 G6. The search rule is model/graph.search, called in one place (:meth:`GraphStore.search_nodes`)
-    with candidates from the cache or the graph.
+    with candidates from the cache, the records or the graph.
 """
 
 from __future__ import annotations
@@ -45,11 +46,11 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from ..model import graph as rules
 from ..model.graph import Change, Graph, GraphError, Node
-from ..model.records import Layout, file_layout, layout_pieces
+from ..model.records import Layout, Line, file_layout, layout_pieces
 from ..retrieval import query as retrieval
 from ..retrieval.paging import Facts
 from . import index_cache
-from .coldstart import CLOSE_BUDGET, CacheKeeper, ColdStart, FileBytes, State
+from .coldstart import CLOSE_BUDGET, CacheKeeper, ColdStart, FileBytes, FirstSource, State
 from .commit import MAX_BATCH, GroupCommit, Operation, WriteResult
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ from .files import (
     staged,
     stat_signature,
 )
-from .loading import describe_load, parse
+from .loading import describe_load, graph_of, parse
 from .lock import (
     LOCK_REFRESH_EVERY,
     LOCK_STALE_AFTER,
@@ -256,6 +257,11 @@ class GraphStore:
         return self._coldstart.answered
 
     @property
+    def record_answers(self) -> int:
+        """How many answers the file's records gave before the graph was made (coldstart S4), for diagnostics."""
+        return self._coldstart.answered_by_records
+
+    @property
     def graph_in_memory(self) -> Graph | None:
         """The graph this store holds now (maybe behind the file), for diagnostics."""
         snapshot = self._snapshot
@@ -272,7 +278,7 @@ class GraphStore:
         self._keeper.touched()
         if (cold := self._coldstart.cache()) is not None:
             with suppress(_Declined):
-                return self._from_cache(lambda: cold.read_graph())
+                return self._from_cache(lambda: cold.read_graph(), cold)
         return rules.read_graph(self._graph())
 
     def read_graph_for_pages(self, *, in_memory: bool = False) -> dict[str, Any]:
@@ -284,7 +290,7 @@ class GraphStore:
             return rules.read_graph_for_pages(self._graph_in_memory())
         if (cold := self._coldstart.cache()) is not None:
             with suppress(_Declined):
-                return self._from_cache(lambda: cold.graph_units())
+                return self._from_cache(lambda: cold.graph_units(), cold)
         return rules.read_graph_for_pages(self._graph())
 
     def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]:
@@ -294,7 +300,7 @@ class GraphStore:
             return rules.open_nodes(self._graph_in_memory(whole=False), names)
         if (cold := self._coldstart.cache()) is not None:
             with suppress(_Declined):
-                return self._from_cache(lambda: cold.open_nodes(names))
+                return self._from_cache(lambda: cold.open_nodes(names), cold)
         return rules.open_nodes(self._graph(), names)
 
     def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
@@ -308,10 +314,10 @@ class GraphStore:
         file loaded, the cache, or an index made first."""
         self._keeper.touched()
         try:
-            for source in self._search_sources(in_memory):
+            for source, first in self._search_sources(in_memory, query):
                 try:
                     matched = self._from_cache(partial(_search, source, query, limit if characters is None else None),
-                                               cached=isinstance(source, index_cache.ColdIndex))
+                                               first)
                 except _Declined:
                     continue
                 if characters is None:
@@ -334,12 +340,16 @@ class GraphStore:
         self._keeper.touched()
         return when.search(self._ensure_index("terms"), query, words, window, explicit=explicit, limit=limit)
 
-    def _search_sources(self, in_memory: bool) -> Iterator[_Candidates]:
+    def _search_sources(self, in_memory: bool, query: str) -> Iterator[tuple[_Candidates, FirstSource | None]]:
+        """Where a search's candidates come from, in turn, each with the first-answer source it is (None: the graph)."""
         if in_memory:
-            yield _GraphCandidates(self._graph_in_memory(), None)
+            yield _GraphCandidates(self._graph_in_memory(), None), None
             return
-        if (cold := self._coldstart.cache()) is not None:  # COLD: the cache answers
-            yield cold
+        def first(cold: FirstSource) -> tuple[_Candidates, FirstSource]:
+            return (cold if isinstance(cold, index_cache.ColdIndex) else cold.searching(query)), cold
+
+        if (cold := self._coldstart.cache()) is not None:  # COLD: the cache or the file's records answer
+            yield first(cold)
         elif (cold := self._coldstart.cache(words=True)) is not None:
             # WARM: the graph and its word index answer a search by the whole query (far faster than
             # the cache at any size); the cache ranks a search by words while the graph has no
@@ -349,13 +359,14 @@ class GraphStore:
             except NotInMemory:
                 loaded = None  # (a warm-up that failed: the cache answers, and the graph after it)
             if loaded is not None:
-                yield _GraphCandidates(loaded, _decline)
-            yield cold
-        yield _GraphCandidates(self._searchable_graph(), lambda: self._ensure_index("terms"))
+                yield _GraphCandidates(loaded, _decline), None
+            yield first(cold)
+        yield _GraphCandidates(self._searchable_graph(), lambda: self._ensure_index("terms")), None
 
-    def _from_cache(self, answer: Any, *, cached: bool = True) -> dict[str, Any]:
-        """`answer()`; from the cache, _Declined when it cannot answer (the graph then does)."""
-        if not cached:
+    def _from_cache(self, answer: Any, source: FirstSource | None) -> dict[str, Any]:
+        """`answer()`; from a first-answer source (the cache, the records: not None), _Declined
+        when it cannot answer (the graph then does)."""
+        if source is None:
             result: dict[str, Any] = answer()
             return result
         try:
@@ -367,7 +378,7 @@ class GraphStore:
             raise _Declined from None
         finally:
             self._coldstart.start_warm_up()
-        self._coldstart.answered += 1
+        self._coldstart.count(source)
         return result
 
     def _graph_in_memory(self, *, whole: bool = True) -> Graph:
@@ -403,13 +414,14 @@ class GraphStore:
         with suppress(GraphError):
             self._ensure_index(kind)
 
-    def _warm_up(self, read: FileBytes) -> None:
-        """Loads the graph from the bytes the cache was checked against and makes its word index,
-        while the cache answers (coldstart COLD -> WARM)."""
+    def _warm_up(self) -> None:
+        """Makes the graph of the bytes (or records) a first-answer source answers from, and its
+        word index, while that source answers (coldstart COLD -> WARM or HOT)."""
         try:
             with self._loading:
-                if self._snapshot is None and stat_signature(self._file) == read.signature:
-                    self._load_bytes(read.data, read.signature, first=True, pieces=True)
+                read = self._coldstart.take_read()
+                if self._snapshot is None and read is not None and stat_signature(self._file) == read.signature:
+                    self._load_read(read, first=True, pieces=True)
             self._ensure_index("words")
         except (GraphError, OSError):
             pass  # reported to whoever reads or writes next
@@ -487,7 +499,7 @@ class GraphStore:
                 return snapshot.graph
             read = self._coldstart.take_read()
             if snapshot is None and read is not None and read.signature == self._stat():
-                return self._load_bytes(read.data, read.signature, first=True)
+                return self._load_read(read, first=True)
             return self._load(first=snapshot is None)
 
     def _ensure_index(self, kind: str) -> Graph:
@@ -544,14 +556,22 @@ class GraphStore:
             raise GraphError(f"Cannot read the memory file {self._file}: {error.strerror}") from error
         return self._load_bytes(data, signature, first=first)
 
-    def _load_bytes(self, data: bytes, signature: Signature, *, first: bool, pieces: bool = False) -> Graph:
+    def _load_read(self, read: FileBytes, *, first: bool, pieces: bool = False) -> Graph:
+        """_load_bytes of what the first start read, from its records when they were decoded (coldstart S2)."""
+        return self._load_bytes(read.data, read.signature, first=first, pieces=pieces, lines=read.lines,
+                                views=read.views)
+
+    def _load_bytes(self, data: bytes, signature: Signature, *, first: bool, pieces: bool = False,
+                    lines: list[Line] | None = None, views: rules.Views | None = None) -> Graph:
         """Publishes the graph of `data`, the file's bytes with that signature (under _loading).
-        `pieces`: in the background, letting answers go first (loading.py L2)."""
-        graph = parse(data, pieces=pieces)
+        `pieces`: in the background, letting answers go first (loading.py L2). `lines`: the
+        records already decoded from `data`, and `views` their answer objects (coldstart S2)."""
+        graph = parse(data, pieces=pieces) if lines is None else graph_of(lines, views)
         for message in describe_load(self._file, graph):
             log.warning("%s", message)
         self._snapshot = _Snapshot(graph, signature, (data,))
         self._unreported_change = self._unreported_change or not first
+        self._coldstart.graph_made()
         self._keeper.changed()
         return graph
 
@@ -679,7 +699,9 @@ class GraphStore:
             raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
                              "Nothing was changed.") from error
         if replaced is not None:
-            os.close(replaced)
+            # The last descriptor of the version replaced: closing it frees its pages (about 3 ms
+            # per 4 MB), which a worker does while the answer goes out (files.Staged.put_in_place).
+            self._soon(os.close, replaced)
         fsync_directory(self._file.parent)
 
     def _with_indexes_published_meanwhile(self, graph: Graph) -> Graph:
