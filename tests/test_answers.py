@@ -30,6 +30,7 @@ from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.retrieval import answer as answers
 from memory_server.retrieval import query
+from memory_server.retrieval import paging
 from memory_server.retrieval import query as retrieval
 from memory_server.retrieval.paging import Facts, Page, Pager, request_key
 
@@ -85,8 +86,13 @@ def test_pages_give_every_fact_once_each_within_its_size_and_partial_entities_sa
     assert sorted(shown_facts(pages)) == sorted(expected), "every fact of the answer exactly once"
     held = {entity["name"]: entity["observations"] for entity in entities}
     for page in pages:
-        assert len(page.json) + sum(len(note.encode()) for note in page.notes) <= characters
-        for entity in json.loads(page.json)["entities"]:
+        size = len(page.json) + sum(len(note.encode()) for note in page.notes)
+        shown = json.loads(page.json)["entities"]
+        # A page of words may stretch past its size (up to paging.STRETCH times) only to show its
+        # first LEAST_ENTITIES entities.
+        assert size <= characters or (facts.words and size <= characters * paging.STRETCH
+                                      and len(shown) <= paging.LEAST_ENTITIES), (size, len(shown))
+        for entity in shown:
             whole = held[entity["name"]]
             if len(entity["observations"]) < len(whole):
                 assert entity["partial"] == f"{len(entity['observations'])} of {len(whole)} observations shown; " \

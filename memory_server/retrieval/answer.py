@@ -156,8 +156,8 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
             break
         facts += len(entity["observations"])
         scored_entities += 1
-    scored = ranking.rank_facts(query, [(entity["name"], entity["entityType"], entity["observations"])
-                                        for entity in entities[:scored_entities]])
+    scored = _small_as_one(query, entities[:scored_entities], ranking.rank_facts(
+        query, [(entity["name"], entity["entityType"], entity["observations"]) for entity in entities[:scored_entities]]))
     ranked = [(position, index) for position, index, _ in scored]
     if nearest is not None:
         ranked = _fused(scored, entities, query, nearest, lookup)
@@ -187,6 +187,30 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
     unranked = list(itertools.filterfalse(by_entity.__contains__, range(len(entities))))
     counts = list(map(len, map(_observations_of, map(entities.__getitem__, unranked))))
     return FactOrder(unranked, None, counts, head=(positions, indexes))
+
+
+def _small_as_one(query: str, entities: Sequence[Any], scored: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+    """The facts scored, with each small entity (shown whole: guarantee 2) placed by the score of its
+    observations read as one text (rarity counted over the same facts, a small entity's as one): a
+    dialog turn whose words, caption and date line each hold part of the question answers it as a
+    whole. Its best fact stays first within it."""
+    from ..index import ranking
+
+    best: dict[int, int] = {}
+    for number, (position, _, _) in enumerate(scored):
+        best.setdefault(position, number)
+    small = {position for position in best if _size(entities[position]) <= SMALL_ENTITY}
+    if not small:
+        return scored
+    as_read = [(entity["name"], entity["entityType"],
+                ["\n".join(entity["observations"])] if position in small and entity["observations"]
+                else entity["observations"]) for position, entity in enumerate(entities)]
+    whole = {position: score for position, _, score in ranking.rank_facts(query, as_read) if position in small}
+    placed = [(position, index, score if position not in whole
+               else whole[position] if best[position] == number else min(score, whole[position]))
+              for number, (position, index, score) in enumerate(scored)]
+    placed.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
+    return placed
 
 
 def _fused(scored: list[tuple[int, int, float]], entities: list[Any], query: str, nearest: Nearest,
