@@ -17,8 +17,9 @@ Guarantees:
    matched terms) over every matching entity, up to :data:`SCORED_FACTS` facts (beyond them the
    remaining entities follow in the order the word index ranked them, observations as written).
    Entities come in the order of their best fact; a page shows its facts grouped by entity.
-   A small entity (:data:`SMALL_ENTITY`) comes whole at its best fact: its matching observations
-   first, then the others, so that a one-turn entity keeps its date line.
+   A small entity (:data:`SMALL_ENTITY`) comes whole, placed by the score of its observations
+   read as one text (:func:`_small_as_one`: a dialog turn's words, caption and date line together):
+   its matching observations first, then the others, so that a one-turn entity keeps its date line.
 3. Semantic candidates, when a model is installed (``retrieval/semantic.py``: ``nearest``), are
    fused with the word ranking fact by fact, by score (:data:`SEMANTIC_WEIGHT`); a fact only they
    find joins the answer. Without a model the word ranking stands alone.
@@ -51,10 +52,13 @@ index ranked them. Bounds the work of a query whose words half the memory holds.
 SMALL_ENTITY: Final = 400
 """Bytes of JSON under which an entity found by words is shown whole."""
 SEMANTIC_CANDIDATES: Final = 40
-SEMANTIC_WEIGHT: Final = 0.5
+SEMANTIC_WEIGHT: Final = 0.1
 """The weight of a fact's similarity (as a share of the best) against its word score (as a share of
-the best, weight 1): words the question shares with a fact are the stronger evidence; meaning adds
-the facts words miss, ahead of word matches less than half as good as the best."""
+the best, weight 1). Words the question shares with a fact are the stronger evidence, and in a
+conversation every turn resembles every question a little: meaning adds the facts words miss (all
+of them when no word matches, as for `dog` and "a border collie"), and among word matches it
+only reorders those within a tenth of each other. (0.5 was the first choice: on the recall
+benchmark's dialog turns it cost a point of recall@5 and on its profile gained nothing.)"""
 
 _encoder: Final = msgspec.json.Encoder()
 _observations_of: Final = itemgetter("observations")

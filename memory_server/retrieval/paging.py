@@ -199,8 +199,9 @@ class Facts:
     """A search answer as the facts it is made of, in the order they are to be read.
 
     Made by :func:`memory_server.retrieval.answer.shape`; paged by :meth:`Pager.first_facts`.
-    Each page takes the next facts in order while they fit `characters`, and shows them grouped
-    by entity (entities in the order their first fact comes, each entity's facts in order)."""
+    Each page takes the next facts in order while they fit `characters` (a page of words goes on,
+    up to STRETCH times that, to show LEAST_ENTITIES entities), and shows them grouped by entity
+    (entities in the order their first fact comes, each entity's facts in order)."""
 
     entities: list[Any]
     """The matched entities' objects (name, entityType, observations)."""
