@@ -733,8 +733,8 @@ def _take_facts(facts: Facts, start: int, room: int, *, least: int = 0,
         observation = entity["observations"][index] if index >= 0 else None
         if observation is not None:
             cost += len(_encoder.encode(observation)) + 1
-        if used + cost > room and (at == start or len(shown) >= least or used + cost > room + stretch
-                                   or (position in shown and position not in stretched)):
+        if used + cost > room and (at == start or used + cost > room + stretch or not (
+                position in stretched or (position not in shown and len(shown) < least))):
             if at > start:
                 break
             if observation is None:
