@@ -13,7 +13,7 @@ import os
 import re
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from types import MethodType
 from typing import Annotated, Any, Final
@@ -294,17 +294,22 @@ class MemoryTools:
         words, window = (query, explicit) if explicit is not None else when.parse_query(query, datetime.now(UTC))
 
         def answer(in_memory: bool) -> dict[str, Any] | Facts:
+            remark = ""
             if window is not None:
                 if in_memory:
                     raise NotInMemory  # made in a worker: it reads the dates of every match
-                if (within := store.search_within(query, words, window, explicit=explicit is not None,
-                                                  limit=limit)) is not None:
+                within = store.search_within(query, words, window, explicit=explicit is not None, limit=limit)
+                # A window the query's own words name ("in June", "4 years ago") narrows only when
+                # something was recorded or happened within it; else the words answer as without it
+                # (a fact told long after it happened carries no date of its own).
+                if within is not None and (within["entities"] or explicit is not None):
                     return within
+                remark = "" if within is None else when.nothing_within(window)
             characters = answers.check_characters(wanted, self.pager.budget)
             value = store.search_nodes(query, limit, characters=characters, in_memory=in_memory)
-            if isinstance(value, Facts):  # the store made the answer of facts from the graph in memory
-                return value
-            return answers.shape(query, value["entities"], value["relations"], characters, limit=limit)
+            if not isinstance(value, Facts):  # matched from the cache: the answer is made of their facts here
+                value = answers.shape(query, value["entities"], value["relations"], characters, limit=limit)
+            return replace(value, remark=remark) if remark else value
         return await self._read("search_nodes", arguments, answer, context, long=len(query) > LONG_QUERY_CHARS)
 
     async def open_nodes(self, arguments: OpenNodes, context: RequestContext) -> ToolResult:

@@ -55,8 +55,8 @@ def word_order(question: str, entities: list[Any], nearest: answers.Nearest | No
             break
         facts += len(entity["observations"])
         scored_entities += 1
-    scored = ranking.rank_facts(question, [(entity["name"], entity["entityType"], entity["observations"])
-                                           for entity in entities[:scored_entities]])
+    scored = answers._small_as_one(question, entities[:scored_entities], ranking.rank_facts(
+        question, [(entity["name"], entity["entityType"], entity["observations"]) for entity in entities[:scored_entities]]))
     ranked = [(position, index) for position, index, _ in scored]
     if nearest is not None:
         ranked = answers._fused(scored, entities, question, nearest, lookup)

@@ -29,7 +29,7 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
 from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.retrieval import answer as answers
-from memory_server.retrieval import query
+from memory_server.retrieval import paging, query
 from memory_server.retrieval import query as retrieval
 from memory_server.retrieval.paging import Facts, Page, Pager, request_key
 
@@ -85,8 +85,13 @@ def test_pages_give_every_fact_once_each_within_its_size_and_partial_entities_sa
     assert sorted(shown_facts(pages)) == sorted(expected), "every fact of the answer exactly once"
     held = {entity["name"]: entity["observations"] for entity in entities}
     for page in pages:
-        assert len(page.json) + sum(len(note.encode()) for note in page.notes) <= characters
-        for entity in json.loads(page.json)["entities"]:
+        size = len(page.json) + sum(len(note.encode()) for note in page.notes)
+        shown = json.loads(page.json)["entities"]
+        # A page of words may stretch past its size (up to paging.STRETCH times) only to show its
+        # first LEAST_ENTITIES entities.
+        assert size <= characters or (facts.words and size <= characters * paging.STRETCH
+                                      and len(shown) <= paging.LEAST_ENTITIES), (size, len(shown))
+        for entity in shown:
             whole = held[entity["name"]]
             if len(entity["observations"]) < len(whole):
                 assert entity["partial"] == f"{len(entity['observations'])} of {len(whole)} observations shown; " \
@@ -299,3 +304,40 @@ def test_the_ranking_index_is_asked_for_only_when_the_query_is_taken_as_words() 
     assert asked == []
     assert query.search(plain, "who plays an instrument like the cello?", ranked=ranked).words
     assert asked == [plain]
+
+
+def turns(count: int) -> list[dict[str, Any]]:
+    """Dialog turns of about 330 bytes each, every one holding the word 'camping'."""
+    return [{"name": f"turn {number}", "entityType": "dialog_turn",
+             "observations": [f"Melanie: we went camping by the lake, number {number}, " + "and it rained a lot " * 10,
+                              f"Session {number}, 8 May 2023"]} for number in range(count)]
+
+
+def test_a_page_of_words_stretches_to_show_five_entities_and_no_more_facts_of_those_it_holds() -> None:
+    graph = graph_of(turns(8))
+    facts = query.search(graph, "where did Melanie go camping?")
+    page = Pager().first_facts("search_nodes", REQUEST, facts)
+    shown = json.loads(page.json)["entities"]
+    assert len(shown) == paging.LEAST_ENTITIES, "five turns, although three fill 1,500 characters"
+    assert answers.DEFAULT_CHARACTERS < len(page.json) <= answers.DEFAULT_CHARACTERS * paging.STRETCH
+    assert all("partial" not in entity for entity in shown), "each turn whole"
+    # a large entity already on the page gets no more facts from the stretch
+    big = {"name": "default_user", "entityType": "person",
+           "observations": [f"Went camping in year {year}, " + "a long story " * 20 for year in range(40)]}
+    page = Pager().first_facts("search_nodes", REQUEST, query.search(graph_of([big]), "camping"))
+    assert len(page.json) + sum(len(note.encode()) for note in page.notes) <= answers.DEFAULT_CHARACTERS
+
+
+def test_a_small_entity_is_placed_by_all_its_observations_together() -> None:
+    # The question's words are split between the turn's text and its date line in the first, and
+    # all in one observation of the second, which holds fewer of them.
+    split = {"name": "turn A", "entityType": "dialog_turn",
+             "observations": ["Caroline: I joined the support group", "Session 4, 9 June 2023 pride parade"]}
+    single = {"name": "turn B", "entityType": "dialog_turn",
+              "observations": ["Caroline: the support group was nice", "Session 5, 1 July 2023"]}
+    filler = [{"name": f"turn {number}", "entityType": "dialog_turn",
+               "observations": [f"Melanie: talk {number}", "Session 1, 8 May 2023"]} for number in range(5)]
+    graph = graph_of([single, split, *filler])
+    facts = query.search(graph, "Caroline support group pride parade")
+    first = json.loads(Pager().first_facts("search_nodes", REQUEST, facts).json)["entities"][0]
+    assert first["name"] == "turn A" and first["observations"][0] == "Session 4, 9 June 2023 pride parade"

@@ -415,7 +415,7 @@ def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
         # (most facts hold none: one empty set for all of them, not one each kept to the end)
         hits_of.append([wanted_set.intersection(fact) or _NO_HITS for fact in found])
     df = Counter(itertools.chain.from_iterable(itertools.chain.from_iterable(hits_of)))
-    average = length / facts if facts else 1.0
+    average = length / facts if length else 1.0  # facts of no terms at all ("", "...") weigh as average
     count = max(facts, 1)
     idf = {term: math.log(1.0 + (count - df[term] + 0.5) / (df[term] + 0.5)) for term in wanted}
     whole = sum(idf.values()) or 1.0

@@ -17,8 +17,9 @@ Guarantees:
    matched terms) over every matching entity, up to :data:`SCORED_FACTS` facts (beyond them the
    remaining entities follow in the order the word index ranked them, observations as written).
    Entities come in the order of their best fact; a page shows its facts grouped by entity.
-   A small entity (:data:`SMALL_ENTITY`) comes whole at its best fact: its matching observations
-   first, then the others, so that a one-turn entity keeps its date line.
+   A small entity (:data:`SMALL_ENTITY`) comes whole, placed by the score of its observations
+   read as one text (:func:`_small_as_one`: a dialog turn's words, caption and date line together):
+   its matching observations first, then the others, so that a one-turn entity keeps its date line.
 3. Semantic candidates, when a model is installed (``retrieval/semantic.py``: ``nearest``), are
    fused with the word ranking fact by fact, by score (:data:`SEMANTIC_WEIGHT`); a fact only they
    find joins the answer. Without a model the word ranking stands alone.
@@ -51,10 +52,13 @@ index ranked them. Bounds the work of a query whose words half the memory holds.
 SMALL_ENTITY: Final = 400
 """Bytes of JSON under which an entity found by words is shown whole."""
 SEMANTIC_CANDIDATES: Final = 40
-SEMANTIC_WEIGHT: Final = 0.5
+SEMANTIC_WEIGHT: Final = 0.1
 """The weight of a fact's similarity (as a share of the best) against its word score (as a share of
-the best, weight 1): words the question shares with a fact are the stronger evidence; meaning adds
-the facts words miss, ahead of word matches less than half as good as the best."""
+the best, weight 1). Words the question shares with a fact are the stronger evidence, and in a
+conversation every turn resembles every question a little: meaning adds the facts words miss (all
+of them when no word matches, as for `dog` and "a border collie"), and among word matches it
+only reorders those within a tenth of each other. (0.5 was the first choice: on the recall
+benchmark's dialog turns it cost a point of recall@5 and on its profile gained nothing.)"""
 
 _encoder: Final = msgspec.json.Encoder()
 _observations_of: Final = itemgetter("observations")
@@ -156,8 +160,8 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
             break
         facts += len(entity["observations"])
         scored_entities += 1
-    scored = ranking.rank_facts(query, [(entity["name"], entity["entityType"], entity["observations"])
-                                        for entity in entities[:scored_entities]])
+    scored = _small_as_one(query, entities[:scored_entities], ranking.rank_facts(
+        query, [(entity["name"], entity["entityType"], entity["observations"]) for entity in entities[:scored_entities]]))
     ranked = [(position, index) for position, index, _ in scored]
     if nearest is not None:
         ranked = _fused(scored, entities, query, nearest, lookup)
@@ -187,6 +191,30 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
     unranked = list(itertools.filterfalse(by_entity.__contains__, range(len(entities))))
     counts = list(map(len, map(_observations_of, map(entities.__getitem__, unranked))))
     return FactOrder(unranked, None, counts, head=(positions, indexes))
+
+
+def _small_as_one(query: str, entities: Sequence[Any], scored: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+    """The facts scored, with each small entity (shown whole: guarantee 2) placed by the score of its
+    observations read as one text (rarity counted over the same facts, a small entity's as one): a
+    dialog turn whose words, caption and date line each hold part of the question answers it as a
+    whole. Its best fact stays first within it."""
+    from ..index import ranking
+
+    best: dict[int, int] = {}
+    for number, (position, _, _) in enumerate(scored):
+        best.setdefault(position, number)
+    small = {position for position in best if _size(entities[position]) <= SMALL_ENTITY}
+    if not small:
+        return scored
+    as_read = [(entity["name"], entity["entityType"],
+                ["\n".join(entity["observations"])] if position in small and entity["observations"]
+                else entity["observations"]) for position, entity in enumerate(entities)]
+    whole = {position: score for position, _, score in ranking.rank_facts(query, as_read) if position in small}
+    placed = [(position, index, score if position not in whole
+               else whole[position] if best[position] == number else min(score, whole[position]))
+              for number, (position, index, score) in enumerate(scored)]
+    placed.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
+    return placed
 
 
 def _fused(scored: list[tuple[int, int, float]], entities: list[Any], query: str, nearest: Nearest,

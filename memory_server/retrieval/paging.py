@@ -199,8 +199,9 @@ class Facts:
     """A search answer as the facts it is made of, in the order they are to be read.
 
     Made by :func:`memory_server.retrieval.answer.shape`; paged by :meth:`Pager.first_facts`.
-    Each page takes the next facts in order while they fit `characters`, and shows them grouped
-    by entity (entities in the order their first fact comes, each entity's facts in order)."""
+    Each page takes the next facts in order while they fit `characters` (a page of words goes on,
+    up to STRETCH times that, to show LEAST_ENTITIES entities), and shows them grouped by entity
+    (entities in the order their first fact comes, each entity's facts in order)."""
 
     entities: list[Any]
     """The matched entities' objects (name, entityType, observations)."""
@@ -213,6 +214,8 @@ class Facts:
     """What a page gives the model at most, in UTF-8 bytes of its JSON and its notes."""
     words: bool
     """Whether the query was taken as words (False: entities containing the whole query)."""
+    remark: str = ""
+    """What every page's note says first about how the query was taken (empty: nothing)."""
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """What its pages work out once for all of them (relations by endpoint, their sizes)."""
 
@@ -654,6 +657,10 @@ class Pager:
 _FACT_NOTE_ROOM: Final = 380
 """Bytes kept for a page's note (the longest it can be, but for names in it)."""
 RELATION_SHARE: Final = 4
+LEAST_ENTITIES: Final = 5
+"""Entities a page of an answer by words shows at least, when that many matched and they fit
+STRETCH times the page's size."""
+STRETCH: Final = 3
 """Relations take at most 1/RELATION_SHARE of a page that has facts left for it."""
 
 
@@ -679,6 +686,13 @@ def _facts_page(facts: Facts, start: int, cursor: Callable[[int], str | None], a
     entities (within a share of the page when facts are left for it)."""
     budget = facts.characters
     room = budget - _ENVELOPE - _FACT_NOTE_ROOM
+    if facts.words:
+        # A glance at a few candidates: a page of words goes on past its size to show at least
+        # LEAST_ENTITIES entities (up to STRETCH times its size), so that an answer is never
+        # three long entities when the fourth is the one asked for.
+        fill, used = _take_facts(facts, start, room, least=LEAST_ENTITIES, stretch=room * (STRETCH - 1))
+        if used > room:
+            budget, room = budget + used - room, used
     while True:
         fill, used = _take_facts(facts, start, room)
         if fill.end < len(facts.order) and facts.relations:
@@ -697,10 +711,14 @@ def _facts_page(facts: Facts, start: int, cursor: Callable[[int], str | None], a
         room -= max(over, 48)
 
 
-def _take_facts(facts: Facts, start: int, room: int) -> tuple[_FactFill, int]:
+def _take_facts(facts: Facts, start: int, room: int, *, least: int = 0,
+                stretch: int = 0) -> tuple[_FactFill, int]:
+    """The facts from `start` that fit `room`; with `least`, while fewer than that many entities are
+    taken, the next entities too (their facts that follow in order) when they fit `room + stretch`."""
     shown: dict[int, list[str]] = {}
     indexes: dict[int, list[int]] = {}
     cut: list[str] = []
+    stretched: set[int] = set()  # entities begun past `room`: the stretch takes them whole, no others' facts
     used = 0
     at = start
     order = facts.order
@@ -715,7 +733,8 @@ def _take_facts(facts: Facts, start: int, room: int) -> tuple[_FactFill, int]:
         observation = entity["observations"][index] if index >= 0 else None
         if observation is not None:
             cost += len(_encoder.encode(observation)) + 1
-        if used + cost > room:
+        if used + cost > room and (at == start or used + cost > room + stretch or not (
+                position in stretched or (position not in shown and len(shown) < least))):
             if at > start:
                 break
             if observation is None:
@@ -726,6 +745,8 @@ def _take_facts(facts: Facts, start: int, room: int) -> tuple[_FactFill, int]:
                        f"{len(entity['observations'][index]):,} characters, more than a page holds: the first "
                        f"{kept:,} are shown, marked [cut: ...]; open_nodes gives it whole.")
             cost = bare + len(_encoder.encode(observation)) + 1
+        if used + cost > room and position not in shown:
+            stretched.add(position)
         taken = shown.setdefault(position, [])
         indexes.setdefault(position, [])
         if observation is not None:
@@ -809,7 +830,7 @@ def _render_facts(facts: Facts, fill: _FactFill, start: int, cursor: str | None,
     encoded = _encoder.encode(value)
     partial = sum(1 for entity in value["entities"] if "partial" in entity)
     notes: tuple[str, ...] = ()
-    if cursor is not None or partial or fill.more_relations or fill.cut or start:
+    if cursor is not None or partial or fill.more_relations or fill.cut or start or facts.remark:
         notes = (_facts_note(facts, fill, start, cursor is not None, partial),)
     following = (answer_id, fill.end, 0) if cursor is not None else None
     return Page(encoded, notes, following)
@@ -821,6 +842,8 @@ def _facts_note(facts: Facts, fill: _FactFill, start: int, more: bool, partial: 
     lines = [f"search_nodes: {_count(shown, 'observation')} of {_count(len(fill.shown), 'entity')}, {how} "
              f"(facts {start + 1:,}-{fill.end:,} of {len(facts.order):,}, from "
              f"{_count(len(facts.entities), 'matching entity')})."]
+    if facts.remark:
+        lines.insert(0, facts.remark)
     if partial:
         lines.append('An entity marked "partial" has more observations: open_nodes gives it whole.')
     if fill.more_relations:

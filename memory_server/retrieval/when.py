@@ -30,6 +30,10 @@ Guarantees (for :func:`search`):
    recent first, and is marked ``partial`` when it holds others.
 3. Order: the word rules' relevance first; recency (the latest date within the window) breaks
    ties, then graph order.
+4. A window named by the query's own words (not `since`/`until`) within which nothing answers
+   does not empty the answer: search_nodes then answers the whole query as without a window, and
+   its note says so (:func:`nothing_within`). A fact told long after it happened ("we went camping
+   in June", recorded in December) carries no date of that June: its words still find it.
 """
 
 from __future__ import annotations
@@ -318,6 +322,13 @@ def search(graph: Graph, query: str, words: str, window: Span, *, explicit: bool
         kept = kept[:limit]
     return {"entities": [shown_within(node, within[node.record.name]) for node in kept],
             "relations": retrieval.found(graph, kept)["relations"]}
+
+
+def nothing_within(window: Span) -> str:
+    """The note of an answer whose query named a time in which nothing answers (guarantee 4)."""
+    start, end = (moment.strftime("%Y-%m-%d %H:%M") for moment in window)
+    return (f"Nothing was recorded, or told to have happened, from {start} to {end} UTC (the time this query "
+            "names), so these facts answer its words at any time: each shows its dates where known.")
 
 
 def shown_within(node: Node, indexes: Sequence[int]) -> dict[str, Any]:
