@@ -684,8 +684,10 @@ def _facts_page(facts: Facts, start: int, cursor: Callable[[int], str | None], a
     """The page starting at fact `start`, within facts.characters: the facts that fit (at least one,
     an observation too long for any page cut with its marker), then the relations touching their
     entities (within a share of the page when facts are left for it)."""
-    budget = facts.characters
-    room = budget - _ENVELOPE - _FACT_NOTE_ROOM
+    # A remark on how the query was taken comes on top of the page: it says why the facts are
+    # these, and must not push the fifth of them out.
+    budget = facts.characters + (len(facts.remark.encode()) + 1 if facts.remark else 0)
+    room = facts.characters - _ENVELOPE - _FACT_NOTE_ROOM
     if facts.words:
         # A glance at a few candidates: a page of words goes on past its size to show at least
         # LEAST_ENTITIES entities (up to STRETCH times its size), so that an answer is never
