@@ -124,21 +124,24 @@ class Change(NamedTuple):
 # --------------------------------------------------------------------------------------------
 
 
-def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Node:
-    """GraphError when the record cannot be stored (see :func:`record_line`)."""
+def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None,
+              line: bytes | None = None) -> Node:
+    """GraphError when the record cannot be stored (see :func:`record_line`). `line`: the record's
+    line when it is known to be it (read back from a database row), so as not to encode it again."""
     view = {"name": record.name, "entityType": record.entityType, "observations": record.observations}
     # (no call for an undated record: a load makes a node per entity, and most files have no dates yet)
     if record.recordedAt is not None or record.createdAt is not None or record.updatedAt is not None \
             or record.happenedOn is not None:
         view.update(dates.answer_dates(record))
     text = search_text(record.name, record.entityType, record.observations)
-    return Node(record, view, text, seq, extra, record_line(record, extra))
+    return Node(record, view, text, seq, extra, record_line(record, extra) if line is None else line)
 
 
-def make_edge(record: RelationRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None) -> Edge:
-    """GraphError when the record cannot be stored (see :func:`record_line`)."""
+def make_edge(record: RelationRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None,
+              line: bytes | None = None) -> Edge:
+    """GraphError when the record cannot be stored (see :func:`record_line`); `line`: see :func:`make_node`."""
     view = {"from": record.source, "to": record.target, "relationType": record.relationType}
-    return Edge(record, view, seq, record_line(record, extra))
+    return Edge(record, view, seq, record_line(record, extra) if line is None else line)
 
 
 def record_line(record: Record, extra: dict[str, msgspec.Raw] | None = None) -> bytes:

@@ -166,9 +166,27 @@ _COUNTS: Final = "SELECT next_seq, entities, total_length FROM kg_memories WHERE
 _ALL_ENTITIES: Final = "SELECT line FROM kg_entities WHERE memory = %s ORDER BY seq"
 _ALL_RELATIONS: Final = "SELECT line FROM kg_relations WHERE memory = %s ORDER BY seq"
 _ENTITIES_NAMED: Final = "SELECT seq, line FROM kg_entities WHERE memory = %s AND name = ANY(%s)"
-_ENTITIES_CONTAINING: Final = "SELECT seq, line FROM kg_entities WHERE memory = %s AND haystack LIKE %s"
-_ENTITIES_CONTAINING_SCAN: Final = "SELECT seq, line FROM kg_entities WHERE memory = %s AND strpos(haystack, %s) > 0"
-_ENTITIES_WITH_TERMS: Final = "SELECT seq, line FROM kg_entities WHERE memory = %s AND terms && %s::text[]"
+
+
+def _with_touching(condition: str) -> str:
+    """The entities of a memory meeting `condition` (a constant; its one parameter is %(value)s),
+    and every relation touching one of them, in one statement: (0, seq, line) for an entity, (1,
+    seq, line) for a relation (a relation between two of them comes twice). The relations are looked
+    up entity by entity in their indexes (OFFSET 0 keeps the planner from joining them whole
+    instead, which reads every relation of the memory when it misjudges how many entities match)."""
+    return f"""WITH found AS MATERIALIZED (
+            SELECT name, seq, line FROM kg_entities WHERE memory = %(memory)s AND {condition})
+        SELECT 0, seq, line FROM found
+        UNION ALL SELECT 1, r.seq, r.line FROM found, LATERAL (SELECT seq, line FROM kg_relations
+            WHERE memory = %(memory)s AND source = found.name OFFSET 0) AS r
+        UNION ALL SELECT 1, r.seq, r.line FROM found, LATERAL (SELECT seq, line FROM kg_relations
+            WHERE memory = %(memory)s AND target = found.name OFFSET 0) AS r"""
+
+
+_NAMED_TOUCHING: Final = _with_touching("name = ANY(%(value)s)")
+_CONTAINING: Final = _with_touching("haystack LIKE %(value)s")
+_CONTAINING_SCAN: Final = _with_touching("strpos(haystack, %(value)s) > 0")
+_HOLDING: Final = _with_touching("terms && %(value)s::text[]")
 _RELATIONS_TOUCHING: Final = """SELECT seq, line FROM kg_relations WHERE memory = %s AND source = ANY(%s)
     UNION SELECT seq, line FROM kg_relations WHERE memory = %s AND target = ANY(%s)"""
 _RELATIONS_NAMED: Final = """SELECT r.seq, r.line FROM kg_relations AS r
@@ -224,14 +242,14 @@ def _node_from(seq: int, line: bytes) -> Node:
     record, extra = _record_from(line)
     if not isinstance(record, EntityRecord):
         raise GraphError(f"The database holds an entity row that is not an entity: {line[:200]!r}")
-    return rules.make_node(record, seq, extra)
+    return rules.make_node(record, seq, extra, line)
 
 
 def _edge_from(seq: int, line: bytes) -> Edge:
     record, extra = _record_from(line)
     if not isinstance(record, RelationRecord):
         raise GraphError(f"The database holds a relation row that is not a relation: {line[:200]!r}")
-    return rules.make_edge(record, seq, extra)
+    return rules.make_edge(record, seq, extra, line)
 
 
 def _key(edge: Edge) -> Triple:
@@ -293,27 +311,24 @@ class _Snapshot:
         self._memory = memory
         self._trigrams = trigrams
 
-    def _rows(self, statement: str, params: Sequence[Any]) -> list[tuple[int, bytes]]:
+    def _graph(self, statement: str, value: Any) -> Graph:
+        """The graph of the entities a statement of :func:`_with_touching` finds, with the relations touching them."""
         # Not prepared: a search's plan depends on its pattern (an index for a rare one, a scan else).
-        return cast(list[tuple[int, bytes]], self._connection.execute(statement, params, prepare=False).fetchall())
+        rows = self._connection.execute(statement, {"memory": self._memory, "value": value}, prepare=False).fetchall()
+        relations = {bytes(line): (seq, line) for kind, seq, line in rows if kind}
+        return subgraph([(seq, line) for kind, seq, line in rows if not kind], relations.values())
 
-    def named(self, names: Iterable[str]) -> list[tuple[int, bytes]]:
-        return self._rows(_ENTITIES_NAMED, (self._memory, [_utf8(name) for name in unique(names)]))
+    def named(self, names: Iterable[str]) -> Graph:
+        return self._graph(_NAMED_TOUCHING, [_utf8(name) for name in unique(names)])
 
-    def containing(self, needle: str) -> list[tuple[int, bytes]]:
+    def containing(self, needle: str) -> Graph:
         """A superset of the entities whose search text contains the lower-cased needle (P9)."""
         if self._trigrams and len(needle) >= TRIGRAM_CHARACTERS:
-            return self._rows(_ENTITIES_CONTAINING, (self._memory, like_pattern(needle)))
-        return self._rows(_ENTITIES_CONTAINING_SCAN, (self._memory, haystack_of(needle)))
+            return self._graph(_CONTAINING, like_pattern(needle))
+        return self._graph(_CONTAINING_SCAN, haystack_of(needle))
 
-    def holding(self, terms: Sequence[str]) -> list[tuple[int, bytes]]:
-        return self._rows(_ENTITIES_WITH_TERMS, (self._memory, list(terms)))
-
-    def touching(self, names: Iterable[str]) -> list[tuple[int, bytes]]:
-        encoded = [_utf8(name) for name in names]
-        if not encoded:
-            return []
-        return self._rows(_RELATIONS_TOUCHING, (self._memory, encoded, self._memory, encoded))
+    def holding(self, terms: Sequence[str]) -> Graph:
+        return self._graph(_HOLDING, list(terms))
 
     def every_line(self) -> list[bytes]:
         """Every row's line, entities then relations, each in graph order."""
@@ -483,24 +498,23 @@ class PostgresStore:
             raise NotInMemory
         with self._snapshot() as snapshot:
             found, matched = self._matched(snapshot, query)
-            found = self._with_relations(snapshot, found, (node.record.name for node in matched))
         if characters is None:
             return retrieval.found(found, matched, limit)
         return retrieval.answer_of(None, query, retrieval.found(found, matched), characters=characters, limit=limit)
 
     def _matched(self, snapshot: _Snapshot, query: str) -> tuple[Graph, Sequence[Node]]:
         """Rules 1 and 2 (retrieval.query.rule) on the candidates the database gives (P9): the graph
-        of the candidates read, and the matches, best first."""
+        of the candidates read (with every relation touching them), and the matches, best first."""
         read: list[Graph] = []
 
         def containing(whole: str) -> list[Node] | None:
-            candidates = subgraph(snapshot.containing(whole.lower()))
+            candidates = snapshot.containing(whole.lower())
             read.append(candidates)
             return retrieval.contains_query(candidates, whole)
 
         def by_words(words: str) -> list[Node]:
             wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
-            holders = subgraph(snapshot.holding(wanted)) if wanted else rules.EMPTY
+            holders = snapshot.holding(wanted) if wanted else rules.EMPTY
             _, entities, total = snapshot.counts()
             holders = replace(holders, terms=cast("ranking.TermIndex", _MemoryTerms(holders, entities, total)))
             read.append(holders)
@@ -508,11 +522,6 @@ class PostgresStore:
 
         matched = retrieval.rule(containing, by_words, query)
         return read[-1], matched
-
-    def _with_relations(self, snapshot: _Snapshot, graph: Graph, names: Iterable[str]) -> Graph:
-        """The graph with every relation touching the names (all that an answer shows of relations)."""
-        touching = subgraph((), snapshot.touching(unique(names)))
-        return replace(graph, relations=touching.relations, links=touching.links)
 
     def search_within(self, query: str, words: str, window: Span, *, explicit: bool,
                       limit: int | None = None) -> dict[str, Any] | None:
@@ -526,8 +535,7 @@ class PostgresStore:
         if in_memory:
             raise NotInMemory
         with self._snapshot() as snapshot:
-            found = subgraph(snapshot.named(names))
-            found = self._with_relations(snapshot, found, found.entities)
+            found = snapshot.named(names)
         return rules.open_nodes(found, names)
 
     def poll_external_change(self) -> bool:
