@@ -170,16 +170,16 @@ _ENTITIES_NAMED: Final = "SELECT seq, line FROM kg_entities WHERE memory = %s AN
 
 def _with_touching(condition: str) -> str:
     """The entities of a memory meeting `condition` (a constant; its one parameter is %(value)s),
-    and every relation touching one of them, in one statement: (0, seq, line) for an entity, (1,
-    seq, line) for a relation (a relation between two of them comes twice). The relations are looked
+    and every relation touching one of them, in one statement: (seq, line, None, None, None) for an
+    entity, (seq, line, source, target, type) for a relation (one between two of them comes twice). The relations are looked
     up entity by entity in their indexes (OFFSET 0 keeps the planner from joining them whole
     instead, which reads every relation of the memory when it misjudges how many entities match)."""
     return f"""WITH found AS MATERIALIZED (
             SELECT name, seq, line FROM kg_entities WHERE memory = %(memory)s AND {condition})
-        SELECT 0, seq, line FROM found
-        UNION ALL SELECT 1, r.seq, r.line FROM found, LATERAL (SELECT seq, line FROM kg_relations
+        SELECT seq, line, NULL::bytea, NULL::bytea, NULL::bytea FROM found
+        UNION ALL SELECT r.* FROM found, LATERAL (SELECT seq, line, source, target, relation_type FROM kg_relations
             WHERE memory = %(memory)s AND source = found.name OFFSET 0) AS r
-        UNION ALL SELECT 1, r.seq, r.line FROM found, LATERAL (SELECT seq, line FROM kg_relations
+        UNION ALL SELECT r.* FROM found, LATERAL (SELECT seq, line, source, target, relation_type FROM kg_relations
             WHERE memory = %(memory)s AND target = found.name OFFSET 0) AS r"""
 
 
@@ -315,8 +315,21 @@ class _Snapshot:
         """The graph of the entities a statement of :func:`_with_touching` finds, with the relations touching them."""
         # Not prepared: a search's plan depends on its pattern (an index for a rare one, a scan else).
         rows = self._connection.execute(statement, {"memory": self._memory, "value": value}, prepare=False).fetchall()
-        relations = {bytes(line): (seq, line) for kind, seq, line in rows if kind}
-        return subgraph([(seq, line) for kind, seq, line in rows if not kind], relations.values())
+        entities = [(seq, line) for seq, line, source, _, _ in rows if source is None]
+        graph = subgraph(entities)
+        # A relation's record from its key columns: its line need not be decoded (it is kept as it is).
+        edges = sorted({(source, target, kind): (seq, line) for seq, line, source, target, kind in rows
+                        if source is not None}.items(), key=lambda item: item[1][0])
+        relations: dict[Triple, Edge] = {}
+        links: defaultdict[str, set[Triple]] = defaultdict(set)
+        for key, (seq, line) in edges:
+            triple = cast(Triple, tuple(bytes(part).decode("utf-8", "surrogatepass") for part in key))
+            record = RelationRecord(*triple)
+            relations[triple] = Edge(record, {"from": triple[0], "to": triple[1], "relationType": triple[2]},
+                                     seq, bytes(line))
+            links[triple[0]].add(triple)
+            links[triple[1]].add(triple)
+        return replace(graph, relations=relations, links=dict(links))
 
     def named(self, names: Iterable[str]) -> Graph:
         return self._graph(_NAMED_TOUCHING, [_utf8(name) for name in unique(names)])
@@ -421,6 +434,8 @@ class PostgresStore:
                                        f"newer than this server's {SCHEMA_VERSION}: upgrade mcp-server-memory. "
                                        "Nothing was written.")
                 if version == 1:
+                    # An upgrade (or an index made on the rows there) runs as long as the rows ask.
+                    connection.execute("SET LOCAL statement_timeout = 0")
                     self._upgrade_from_1(connection)
                 for statement in _SCHEMA:
                     connection.execute(statement)
@@ -596,12 +611,14 @@ class PostgresStore:
         triples = [(record.source, record.target, record.relationType) for record, _ in relations]
         reads = _Reads([*names, *(name for triple in triples for name in triple[:2])], triples)
         return self._write(lambda graph: rules.merge_graph(graph, entities, relations, self._now()),
-                           None, None, reads)
+                           None, None, reads, unbounded=True)
 
     def _write(self, operation: Callable[[Graph], Change], names: Sequence[str] | None,
-               triples: Sequence[Triple] | None, reads: _Reads, abandon: threading.Event | None = None) -> WriteResult:
+               triples: Sequence[Triple] | None, reads: _Reads, abandon: threading.Event | None = None, *,
+               unbounded: bool = False) -> WriteResult:
         """P1, P10: lock the memory's row, read the rows the rule reads, apply it, write what changed.
-        `names`, `triples`: where the rule may change something (None: anywhere it read)."""
+        `names`, `triples`: where the rule may change something (None: anywhere it read).
+        `unbounded`: once the lock is held, no statement timeout (an import of a million rows)."""
         with self._connection() as connection:
             if abandon is not None and abandon.is_set():
                 raise GraphError("The call was cancelled before it was written; nothing was changed.")
@@ -612,6 +629,8 @@ class PostgresStore:
                         connection.execute(_ADD_MEMORY, (self.memory,))
                         row = connection.execute(_LOCK_STATE, (self.memory,)).fetchone()
                     assert row is not None  # made just above, in this transaction
+                    if unbounded:
+                        connection.execute("SET LOCAL statement_timeout = 0")
                     revision, removals, next_seq, entities, total_length = row
                     # An empty memory has no row to read (an import into a new memory reads none).
                     before = _rows_for(connection, self.memory, reads if entities else _Reads(()), next_seq)
