@@ -260,8 +260,9 @@ def _key(edge: Edge) -> Triple:
 def subgraph(entity_rows: Iterable[tuple[int, bytes]], relation_rows: Iterable[tuple[int, bytes]] = (),
              next_seq: int = 0) -> Graph:
     """The graph of some rows of a memory, each in its place (seq), as the rules read a whole one."""
-    nodes = sorted((_node_from(seq, bytes(line)) for seq, line in entity_rows), key=_seq)
-    edges = sorted((_edge_from(seq, bytes(line)) for seq, line in relation_rows), key=_seq)
+    # (psycopg gives bytea as bytes.)
+    nodes = sorted((_node_from(seq, line) for seq, line in entity_rows), key=_seq)
+    edges = sorted((_edge_from(seq, line) for seq, line in relation_rows), key=_seq)
     relations = {_key(edge): edge for edge in edges}
     links: defaultdict[str, set[Triple]] = defaultdict(set)
     for triple in relations:
@@ -315,18 +316,21 @@ class _Snapshot:
         """The graph of the entities a statement of :func:`_with_touching` finds, with the relations touching them."""
         # Not prepared: a search's plan depends on its pattern (an index for a rare one, a scan else).
         rows = self._connection.execute(statement, {"memory": self._memory, "value": value}, prepare=False).fetchall()
-        entities = [(seq, line) for seq, line, source, _, _ in rows if source is None]
-        graph = subgraph(entities)
+        graph = subgraph([(seq, line) for seq, line, source, _, _ in rows if source is None])
         # A relation's record from its key columns: its line need not be decoded (it is kept as it is).
-        edges = sorted({(source, target, kind): (seq, line) for seq, line, source, target, kind in rows
-                        if source is not None}.items(), key=lambda item: item[1][0])
+        # (One between two of the entities comes twice: the second is the same edge.)
+        edges: dict[tuple[bytes, bytes, bytes], Edge] = {}
+        for seq, line, source, target, kind in rows:
+            if source is not None and (source, target, kind) not in edges:
+                name, other, label = source.decode("utf-8", "surrogatepass"), target.decode("utf-8", "surrogatepass"), \
+                    kind.decode("utf-8", "surrogatepass")
+                edges[source, target, kind] = Edge(RelationRecord(name, other, label),
+                                                   {"from": name, "to": other, "relationType": label}, seq, line)
         relations: dict[Triple, Edge] = {}
         links: defaultdict[str, set[Triple]] = defaultdict(set)
-        for key, (seq, line) in edges:
-            triple = cast(Triple, tuple(bytes(part).decode("utf-8", "surrogatepass") for part in key))
-            record = RelationRecord(*triple)
-            relations[triple] = Edge(record, {"from": triple[0], "to": triple[1], "relationType": triple[2]},
-                                     seq, bytes(line))
+        for edge in sorted(edges.values(), key=_seq):
+            triple = _key(edge)
+            relations[triple] = edge
             links[triple[0]].add(triple)
             links[triple[1]].add(triple)
         return replace(graph, relations=relations, links=dict(links))
