@@ -375,7 +375,9 @@ class PostgresStore:
         self._pool = psycopg_pool.ConnectionPool(
             url, min_size=1, max_size=POOL_SIZE, open=False, timeout=connect_seconds,
             kwargs={"autocommit": True, "connect_timeout": max(1, round(connect_seconds)),
-                    "options": f"-c statement_timeout={STATEMENT_MILLISECONDS}"},
+                    # No JIT: a search over many rows is costed high enough to be compiled first,
+                    # which takes longer (100 ms and more) than the statement itself.
+                    "options": f"-c statement_timeout={STATEMENT_MILLISECONDS} -c jit=off"},
             check=psycopg_pool.ConnectionPool.check_connection, reconnect_timeout=0,
             name="kg-memory")
         self._ready = False
