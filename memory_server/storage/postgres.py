@@ -93,6 +93,8 @@ COPY_ROWS: Final = 1_000
 """Rows beyond which a write sends its new rows with COPY rather than one INSERT each (an import)."""
 TRIGRAM_CHARACTERS: Final = 3
 """A whole query shorter than this has no trigram to look up: its candidates are found by a scan."""
+SCAN_ENTITIES: Final = 2_000
+"""A memory of fewer entities is searched by reading its rows (a few milliseconds), more through the indexes."""
 _SCHEMA_LOCK: Final = 0x6B675F6D656D  # pg_advisory_xact_lock key: one server makes the tables at a time
 _NUL_STAND_IN: Final = "\x01"
 """What NUL (the field separator, and a character a name may hold) is in ``haystack``: text cannot hold NUL."""
@@ -116,7 +118,6 @@ _SCHEMA: Final = (
         terms text[] NOT NULL,
         length integer NOT NULL,
         PRIMARY KEY (memory, name))""",
-    "CREATE INDEX IF NOT EXISTS kg_entities_by_seq ON kg_entities (memory, seq)",
     "CREATE INDEX IF NOT EXISTS kg_entities_by_term ON kg_entities USING gin (terms)",
     """CREATE TABLE IF NOT EXISTS kg_relations (
         memory text NOT NULL REFERENCES kg_memories (name) ON DELETE CASCADE,
@@ -127,8 +128,8 @@ _SCHEMA: Final = (
         revision bigint NOT NULL,
         line bytea NOT NULL,
         PRIMARY KEY (memory, source, target, relation_type))""",
-    "CREATE INDEX IF NOT EXISTS kg_relations_by_target ON kg_relations (memory, target)",
-    "CREATE INDEX IF NOT EXISTS kg_relations_by_seq ON kg_relations (memory, seq)",
+    # The name first: a lookup by target can only use this index as a lookup (see _with_touching).
+    "CREATE INDEX IF NOT EXISTS kg_relations_by_target ON kg_relations (target, memory)",
 )
 _TRIGRAMS: Final = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
 _HAS_TRIGRAMS: Final = "SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'"
@@ -171,9 +172,12 @@ _ENTITIES_NAMED: Final = "SELECT seq, line FROM kg_entities WHERE memory = %s AN
 def _with_touching(condition: str) -> str:
     """The entities of a memory meeting `condition` (a constant; its one parameter is %(value)s),
     and every relation touching one of them, in one statement: (seq, line, None, None, None) for an
-    entity, (seq, line, source, target, type) for a relation (one between two of them comes twice). The relations are looked
-    up entity by entity in their indexes (OFFSET 0 keeps the planner from joining them whole
-    instead, which reads every relation of the memory when it misjudges how many entities match)."""
+    entity, (seq, line, source, target, type) for a relation (one between two of them comes twice).
+
+    The relations are looked up entity by entity in their indexes (OFFSET 0 keeps the planner from
+    joining them whole instead, which reads every relation of the memory when it misjudges how
+    many entities match). The planner's choices rest on the tables' statistics: an import, which
+    makes a large memory at once, analyses the tables when it is done (see :meth:`PostgresStore.merge`)."""
     return f"""WITH found AS MATERIALIZED (
             SELECT name, seq, line FROM kg_entities WHERE memory = %(memory)s AND {condition})
         SELECT seq, line, NULL::bytea, NULL::bytea, NULL::bytea FROM found
@@ -311,6 +315,7 @@ class _Snapshot:
         self._connection = connection
         self._memory = memory
         self._trigrams = trigrams
+        self._counts: tuple[int, int, int] | None = None
 
     def _graph(self, statement: str, value: Any) -> Graph:
         """The graph of the entities a statement of :func:`_with_touching` finds, with the relations touching them."""
@@ -340,12 +345,17 @@ class _Snapshot:
 
     def containing(self, needle: str) -> Graph:
         """A superset of the entities whose search text contains the lower-cased needle (P9)."""
-        if self._trigrams and len(needle) >= TRIGRAM_CHARACTERS:
+        if self._trigrams and len(needle) >= TRIGRAM_CHARACTERS and self._large():
             return self._graph(_CONTAINING, like_pattern(needle))
         return self._graph(_CONTAINING_SCAN, haystack_of(needle))
 
     def holding(self, terms: Sequence[str]) -> Graph:
         return self._graph(_HOLDING, list(terms))
+
+    def _large(self) -> bool:
+        """Whether the memory holds enough entities that the trigram index beats reading its rows
+        (the index is shared by the database's memories: a small one would read their matches too)."""
+        return self.counts()[1] >= SCAN_ENTITIES
 
     def every_line(self) -> list[bytes]:
         """Every row's line, entities then relations, each in graph order."""
@@ -354,8 +364,11 @@ class _Snapshot:
         return lines
 
     def counts(self) -> tuple[int, int, int]:
-        row = self._connection.execute(_COUNTS, (self._memory,)).fetchone()
-        return (0, 0, 0) if row is None else (row[0], row[1], row[2])
+        """The memory's next position, entity count and total length (as of the snapshot)."""
+        if self._counts is None:
+            row = self._connection.execute(_COUNTS, (self._memory,)).fetchone()
+            self._counts = (0, 0, 0) if row is None else (row[0], row[1], row[2])
+        return self._counts
 
 
 def unique(items: Iterable[str]) -> list[str]:
@@ -616,8 +629,25 @@ class PostgresStore:
         names = [record.name for record, _ in entities]
         triples = [(record.source, record.target, record.relationType) for record, _ in relations]
         reads = _Reads([*names, *(name for triple in triples for name in triple[:2])], triples)
-        return self._write(lambda graph: rules.merge_graph(graph, entities, relations, self._now()),
-                           None, None, reads, unbounded=True)
+        result = self._write(lambda graph: rules.merge_graph(graph, entities, relations, self._now()),
+                             None, None, reads, unbounded=True)
+        if len(entities) + len(relations) > COPY_ROWS:
+            self._analyse()
+        return result
+
+    def _analyse(self) -> None:
+        """The tables' statistics made afresh after a large import, so that the planner knows the
+        new memory's size at once (autovacuum would, later); a role that may not is only logged."""
+        try:
+            with self._connection() as connection:
+                connection.execute("SET statement_timeout = 0")
+                try:
+                    connection.execute("ANALYZE kg_entities, kg_relations")
+                finally:
+                    connection.execute(f"SET statement_timeout = {STATEMENT_MILLISECONDS}")
+        except psycopg.Error as error:
+            log.warning("%s: could not analyse the tables after an import (%s); autovacuum will", self.where,
+                        str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
 
     def _write(self, operation: Callable[[Graph], Change], names: Sequence[str] | None,
                triples: Sequence[Triple] | None, reads: _Reads, abandon: threading.Event | None = None, *,
