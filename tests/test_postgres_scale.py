@@ -5,6 +5,7 @@ no pg_trgm; a version 1 database upgraded in place with every row kept."""
 
 from __future__ import annotations
 
+import datetime
 import random
 import uuid
 from collections.abc import Iterator
@@ -326,3 +327,34 @@ def test_a_node_s_haystack_keeps_containment() -> None:
     assert "\x00" not in haystack_of(text)
     assert haystack_of("a\x00b") in haystack_of(text)
     assert like_pattern("50%_\\") == "%50\\%\\_\\\\%"
+
+
+def test_a_search_within_a_window_answers_as_on_a_file(database_url: str, tmp_path: Path) -> None:
+    from memory_server.model.dates import Span
+    from memory_server.retrieval.when import parse_query, window_of
+
+    stamps = [f"2026-0{month}-1{day}T10:00:00Z" for month in range(1, 7) for day in range(5)]
+    people = [{**entity(f"P{index}", "person", [f"likes {WORDS[index % 8]}", f"note {index}"]),
+               **({"happenedOn": f"2026-0{1 + index % 6}-0{1 + index % 9}"} if index % 3 else {})} for index in range(30)]
+    memory = memory_name()
+    with GraphStore(tmp_path / "dated.jsonl", clock=iter(stamps).__next__) as on_file, \
+            PostgresStore(database_url, memory, clock=iter(stamps).__next__) as in_database:
+        for store in (on_file, in_database):
+            for start in range(0, 30, 6):
+                store.create_entities(people[start:start + 6])
+            store.add_observations([{"entityName": "P4", "contents": ["went running"]}])
+        windows: list[tuple[str, str, Span | None, bool]] = []
+        for since, until in (("2026-02-01", None), ("2026-01-01", "2026-03-31"), (None, "2026-04-30")):
+            windows += [(query, query, window_of(since, until), True) for query in ("jazz", "chess tea", "P1", "note")]
+        for question in ("what did I note last month", "jazz in March 2026", "what happened in February 2026"):
+            words, window = parse_query(question, datetime.datetime(2026, 7, 1, tzinfo=datetime.UTC))
+            windows.append((question, words, window, False))
+        answered = 0
+        for query, words, window, explicit in windows:
+            assert window is not None, query
+            for limit in (None, 2):
+                expected = on_file.search_within(query, words, window, explicit=explicit, limit=limit)
+                assert in_database.search_within(query, words, window, explicit=explicit, limit=limit) == expected, \
+                    (query, limit)
+                answered += bool(expected and expected["entities"])
+        assert answered > len(windows)  # most windows hold answers: the comparison is not of empty answers

@@ -275,6 +275,18 @@ def subgraph(entity_rows: Iterable[tuple[int, bytes]], relation_rows: Iterable[t
     return Graph({node.record.name: node for node in nodes}, relations, dict(links), next_seq=next_seq)
 
 
+def _union(graphs: Sequence[Graph]) -> Graph:
+    """The rows of several reads of one snapshot as one graph, each in its place."""
+    entities = {name: node for graph in graphs for name, node in graph.entities.items()}
+    relations = {triple: edge for graph in graphs for triple, edge in graph.relations.items()}
+    links: defaultdict[str, set[Triple]] = defaultdict(set)
+    ordered = dict(sorted(relations.items(), key=lambda item: item[1].seq))
+    for triple in ordered:
+        links[triple[0]].add(triple)
+        links[triple[1]].add(triple)
+    return Graph(dict(sorted(entities.items(), key=lambda item: item[1].seq)), ordered, dict(links))
+
+
 def _seq(item: Node | Edge) -> int:
     return item.seq
 
@@ -559,11 +571,23 @@ class PostgresStore:
 
     def search_within(self, query: str, words: str, window: Span, *, explicit: bool,
                       limit: int | None = None) -> dict[str, Any] | None:
-        """search_nodes within a time window (see retrieval.when.search), on the whole memory: the
-        dates of each observation are only in its line (docs/postgres.md says what this costs)."""
+        """search_nodes within a time window (see retrieval.when.search), on every entity it may
+        answer with (P9): those containing the query or its words whole, and those holding a term of
+        its words, with the memory's statistics. Words without a topic ("what happened last week")
+        may be answered by any entity of the window: the whole memory is read for them."""
         from ..retrieval import when
 
-        return when.search(self.graph(), query, words, window, explicit=explicit, limit=limit)
+        if not when._content_terms(words):  # every entity within the window answers
+            return when.search(self.graph(), query, words, window, explicit=explicit, limit=limit)
+        wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
+        with self._snapshot() as snapshot:
+            read = [snapshot.containing(query.lower()), snapshot.containing(words.lower())]
+            if wanted:
+                read.append(snapshot.holding(wanted))
+            _, entities, total = snapshot.counts()
+        candidates = _union(read)
+        candidates = replace(candidates, terms=cast("ranking.TermIndex", _MemoryTerms(candidates, entities, total)))
+        return when.search(candidates, query, words, window, explicit=explicit, limit=limit)
 
     def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]:
         if in_memory:
