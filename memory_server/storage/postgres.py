@@ -15,8 +15,8 @@ P1. Every write is one transaction. It first locks its memory's row in ``kg_memo
     writes only the rows that changed, with their search columns and the memory's counts.
     Servers never lose each other's writes; a write that fails (the database went away, a rule
     was broken) changes nothing.
-P2. Nobody sees half a write: every answer is read in one REPEATABLE READ READ ONLY transaction
-    (one snapshot of the rows), and every write commits whole.
+P2. Nobody sees half a write: every answer is read in one snapshot of the rows (one statement, or
+    one REPEATABLE READ READ ONLY transaction), and every write commits whole.
 P3. Every answer reflects every write acknowledged before it was asked, by any server: it is read
     from the database when it is asked.
 P4. Memories are apart: every statement names its memory by a parameter; rows of one memory
@@ -93,8 +93,6 @@ COPY_ROWS: Final = 1_000
 """Rows beyond which a write sends its new rows with COPY rather than one INSERT each (an import)."""
 TRIGRAM_CHARACTERS: Final = 3
 """A whole query shorter than this has no trigram to look up: its candidates are found by a scan."""
-SCAN_ENTITIES: Final = 2_000
-"""A memory of fewer entities is searched by reading its rows (a few milliseconds), more through the indexes."""
 _SCHEMA_LOCK: Final = 0x6B675F6D656D  # pg_advisory_xact_lock key: one server makes the tables at a time
 _NUL_STAND_IN: Final = "\x01"
 """What NUL (the field separator, and a character a name may hold) is in ``haystack``: text cannot hold NUL."""
@@ -321,7 +319,7 @@ class _MemoryTerms:
 
 
 class _Snapshot:
-    """The reads of one answer, in one REPEATABLE READ READ ONLY transaction (P2)."""
+    """The reads of one answer: one statement, or several in one REPEATABLE READ READ ONLY transaction (P2)."""
 
     def __init__(self, connection: psycopg.Connection[Any], memory: str, trigrams: bool) -> None:
         self._connection = connection
@@ -357,17 +355,12 @@ class _Snapshot:
 
     def containing(self, needle: str) -> Graph:
         """A superset of the entities whose search text contains the lower-cased needle (P9)."""
-        if self._trigrams and len(needle) >= TRIGRAM_CHARACTERS and self._large():
+        if self._trigrams and len(needle) >= TRIGRAM_CHARACTERS:
             return self._graph(_CONTAINING, like_pattern(needle))
         return self._graph(_CONTAINING_SCAN, haystack_of(needle))
 
     def holding(self, terms: Sequence[str]) -> Graph:
         return self._graph(_HOLDING, list(terms))
-
-    def _large(self) -> bool:
-        """Whether the memory holds enough entities that the trigram index beats reading its rows
-        (the index is shared by the database's memories: a small one would read their matches too)."""
-        return self.counts()[1] >= SCAN_ENTITIES
 
     def every_line(self) -> list[bytes]:
         """Every row's line, entities then relations, each in graph order."""
@@ -447,8 +440,21 @@ class PostgresStore:
 
     @contextmanager
     def _snapshot(self) -> Iterator[_Snapshot]:
-        with self._connection() as connection, connection.transaction():
-            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        """Reads in one REPEATABLE READ READ ONLY transaction (P2), begun in one round trip."""
+        with self._connection() as connection:
+            connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                yield _Snapshot(connection, self.memory, self._trigrams)
+            except BaseException:
+                if connection.info.transaction_status != psycopg.pq.TransactionStatus.UNKNOWN:
+                    connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    @contextmanager
+    def _statement(self) -> Iterator[_Snapshot]:
+        """A read of one statement, which is one snapshot by itself (P2): no transaction to begin."""
+        with self._connection() as connection:
             yield _Snapshot(connection, self.memory, self._trigrams)
 
     def _make_schema(self, connection: psycopg.Connection[Any]) -> None:
@@ -542,8 +548,14 @@ class PostgresStore:
         facts (retrieval.query.search), by words only (P11)."""
         if in_memory:
             raise NotInMemory
-        with self._snapshot() as snapshot:
-            found, matched = self._matched(snapshot, query)
+        # Most queries are answered by the whole query, from one statement; the others are read
+        # again in one snapshot with the entities holding their words.
+        with self._statement() as single:
+            found = single.containing(query.lower())
+        matched: Sequence[Node] | None = retrieval.contains_query(found, query)
+        if matched is None:
+            with self._snapshot() as snapshot:
+                found, matched = self._matched(snapshot, query)
         if characters is None:
             return retrieval.found(found, matched, limit)
         return retrieval.answer_of(None, query, retrieval.found(found, matched), characters=characters, limit=limit)
@@ -592,8 +604,8 @@ class PostgresStore:
     def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]:
         if in_memory:
             raise NotInMemory
-        with self._snapshot() as snapshot:
-            found = snapshot.named(names)
+        with self._statement() as single:
+            found = single.named(names)
         return rules.open_nodes(found, names)
 
     def poll_external_change(self) -> bool:
