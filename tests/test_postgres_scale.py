@@ -358,3 +358,19 @@ def test_a_search_within_a_window_answers_as_on_a_file(database_url: str, tmp_pa
                     (query, limit)
                 answered += bool(expected and expected["entities"])
         assert answered > len(windows)  # most windows hold answers: the comparison is not of empty answers
+
+
+def test_a_server_starts_while_a_long_write_holds_the_tables(database_url: str) -> None:
+    """Starting makes no table lock wait: an import of a million rows (a long write) does not stop
+    another server from starting and answering."""
+    other = memory_name()
+    with PostgresStore(database_url, other) as store:
+        store.create_entities([entity("Ann", "person", [])])  # the tables are made
+    with psycopg.connect(database_url) as writer:  # a write left open, as an import's is for minutes
+        writer.execute("UPDATE kg_entities SET revision = revision WHERE memory = %s", (other,))
+        writer.execute("INSERT INTO kg_relations SELECT memory, name, name, 'x', 0, 0, 'x' FROM kg_entities "
+                       "WHERE memory = %s", (other,))
+        with PostgresStore(database_url, memory_name(), connect_seconds=2) as starting:
+            starting.create_entities([entity("Bo", "person", ["jazz"])])
+            assert starting.search_nodes("jazz")["entities"] == [entity("Bo", "person", ["jazz"])]
+        writer.rollback()

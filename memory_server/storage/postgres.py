@@ -474,8 +474,11 @@ class PostgresStore:
                     # An upgrade (or an index made on the rows there) runs as long as the rows ask.
                     connection.execute("SET LOCAL statement_timeout = 0")
                     self._upgrade_from_1(connection)
-                for statement in _SCHEMA:
-                    connection.execute(statement)
+                if version != SCHEMA_VERSION:
+                    # Only when they are not all there: CREATE INDEX, even IF NOT EXISTS, waits for every
+                    # open write (an import of a million rows) before it looks.
+                    for statement in _SCHEMA:
+                        connection.execute(statement)
                 if version is None:
                     connection.execute(_RECORD_VERSION, (SCHEMA_VERSION,))
                 self._trigrams = self._make_trigram_index(connection)
@@ -485,6 +488,9 @@ class PostgresStore:
     def _make_trigram_index(self, connection: psycopg.Connection[Any]) -> bool:
         """The trigram index of ``haystack`` (pg_trgm), made when it can be; without it a whole-query
         search reads every row of its memory, which is said once in the log."""
+        row = connection.execute(_HAS_TRIGRAM_INDEX).fetchone()
+        if row is not None and row[0]:
+            return True
         try:
             with connection.transaction():  # a savepoint: a refusal here leaves the rest standing
                 if connection.execute(_HAS_TRIGRAMS).fetchone() is None:
