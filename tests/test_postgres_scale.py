@@ -384,3 +384,15 @@ def test_the_database_answers_by_words_only(database_url: str, monkeypatch: pyte
         answer = store.search_nodes("which dog does she own", characters=1_500)
         assert isinstance(answer, Facts) and answer.entities == [] and answer.words
         assert store.search_nodes("border collie", characters=1_500).entities[0]["name"] == "Alice"  # type: ignore[union-attr]
+
+
+def test_read_graph_kept_whole_is_never_older_than_a_write_of_another_server(database_url: str) -> None:
+    memory = memory_name()
+    with PostgresStore(database_url, memory) as reader, PostgresStore(database_url, memory) as writer:
+        writer.create_entities([entity("Ann", "person", ["jazz"])])
+        first = reader.read_graph()
+        assert reader.read_graph() == first == {"entities": [entity("Ann", "person", ["jazz"])], "relations": []}
+        writer.add_observations([{"entityName": "Ann", "contents": ["chess"]}])
+        assert reader.read_graph_for_pages()["entities"] == [entity("Ann", "person", ["jazz", "chess"])]
+        writer.delete_entities(["Ann"])
+        assert reader.read_graph() == {"entities": [], "relations": []}

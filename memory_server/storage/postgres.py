@@ -89,6 +89,9 @@ CONNECT_SECONDS: Final = 5.0
 STATEMENT_MILLISECONDS: Final = 30_000
 """A statement (a write waiting for another server's lock included) that runs longer is cancelled."""
 POOL_SIZE: Final = 8
+KEEP_WHOLE_ENTITIES: Final = 20_000
+"""A memory of at most this many entities is kept whole after a read_graph, for the next one
+while no write comes (a read_graph of a larger one reads it again: a million entities are GBs)."""
 COPY_ROWS: Final = 1_000
 """Rows beyond which a write sends its new rows with COPY rather than one INSERT each (an import)."""
 TRIGRAM_CHARACTERS: Final = 3
@@ -368,6 +371,10 @@ class _Snapshot:
         lines += [bytes(line) for (line,) in self._connection.execute(_ALL_RELATIONS, (self._memory,))]
         return lines
 
+    def revision(self) -> int:
+        row = self._connection.execute(_REVISION, (self._memory,)).fetchone()
+        return 0 if row is None else int(row[0])
+
     def counts(self) -> tuple[int, int, int]:
         """The memory's next position, entity count and total length (as of the snapshot)."""
         if self._counts is None:
@@ -402,6 +409,7 @@ class PostgresStore:
         self._ready_lock = threading.Lock()
         self._trigrams = False
         self._reported = -1  # the revision poll_external_change last reported (or this server wrote)
+        self._kept: tuple[int, Graph] | None = None  # read_graph's last whole memory, at its revision
         self._opened = False
 
     # -- life ----------------------------------------------------------------------------------
@@ -535,18 +543,35 @@ class PostgresStore:
         with self._snapshot() as snapshot:
             next_seq = snapshot.counts()[0]
             lines = snapshot.every_line()
+        return self._graph_of(lines, next_seq)
+
+    def _graph_of(self, lines: list[bytes], next_seq: int) -> Graph:
         graph = rules.graph_from_lines(decode_file(b"\n".join(lines)))
         if graph.kept or graph.rejected:
             raise GraphError(f"The {self.where} holds rows this server cannot read; nothing was changed.")
         return replace(graph, next_seq=max(next_seq, graph.next_seq))
 
     def read_graph(self) -> dict[str, Any]:
-        return rules.read_graph(self.graph())
+        return rules.read_graph(self._whole())
 
     def read_graph_for_pages(self, *, in_memory: bool = False) -> dict[str, Any]:
         if in_memory:
             raise NotInMemory  # every answer asks the database first: not on the event loop
-        return rules.read_graph_for_pages(self.graph())
+        return rules.read_graph_for_pages(self._whole())
+
+    def _whole(self) -> Graph:
+        """The whole memory for read_graph: the one read last while no write came since (its
+        revision is the memory's: P3), kept for a memory of at most KEEP_WHOLE_ENTITIES."""
+        kept = self._kept
+        if kept is not None and kept[0] == self.graph_revision():
+            return kept[1]
+        with self._snapshot() as snapshot:
+            revision = snapshot.revision()
+            next_seq = snapshot.counts()[0]
+            lines = snapshot.every_line()
+        graph = self._graph_of(lines, next_seq)
+        self._kept = (revision, graph) if len(graph.entities) <= KEEP_WHOLE_ENTITIES else None
+        return graph
 
     def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
                      in_memory: bool = False) -> dict[str, Any] | Facts:
