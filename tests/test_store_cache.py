@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,25 @@ def test_s1_the_states_of_a_first_start(tmp_path: Path) -> None:
     with GraphStore(memory) as store:
         store.open_nodes(["person 1"])
         assert store.cache_answers == 0 and store.cold_state is State.HOT
+
+
+def test_s1_warm_the_graph_answers_a_search_by_the_whole_query_and_the_cache_one_by_words(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    large_memory(memory)
+    with GraphStore(memory, cache=False) as reference:
+        expected = {query: reference.search_nodes(query) for query in ("zephyr", "initiatives mentioned")}
+    with GraphStore(memory) as store:
+        assert store.search_nodes("zephyr") == expected["zephyr"]
+        assert store.cache_answers == 1 and store.cold_state in (State.COLD, State.WARM)
+        deadline = time.monotonic() + WAIT
+        while store.cold_state is State.COLD and time.monotonic() < deadline:
+            time.sleep(0.01)  # the worker's load, polled for (no event to wait on from here)
+        assert store.cold_state is State.WARM
+        # The graph (in memory, with its word index) answers the whole query; the cache is not asked.
+        assert store.search_nodes("zephyr") == expected["zephyr"] and store.cache_answers == 1
+        # A search by words: the graph has no ranking index yet, so the cache ranks it.
+        assert store.search_nodes("initiatives mentioned") == expected["initiatives mentioned"]
+        assert store.cache_answers == 2 and store.cold_state is State.WARM
 
 
 def test_s1_a_cache_is_let_go_when_the_file_changes(tmp_path: Path) -> None:

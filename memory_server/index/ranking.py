@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import operator
 import re
 import unicodedata
 from collections import Counter
@@ -316,11 +317,21 @@ def rank(index: Terms, query: str, ranker: Ranker = DEFAULT,
             scores[name] *= (covered[name] / whole) ** ranker.coverage
     if ranker.phrase and text_of is not None and len(wanted) > 1:
         pairs = set(itertools.pairwise(wanted))
-        best = heapq.nlargest(RERANKED, scores.items(), key=_score_then_name)
+        best = heapq.nlargest(RERANKED, _at_least(scores, RERANKED), key=_score_then_name)
         for name, score in best:
             found = set(itertools.pairwise(terms(text_of(name))))
             scores[name] = score * (1.0 + ranker.phrase * len(pairs & found) / len(pairs))
     return scores
+
+
+def _at_least(scores: dict[str, float], count: int) -> Iterable[tuple[str, float]]:
+    """The (name, score) items scoring at least the `count`-th best score: a superset of the best
+    `count` by (score, name), picked in C (a key function per item costs more than the rest of
+    the reranking when a word is held by most of the memory)."""
+    if len(scores) <= count:
+        return scores.items()
+    least = heapq.nlargest(count, scores.values())[-1]
+    return itertools.compress(scores.items(), map(operator.le, itertools.repeat(least), scores.values()))
 
 
 def _score_then_name(item: tuple[str, float]) -> tuple[float, str]:
@@ -379,6 +390,9 @@ ScoredFact = tuple[int, int, float]
 """(entity position, observation index or -1 for an entity without observations, score)."""
 
 
+_NO_HITS: Final[frozenset[str]] = frozenset()
+
+
 def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
                ranker: FactRanker = FACTS) -> list[ScoredFact]:
     """The facts of `entities` (name, type, observations) that the query's terms reach, best
@@ -391,22 +405,23 @@ def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
         return []
     wanted_set = frozenset(wanted)
     held: list[list[tuple[str, ...]]] = []
-    df: Counter[str] = Counter()
+    hits_of: list[list[frozenset[str]]] = []  # the query's terms in each fact
     facts = length = 0
     for _, _, observations in entities:
         found = [fact_terms(observation) for observation in observations]
-        for fact in found:
-            df.update(wanted_set.intersection(fact))
-            length += len(fact)
+        length += sum(map(len, found))
         facts += len(found)
         held.append(found)
+        # (most facts hold none: one empty set for all of them, not one each kept to the end)
+        hits_of.append([wanted_set.intersection(fact) or _NO_HITS for fact in found])
+    df = Counter(itertools.chain.from_iterable(itertools.chain.from_iterable(hits_of)))
     average = length / facts if facts else 1.0
     count = max(facts, 1)
     idf = {term: math.log(1.0 + (count - df[term] + 0.5) / (df[term] + 0.5)) for term in wanted}
     whole = sum(idf.values()) or 1.0
     k1, b = ranker.k1, ranker.b
     scored: list[ScoredFact] = []
-    for position, ((name, entity_type, _), found) in enumerate(zip(entities, held, strict=True)):
+    for position, ((name, entity_type, _), found, found_hits) in enumerate(zip(entities, held, hits_of, strict=True)):
         context: dict[str, float] = {}
         for term in wanted_set.intersection(terms(entity_type)):
             context[term] = ranker.kind
@@ -417,8 +432,7 @@ def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
                 score = sum(idf[term] * weight for term, weight in context.items())
                 scored.append((position, -1, score * (sum(idf[t] for t in context) / whole) ** ranker.coverage))
             continue
-        for index, fact in enumerate(found):
-            hits = wanted_set.intersection(fact)
+        for index, (fact, hits) in enumerate(zip(found, found_hits, strict=True)):
             if not hits and not context:
                 continue
             score = covered = 0.0

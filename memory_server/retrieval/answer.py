@@ -29,13 +29,15 @@ Guarantees:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, Final
 
 import msgspec
 
 from ..index.search import FIELD_SEPARATOR
-from .paging import Facts
+from .paging import FactOrder, Facts
 
 CHARACTERS_VARIABLE: Final = "MEMORY_SEARCH_CHARACTERS"
 DEFAULT_CHARACTERS: Final = 1_500
@@ -55,6 +57,7 @@ the best, weight 1): words the question shares with a fact are the stronger evid
 the facts words miss, ahead of word matches less than half as good as the best."""
 
 _encoder: Final = msgspec.json.Encoder()
+_observations_of: Final = itemgetter("observations")
 
 Nearest = Callable[[str, int], "list[tuple[str, int, float]] | None"]
 
@@ -95,8 +98,9 @@ def shape(query: str, entities: Sequence[Any], relations: Sequence[Any], charact
           limit: int | None = None, nearest: Nearest | None = None,
           lookup: Callable[[str], Any | None] | None = None) -> Facts:
     """The answer to `query` from its matched entities (best first, as :func:`.query.matches` gives
-    them) and the relations touching them. `nearest`: semantic candidates (see guarantee 3);
-    `lookup`: an entity's object by name, for a candidate that no word of the query matched."""
+    them) and the relations touching them (each with an end among them). `nearest`: semantic
+    candidates (see guarantee 3); `lookup`: an entity's object by name, for a candidate that no
+    word of the query matched."""
     entities = list(entities)
     words = not (entities and whole_query_matches(query, entities[0]))
     if not words:
@@ -106,9 +110,12 @@ def shape(query: str, entities: Sequence[Any], relations: Sequence[Any], charact
     else:
         order = _word_order(query, entities, nearest, lookup)
         if limit is not None:
-            order, entities = _first_entities(order, entities, limit)
+            order, kept = order.first_entities(limit)
+            entities = [entities[position] for position in kept]
     touching = list(relations)
-    if limit is not None or nearest is not None:
+    # Every relation given touches a given entity (and entities a semantic candidate adds bring none
+    # of their own): only a limit can leave one with no end among the entities.
+    if limit is not None:
         names = {entity["name"] for entity in entities}
         touching = [relation for relation in relations if relation["from"] in names or relation["to"] in names]
     return Facts(entities, order, touching, characters, words)
@@ -121,26 +128,26 @@ def _size(entity: Mapping[str, Any]) -> int:
     return len(entity["name"]) + len(entity["entityType"]) + sum(map(len, observations)) + 3 * len(observations) + 44
 
 
-def _contained_order(query: str, entities: list[Any], characters: int) -> list[tuple[int, int]]:
+def _contained_order(query: str, entities: list[Any], characters: int) -> FactOrder:
     needle = query.lower()
-    order: list[tuple[int, int]] = []
-    for position, entity in enumerate(entities):
-        observations = entity["observations"]
-        if not observations:
-            order.append((position, -1))
-            continue
-        every = range(len(observations))
-        if (_size(entity) * 2 > characters and FIELD_SEPARATOR not in needle
-                and needle not in entity["name"].lower() and needle not in entity["entityType"].lower()):
-            holding = [index for index in every if needle in observations[index].lower()]
-            order += [(position, index) for index in holding or every]
-        else:
-            order += [(position, index) for index in every]
-    return order
+    observations = list(map(_observations_of, entities))
+    counts = list(map(len, observations))
+    picks: list[Sequence[int] | None] | None = None
+    if FIELD_SEPARATOR not in needle:
+        for position, entity in enumerate(entities):
+            if (counts[position] and _size(entity) * 2 > characters
+                    and needle not in entity["name"].lower() and needle not in entity["entityType"].lower()):
+                held = observations[position]
+                holding = [index for index in range(counts[position]) if needle in held[index].lower()]
+                if holding:  # (else all of them, as written)
+                    if picks is None:
+                        picks = [None] * len(entities)
+                    picks[position] = holding
+    return FactOrder(range(len(entities)), picks, counts)
 
 
 def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
-                lookup: Callable[[str], Any | None] | None) -> list[tuple[int, int]]:
+                lookup: Callable[[str], Any | None] | None) -> FactOrder:
     from ..index import ranking
 
     scored_entities, facts = 0, 0
@@ -157,7 +164,8 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
     by_entity: dict[int, list[int]] = {}
     for position, index in ranked:
         by_entity.setdefault(position, []).append(index)
-    order: list[tuple[int, int]] = []
+    positions: list[int] = []
+    indexes: list[int] = []
     done: set[int] = set()
     for position, index in ranked:
         entity = entities[position]
@@ -168,15 +176,17 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
             first = [index for index in by_entity[position] if index >= 0]
             taken = set(first)
             rest = [index for index in range(len(entity["observations"])) if index not in taken]
-            order += [(position, index) for index in first + rest] or [(position, -1)]
+            shown = first + rest or [-1]
+            positions += [position] * len(shown)
+            indexes += shown
         else:
-            order.append((position, index))
+            positions.append(position)
+            indexes.append(index)
     # Entities not scored fact by fact (or reached by none of their facts): after the ranked ones,
-    # in the word index's order, their observations as written.
-    for position, entity in enumerate(entities):
-        if position not in by_entity:
-            order += [(position, index) for index in range(len(entity["observations"]))] or [(position, -1)]
-    return order
+    # in the word index's order, their observations as written (runs: no object per fact).
+    unranked = list(itertools.filterfalse(by_entity.__contains__, range(len(entities))))
+    counts = list(map(len, map(_observations_of, map(entities.__getitem__, unranked))))
+    return FactOrder(unranked, None, counts, head=(positions, indexes))
 
 
 def _fused(scored: list[tuple[int, int, float]], entities: list[Any], query: str, nearest: Nearest,
@@ -210,19 +220,6 @@ def _fused(scored: list[tuple[int, int, float]], entities: list[Any], query: str
         fact = (position, index)
         fused[fact] = fused.get(fact, 0.0) + SEMANTIC_WEIGHT * similarity / best_meaning
     return sorted(fused, key=lambda fact: (-fused[fact], fact))
-
-
-def _first_entities(order: list[tuple[int, int]], entities: list[Any],
-                    limit: int) -> tuple[list[tuple[int, int]], list[Any]]:
-    """The facts of the first `limit` entities of `order`, the entities renumbered in that order."""
-    kept: dict[int, int] = {}
-    for position, _ in order:
-        if position not in kept:
-            if len(kept) == limit:
-                break
-            kept[position] = len(kept)
-    return ([(kept[position], index) for position, index in order if position in kept],
-            [entities[position] for position in kept])
 
 
 __all__ = [

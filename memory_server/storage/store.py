@@ -148,7 +148,7 @@ def _search(source: _Candidates, query: str, limit: int | None) -> dict[str, Any
 
 class _GraphCandidates:
     """A search's candidates from the graph; `rank` makes its ranking index when a search by words
-    needs it (None: only in memory, so NotInMemory)."""
+    needs it (None: only in memory, so NotInMemory; or raises _Declined: the next source answers)."""
 
     def __init__(self, graph: Graph, rank: Any) -> None:
         self.graph = graph
@@ -338,8 +338,18 @@ class GraphStore:
         if in_memory:
             yield _GraphCandidates(self._graph_in_memory(), None)
             return
-        # The cache also ranks searches by words while the graph has no ranking index (WARM).
-        if (cold := self._coldstart.cache(words=True)) is not None:
+        if (cold := self._coldstart.cache()) is not None:  # COLD: the cache answers
+            yield cold
+        elif (cold := self._coldstart.cache(words=True)) is not None:
+            # WARM: the graph and its word index answer a search by the whole query (far faster than
+            # the cache at any size); the cache ranks a search by words while the graph has no
+            # ranking index (the graph declines it).
+            try:
+                loaded: Graph | None = self._graph_in_memory(whole=False)
+            except NotInMemory:
+                loaded = None  # (a warm-up that failed: the cache answers, and the graph after it)
+            if loaded is not None:
+                yield _GraphCandidates(loaded, _decline)
             yield cold
         yield _GraphCandidates(self._searchable_graph(), lambda: self._ensure_index("terms"))
 
@@ -686,3 +696,8 @@ class GraphStore:
 
 class _Declined(Exception):
     """The cache cannot give this answer: the next source does."""
+
+
+def _decline() -> Graph:
+    """A search source that leaves this answer to the next one (a ranking index it lacks)."""
+    raise _Declined
