@@ -396,3 +396,56 @@ def test_read_graph_kept_whole_is_never_older_than_a_write_of_another_server(dat
         assert reader.read_graph_for_pages()["entities"] == [entity("Ann", "person", ["jazz", "chess"])]
         writer.delete_entities(["Ann"])
         assert reader.read_graph() == {"entities": [], "relations": []}
+
+
+def test_a_connection_the_database_ended_is_not_lent_again(database_url: str) -> None:
+    """P7: the pool's check of an idle connection makes no round trip for a sound one, and still
+    never lends one whose session the database ended (a restart, a terminated backend)."""
+    with PostgresStore(database_url, memory_name()) as store:
+        store.create_entities([entity("Ann", "person", ["jazz"])])
+        with store._pool.connection() as connection:  # the connections the pool holds, all idle after this
+            pids = {connection.info.backend_pid}
+        pids |= {connection.info.backend_pid for connection in list(store._pool._pool)}
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (list(pids),))
+            deadline = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=30)
+            while admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", (list(pids),)).fetchone() != (0,):
+                assert datetime.datetime.now(datetime.UTC) < deadline, "the backends did not end"
+        # Every idle connection's session is gone: each call is answered on a new one, not refused.
+        assert store.open_nodes(["Ann"])["entities"] == [entity("Ann", "person", ["jazz"])]
+        assert store.search_nodes("jazz")["entities"] == [entity("Ann", "person", ["jazz"])]
+
+
+def test_a_search_leaves_the_garbage_collector_as_it_found_it(database_url: str) -> None:
+    import gc
+
+    with PostgresStore(database_url, memory_name()) as store:
+        store.create_entities([entity("Ann", "person", ["jazz"])])
+        assert gc.isenabled()
+        store.search_nodes("jazz", characters=1_500)
+        store.search_nodes("who plays jazz", characters=1_500)  # by words: a snapshot of several reads
+        assert gc.isenabled()
+        gc.disable()  # someone else's pause is theirs to end
+        try:
+            store.search_nodes("jazz")
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+        with pytest.raises(rules.GraphError):
+            with PostgresStore("postgresql://nobody@127.0.0.1:1/none", memory_name(), connect_seconds=1) as gone:
+                gone.search_nodes("jazz")
+        assert gc.isenabled()
+
+
+def test_an_import_leaves_no_row_waiting_in_the_search_indexes(database_url: str) -> None:
+    """After an import (more than COPY_ROWS rows) the GIN indexes hold its rows themselves, not in
+    their pending lists, which every search would read through (and plan around)."""
+    rows = [(EntityRecord(f"imported {index}", "t", [f"zephyr {index}"]), None) for index in range(1_500)]
+    with PostgresStore(database_url, memory_name()) as store:
+        store.merge(rows, [])
+        with psycopg.connect(database_url, autocommit=True) as connection:
+            cleaned = connection.execute(
+                "SELECT gin_clean_pending_list(oid) FROM pg_class WHERE relname IN "
+                "('kg_entities_by_term', 'kg_entities_by_trigram') AND relkind = 'i'").fetchall()
+        assert cleaned == [(0,), (0,)]
+        assert len(store.search_nodes("zephyr")["entities"]) == 1_500

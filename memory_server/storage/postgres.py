@@ -52,9 +52,11 @@ accept (NUL included, which PostgreSQL's ``text`` cannot hold).
 from __future__ import annotations
 
 import logging
+import select
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -158,6 +160,9 @@ _UPGRADE_TEMPORARY: Final = ("CREATE TEMPORARY TABLE kg_upgrade (memory text, na
 _UPGRADE_FILL: Final = "COPY kg_upgrade (memory, name, haystack, terms, length) FROM STDIN"
 _UPGRADE_APPLY: Final = """UPDATE kg_entities SET haystack = up.haystack, terms = up.terms, length = up.length
     FROM kg_upgrade AS up WHERE kg_entities.memory = up.memory AND kg_entities.name = up.name"""
+_CLEAN_PENDING: Final = """SELECT gin_clean_pending_list(index.oid) FROM pg_class AS index
+    WHERE index.relname IN ('kg_entities_by_term', 'kg_entities_by_trigram') AND index.relkind = 'i'
+    AND pg_table_is_visible(index.oid)"""
 _SCHEMA_EXISTS: Final = "SELECT to_regclass('kg_schema') IS NOT NULL"
 _SCHEMA_VERSION: Final = "SELECT max(version) FROM kg_schema"
 _RECORD_VERSION: Final = "INSERT INTO kg_schema (version) VALUES (%s)"
@@ -173,7 +178,8 @@ _ENTITIES_NAMED: Final = "SELECT seq, line FROM kg_entities WHERE memory = %s AN
 def _with_touching(condition: str) -> str:
     """The entities of a memory meeting `condition` (a constant; its one parameter is %(value)s),
     and every relation touching one of them, in one statement: (seq, line, None, None, None) for an
-    entity, (seq, line, source, target, type) for a relation (one between two of them comes twice).
+    entity, (seq, None, source, target, type) for a relation (one between two of them comes twice;
+    its line is not sent: a read shows a relation's key, and never writes it back).
 
     The relations are looked up entity by entity in their indexes (OFFSET 0 keeps the planner from
     joining them whole instead, which reads every relation of the memory when it misjudges how
@@ -182,10 +188,10 @@ def _with_touching(condition: str) -> str:
     return f"""WITH found AS MATERIALIZED (
             SELECT name, seq, line FROM kg_entities WHERE memory = %(memory)s AND {condition})
         SELECT seq, line, NULL::bytea, NULL::bytea, NULL::bytea FROM found
-        UNION ALL SELECT r.* FROM found, LATERAL (SELECT seq, line, source, target, relation_type FROM kg_relations
-            WHERE memory = %(memory)s AND source = found.name OFFSET 0) AS r
-        UNION ALL SELECT r.* FROM found, LATERAL (SELECT seq, line, source, target, relation_type FROM kg_relations
-            WHERE memory = %(memory)s AND target = found.name OFFSET 0) AS r"""
+        UNION ALL SELECT r.* FROM found, LATERAL (SELECT seq, NULL::bytea, source, target, relation_type
+            FROM kg_relations WHERE memory = %(memory)s AND source = found.name OFFSET 0) AS r
+        UNION ALL SELECT r.* FROM found, LATERAL (SELECT seq, NULL::bytea, source, target, relation_type
+            FROM kg_relations WHERE memory = %(memory)s AND target = found.name OFFSET 0) AS r"""
 
 
 _NAMED_TOUCHING: Final = _with_touching("name = ANY(%(value)s)")
@@ -210,6 +216,18 @@ _COPY_RELATIONS: Final = "COPY kg_relations (memory, source, target, relation_ty
 _DROP_RELATION: Final = "DELETE FROM kg_relations WHERE memory = %s AND source = %s AND target = %s AND relation_type = %s"
 _NEW_STATE: Final = """UPDATE kg_memories SET revision = %s, removals = %s, next_seq = %s, entities = %s,
     total_length = %s WHERE name = %s"""
+
+
+def _still_there(connection: psycopg.Connection[Any]) -> None:
+    """The pool's check of an idle connection before it lends it (P7), without a round trip for a
+    sound one: a server that ended the session (a restart, a terminated backend) has said so on the
+    socket and closed it, so the socket reads; only then is the connection asked (psycopg's own
+    check), which raises when it is gone. A round trip per call cost as much as a search's statement."""
+    if connection.closed or connection.broken or connection.pgconn.status != psycopg.pq.ConnStatus.OK:
+        raise psycopg.OperationalError("the connection is closed")
+    readable, _, _ = select.select([connection.pgconn.socket], [], [], 0)
+    if readable:
+        psycopg_pool.ConnectionPool.check_connection(connection)
 
 
 class DatabaseUnreachable(GraphError):
@@ -321,6 +339,80 @@ class _MemoryTerms:
         self.total = total
 
 
+_collection_lock: Final = threading.Lock()
+_collection_paused = 0  # reads now making their objects with the collector paused (under the lock)
+
+
+@contextmanager
+def _no_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused while a read makes its objects: a search of a large
+    memory makes a few hundred thousand (rows, records, nodes), none in a cycle (reference counting
+    frees them), and each collection they set off walks all of them again (a third of such a
+    search's time). Reads in several threads: collection resumes when the last one is done."""
+    import gc
+
+    global _collection_paused
+    with _collection_lock:
+        ours = _collection_paused > 0 or gc.isenabled()  # else paused by someone else: theirs to resume
+        if ours:
+            _collection_paused += 1
+            gc.disable()
+    if not ours:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with _collection_lock:
+            _collection_paused -= 1
+            if _collection_paused == 0:
+                gc.enable()
+
+
+class _Read:
+    """The rows one statement of :func:`_with_touching` read: the graph of its entities, and the
+    keys of the relations touching them, each once, in graph order. Made into Edges (a whole
+    :class:`Graph`) only when a rule needs them; a search's answer only needs the views of those
+    touching its matches (:meth:`touching`): a search of a million entities reads 40,000."""
+
+    __slots__ = ("entities", "relations")
+
+    def __init__(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        self.entities = subgraph([(seq, line) for seq, line, source, _, _ in rows if source is None])
+        places: dict[tuple[bytes, bytes, bytes], int] = {}  # (one between two entities read comes twice)
+        for seq, _, source, target, kind in rows:
+            if source is not None:
+                places[source, target, kind] = seq
+        self.relations = [(seq, _text(source), _text(target), _text(kind))
+                          for (source, target, kind), seq in sorted(places.items(), key=_second)]
+
+    def touching(self, names: AbstractSet[str]) -> list[dict[str, Any]]:
+        """The views of the relations read with an end in `names`, in graph order (as
+        rules.relations_touching gives them on the whole graph)."""
+        return [{"from": source, "to": target, "relationType": kind} for _, source, target, kind in self.relations
+                if source in names or target in names]
+
+    def graph(self) -> Graph:
+        relations: dict[Triple, Edge] = {}
+        links: defaultdict[str, set[Triple]] = defaultdict(set)
+        for seq, name, other, label in self.relations:
+            triple = (name, other, label)
+            # (A read's relations keep no line: it is never written back from a read.)
+            relations[triple] = Edge(RelationRecord(name, other, label),
+                                     {"from": name, "to": other, "relationType": label}, seq, b"")
+            links[name].add(triple)
+            links[other].add(triple)
+        return replace(self.entities, relations=relations, links=dict(links))
+
+
+def _second(item: tuple[Any, int]) -> int:
+    return item[1]
+
+
+def _text(column: bytes) -> str:
+    return column.decode("utf-8", "surrogatepass")
+
+
 class _Snapshot:
     """The reads of one answer: one statement, or several in one REPEATABLE READ READ ONLY transaction (P2)."""
 
@@ -330,40 +422,28 @@ class _Snapshot:
         self._trigrams = trigrams
         self._counts: tuple[int, int, int] | None = None
 
-    def _graph(self, statement: str, value: Any) -> Graph:
-        """The graph of the entities a statement of :func:`_with_touching` finds, with the relations touching them."""
+    def _read(self, statement: str, value: Any) -> _Read:
+        """The rows a statement of :func:`_with_touching` finds: the entities, and the relations touching them."""
         # Not prepared: a search's plan depends on its pattern (an index for a rare one, a scan else).
         rows = self._connection.execute(statement, {"memory": self._memory, "value": value}, prepare=False).fetchall()
-        graph = subgraph([(seq, line) for seq, line, source, _, _ in rows if source is None])
-        # A relation's record from its key columns: its line need not be decoded (it is kept as it is).
-        # (One between two of the entities comes twice: the second is the same edge.)
-        edges: dict[tuple[bytes, bytes, bytes], Edge] = {}
-        for seq, line, source, target, kind in rows:
-            if source is not None and (source, target, kind) not in edges:
-                name, other, label = source.decode("utf-8", "surrogatepass"), target.decode("utf-8", "surrogatepass"), \
-                    kind.decode("utf-8", "surrogatepass")
-                edges[source, target, kind] = Edge(RelationRecord(name, other, label),
-                                                   {"from": name, "to": other, "relationType": label}, seq, line)
-        relations: dict[Triple, Edge] = {}
-        links: defaultdict[str, set[Triple]] = defaultdict(set)
-        for edge in sorted(edges.values(), key=_seq):
-            triple = _key(edge)
-            relations[triple] = edge
-            links[triple[0]].add(triple)
-            links[triple[1]].add(triple)
-        return replace(graph, relations=relations, links=dict(links))
+        with _no_collection():
+            return _Read(rows)
+
+    def _graph(self, statement: str, value: Any) -> Graph:
+        """The graph of the entities a statement of :func:`_with_touching` finds, with the relations touching them."""
+        return self._read(statement, value).graph()
 
     def named(self, names: Iterable[str]) -> Graph:
         return self._graph(_NAMED_TOUCHING, [_utf8(name) for name in unique(names)])
 
-    def containing(self, needle: str) -> Graph:
+    def containing(self, needle: str) -> _Read:
         """A superset of the entities whose search text contains the lower-cased needle (P9)."""
         if self._trigrams and len(needle) >= TRIGRAM_CHARACTERS:
-            return self._graph(_CONTAINING, like_pattern(needle))
-        return self._graph(_CONTAINING_SCAN, haystack_of(needle))
+            return self._read(_CONTAINING, like_pattern(needle))
+        return self._read(_CONTAINING_SCAN, haystack_of(needle))
 
-    def holding(self, terms: Sequence[str]) -> Graph:
-        return self._graph(_HOLDING, list(terms))
+    def holding(self, terms: Sequence[str]) -> _Read:
+        return self._read(_HOLDING, list(terms))
 
     def every_line(self) -> list[bytes]:
         """Every row's line, entities then relations, each in graph order."""
@@ -403,7 +483,7 @@ class PostgresStore:
                     # No JIT: a search over many rows is costed high enough to be compiled first,
                     # which takes longer (100 ms and more) than the statement itself.
                     "options": f"-c statement_timeout={STATEMENT_MILLISECONDS} -c jit=off"},
-            check=psycopg_pool.ConnectionPool.check_connection, reconnect_timeout=0,
+            check=_still_there, reconnect_timeout=0,
             name="kg-memory")
         self._ready = False
         self._ready_lock = threading.Lock()
@@ -581,33 +661,40 @@ class PostgresStore:
             raise NotInMemory
         # Most queries are answered by the whole query, from one statement; the others are read
         # again in one snapshot with the entities holding their words.
-        with self._statement() as single:
-            found = single.containing(query.lower())
-        matched: Sequence[Node] | None = retrieval.contains_query(found, query)
-        if matched is None:
-            with self._snapshot() as snapshot:
-                found, matched = self._matched(snapshot, query)
-        if characters is None:
-            return retrieval.found(found, matched, limit)
-        return retrieval.answer_of(None, query, retrieval.found(found, matched), characters=characters, limit=limit)
+        with _no_collection():
+            with self._statement() as single:
+                found = single.containing(query.lower())
+            matched: Sequence[Node] | None = retrieval.contains_query(found.entities, query)
+            if matched is None:
+                with self._snapshot() as snapshot:
+                    found, matched = self._matched(snapshot, query)
+            if limit is not None and characters is None:
+                matched = matched[:limit]
+            # (retrieval.found on the whole graph: the matches, and the relations touching them)
+            value = {"entities": [node.view for node in matched],
+                     "relations": found.touching({node.record.name for node in matched})}
+            if characters is None:
+                return value
+            return retrieval.answer_of(None, query, value, characters=characters, limit=limit)
 
-    def _matched(self, snapshot: _Snapshot, query: str) -> tuple[Graph, Sequence[Node]]:
-        """Rules 1 and 2 (retrieval.query.rule) on the candidates the database gives (P9): the graph
+    def _matched(self, snapshot: _Snapshot, query: str) -> tuple[_Read, Sequence[Node]]:
+        """Rules 1 and 2 (retrieval.query.rule) on the candidates the database gives (P9): the rows
         of the candidates read (with every relation touching them), and the matches, best first."""
-        read: list[Graph] = []
+        read: list[_Read] = []
 
         def containing(whole: str) -> list[Node] | None:
             candidates = snapshot.containing(whole.lower())
             read.append(candidates)
-            return retrieval.contains_query(candidates, whole)
+            return retrieval.contains_query(candidates.entities, whole)
 
         def by_words(words: str) -> list[Node]:
             wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
-            holders = snapshot.holding(wanted) if wanted else rules.EMPTY
+            holders = snapshot.holding(wanted) if wanted else _Read(())
             _, entities, total = snapshot.counts()
-            holders = replace(holders, terms=cast("ranking.TermIndex", _MemoryTerms(holders, entities, total)))
+            holders.entities = replace(holders.entities, terms=cast(
+                "ranking.TermIndex", _MemoryTerms(holders.entities, entities, total)))
             read.append(holders)
-            return retrieval.ranked_by_words(holders, words)
+            return retrieval.ranked_by_words(holders.entities, words)
 
         matched = retrieval.rule(containing, by_words, query)
         return read[-1], matched
@@ -624,9 +711,9 @@ class PostgresStore:
             return when.search(self.graph(), query, words, window, explicit=explicit, limit=limit)
         wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
         with self._snapshot() as snapshot:
-            read = [snapshot.containing(query.lower()), snapshot.containing(words.lower())]
+            read = [snapshot.containing(query.lower()).graph(), snapshot.containing(words.lower()).graph()]
             if wanted:
-                read.append(snapshot.holding(wanted))
+                read.append(snapshot.holding(wanted).graph())
             _, entities, total = snapshot.counts()
         candidates = _union(read)
         candidates = replace(candidates, terms=cast("ranking.TermIndex", _MemoryTerms(candidates, entities, total)))
@@ -704,11 +791,16 @@ class PostgresStore:
 
     def _analyse(self) -> None:
         """The tables' statistics made afresh after a large import, so that the planner knows the
-        new memory's size at once (autovacuum would, later); a role that may not is only logged."""
+        new memory's size at once (autovacuum would, later), and the GIN indexes' pending lists
+        merged into them: an import's rows wait there (up to gin_pending_list_limit, 4 MB), which
+        every search then reads through, and which the planner costs so high that it scans the
+        memory's rows instead of the trigram index (11 ms instead of 2 for the bench query at
+        10,000 entities). A role that may not is only logged."""
         try:
             with self._connection() as connection:
                 connection.execute("SET statement_timeout = 0")
                 try:
+                    connection.execute(_CLEAN_PENDING)
                     connection.execute("ANALYZE kg_entities, kg_relations")
                 finally:
                     connection.execute(f"SET statement_timeout = {STATEMENT_MILLISECONDS}")
