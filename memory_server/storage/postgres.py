@@ -28,7 +28,9 @@ P6. The schema is made on first use and its version recorded; a database of the 
     newer than this server understands is refused before anything is written.
 P7. The database going away is a fault, not a crash: a call that cannot reach it within
     CONNECT_SECONDS ends with a GraphError that says so; the pool reconnects by itself when the
-    database is back. A write whose commit was sent when the connection broke may or may not
+    database is back, and never lends a connection whose session the database ended (it looks at
+    the connection's socket, which costs no round trip, and asks the database only when the socket
+    has something to say). A write whose commit was sent when the connection broke may or may not
     have landed (the database alone knows): it is reported as failed, and never half-made.
 P8. Deleted rows are deleted (``DELETE``), not marked: what remains of them until VACUUM is
     PostgreSQL's own dead tuples (see docs/postgres.md for what an operator runs to purge them).
