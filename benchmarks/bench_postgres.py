@@ -4,6 +4,9 @@ Run from the repository root (PostgreSQL's initdb/pg_ctl on the machine, or --da
 
     .venv/bin/python benchmarks/bench_postgres.py                          # 10,000 entities
     .venv/bin/python benchmarks/bench_postgres.py --sizes 10000 --writers-size 100000
+    .venv/bin/python benchmarks/bench_postgres.py --sizes 10000 --writers-size 0 --million 1000000
+    .venv/bin/python benchmarks/bench_postgres.py --database-url URL --sizes 10000 --writers-size 0 \
+        --million 1000000 --reuse-million   # part 3 again on the memory an earlier run imported there
 
 Part 1, the ratio: the same seed (bench_memory.py's: N entities with 5 observations each, 2N
 relations) is imported into a fresh memory of a throwaway database for each process of ours, and
@@ -11,6 +14,9 @@ copied to a fresh file for each process of the reference; processes run interlea
 every tool call is timed from the request written to its response read (bench_memory's harness).
 Part 2, a team at work: four servers on one memory of `--writers-size` entities, each writing
 create_entities calls at the same time, then warm searches; medians of both.
+Part 3 (`--million 1000000`): the seed imported into a memory (timed, with the database's size), then
+a fresh server: spawn to its first search_nodes (the bench query, then a question in words) and
+first open_nodes, its peak RSS (VmHWM from /proc), and the medians of a few reads and writes.
 The exit code is 0 whatever the figures are; it is non-zero only when something crashed.
 """
 
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -131,6 +138,86 @@ def writers_run(url: str, size: int, writers: int, calls: int, timeout: float, s
             "search_median_ms": statistics.median(searches), "peak_rss_mib": max(rss)}
 
 
+NATURAL_QUERY = "Who mentioned the Zephyr initiative in a review?"
+"""A question in words (no entity holds it whole): answered by the word ranking over the facts
+of the entities holding its terms (1 in 100 of the seed's)."""
+
+
+def database_size(url: str) -> dict[str, float]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        database = connection.execute("SELECT pg_database_size(current_database())").fetchone()
+        tables = connection.execute(
+            "SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname IN "
+            "('kg_entities', 'kg_relations') AND relkind = 'r'").fetchall()
+    mib = 1024 * 1024
+    assert database is not None
+    return {"database_mib": round(database[0] / mib), **{f"{name}_mib": round(size / mib) for name, size in tables}}
+
+
+def untouched_import(url: str, memory: str, size: int) -> bool:
+    """Whether `memory` holds the seed of `size` entities as its import left it (one write: the import)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        if not connection.execute("SELECT to_regclass('kg_memories') IS NOT NULL").fetchone()[0]:  # type: ignore[index]
+            return False
+        row = connection.execute("SELECT revision, entities FROM kg_memories WHERE name = %s", (memory,)).fetchone()
+    return row is not None and row[0] == 1 and row[1] == size
+
+
+def million_run(url: str, size: int, calls: int, timeout: float, scratch: Path, *, reuse: bool = False) -> dict[str, Any]:
+    """A fresh server on a memory of `size` entities: spawn to its first answers, its peak memory,
+    and the median of a few writes (issue 23: within a second, well under 1 GB, writes as at 10,000).
+    `reuse`: a memory of the seed that only its import wrote (an earlier run's, on --database-url)
+    is used as it is, without importing again (import_seconds None)."""
+    memory = f"bench-million-{size}"
+    import_seconds: float | None = None
+    if not (reuse and untouched_import(url, memory, size)):
+        if reuse:  # written to since its import (or not there): a memory of its own for this run
+            memory = f"{memory}-{datetime.datetime.now(datetime.UTC):%Y%m%d%H%M%S}"
+        seed_file = scratch / f"seed-{size}.jsonl"
+        seed_file.write_bytes(bench.seed_bytes(size))
+        print(f"  {size:,} entities: importing", file=sys.stderr, flush=True)
+        import_seconds = import_seed(url, memory, seed_file, timeout)
+        seed_file.unlink()
+    sizes = database_size(url)
+    command = database_command(url, memory)
+    firsts: dict[str, float] = {}
+    spawned = time.perf_counter()
+    client = bench.StdioServer(command, scratch / "unused.jsonl", scratch / "million.log")
+    try:
+        client.send(bench.initialize_request(0))
+        client.await_response(0, spawned + timeout)
+        client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        firsts["initialize_ms"] = (time.perf_counter() - spawned) * 1000
+        steps = [("search_nodes", {"query": bench.SEARCH_QUERY}), ("search_nodes_words", {"query": NATURAL_QUERY}),
+                 ("open_nodes", bench.tool_arguments("open_nodes", size, 0))]
+        for request_id, (label, arguments) in enumerate(steps, start=1):
+            sent = time.perf_counter()
+            client.send(bench.tool_call_request(request_id, label.removesuffix("_words"), arguments))
+            client.await_response(request_id, sent + timeout)
+            firsts[f"first_{label}_ms"] = (time.perf_counter() - sent) * 1000
+            firsts[f"spawn_to_{label}_ms"] = (time.perf_counter() - spawned) * 1000
+        medians: dict[str, float] = {}
+        for label, operation in (("search_nodes", "search_nodes"), ("open_nodes", "open_nodes"),
+                                 ("create_entities", "create_entities"), ("add_observations", "add_observations")):
+            times = []
+            for call in range(calls):
+                request_id = 1_000 + len(medians) * calls + call
+                sent = time.perf_counter()
+                client.send(bench.tool_call_request(request_id, operation, bench.tool_arguments(operation, size, call)))
+                client.await_response(request_id, sent + timeout)
+                times.append((time.perf_counter() - sent) * 1000)
+            medians[f"{label}_median_ms"] = statistics.median(times)
+        rss = bench.peak_rss_kib(client.process.pid) / 1024
+    finally:
+        client.close(timeout=30)
+    return {"size": size, "import_seconds": import_seconds, **sizes, **firsts, **medians, "peak_rss_mib": rss,
+            "load_average": list(os.getloadavg())}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=bench.parse_sizes, default=[10_000])
@@ -138,17 +225,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--million", type=int, default=0, metavar="N",
+                        help="part 3: a fresh server on a memory of N entities (1000000 for issue 23's figures); 0 skips it")
+    parser.add_argument("--shared-buffers", default="1GB", help="the throwaway cluster's shared_buffers (default 1GB)")
     parser.add_argument("--database-url", help="a database to use (default: a throwaway cluster of its own)")
+    parser.add_argument("--reuse-million", action="store_true",
+                        help="part 3 on --database-url: use the memory an earlier run imported, when only the import "
+                             "wrote to it (saves the import: minutes at a million)")
     parser.add_argument("--json", type=Path)
     options = parser.parse_args(argv)
     cluster = None
     url = options.database_url
     if url is None:
-        cluster = PostgresCluster()
+        # A server tuned as a team's would be: the default shared_buffers (128 MB) holds less than
+        # the indexes of a million entities.
+        cluster = PostgresCluster(settings=(f"shared_buffers={options.shared_buffers}",))
         cluster.start()
         url = cluster.url
     report: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                              "machine": bench.machine_description(), "ratios": [], "writers": None}
+                              "machine": bench.machine_description(), "load_average_at_start": list(os.getloadavg()),
+                              "ratios": [], "writers": None}
     try:
         with tempfile.TemporaryDirectory(prefix="bench-postgres-") as scratch:
             for size in options.sizes:
@@ -159,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
                 report["writers"] = writers_run(url, options.writers_size, 4, options.calls, options.timeout,
                                                 Path(scratch))
                 print(json.dumps(report["writers"], indent=2), flush=True)
+            if options.million:
+                report["million"] = million_run(url, options.million, options.calls, options.timeout, Path(scratch),
+                                                reuse=options.reuse_million)
+                print(json.dumps(report["million"], indent=2), flush=True)
     finally:
         if cluster is not None:
             cluster.remove()

@@ -42,7 +42,9 @@ class PostgresCluster:
     """One cluster: `start()`, `stop()` (fast, as a crash of the service looks to its clients),
     `start()` again on the same data and port."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: tuple[str, ...] = ()) -> None:
+        """`settings`: more ``-c name=value`` for the server (a benchmark's shared_buffers)."""
+        self.settings = settings
         binaries = _binaries()
         if binaries is None:
             raise RuntimeError("PostgreSQL is not installed: apt-get install postgresql (.ci/run does it)")
@@ -65,7 +67,8 @@ class PostgresCluster:
 
     def start(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "60", "-o",
-                  f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off", "start")
+                  " ".join([f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off",
+                            *(f"-c {setting}" for setting in self.settings)]), "start")
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")

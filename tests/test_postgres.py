@@ -199,6 +199,10 @@ def test_deleted_text_is_in_no_row(database_url: str) -> None:
     lines = [bytes(line) for (line,) in rows(database_url, "SELECT line FROM kg_entities WHERE memory = %s "
                                              "UNION ALL SELECT line FROM kg_relations WHERE memory = %s", memory, memory)]
     assert lines and not [line for line in lines if b"4711" in line or b"owes money" in line or b"Plays chess" in line]
+    # Nor in what a search reads: the haystack and the terms of each entity row.
+    searched = rows(database_url, "SELECT haystack, terms FROM kg_entities WHERE memory = %s", memory)
+    assert searched and not [text for text, terms in searched if "4711" in text or "chess" in text
+                             or "4711" in terms or "chess" in terms]
 
 
 # --- the schema ---------------------------------------------------------------------------------------------------
@@ -361,7 +365,7 @@ def test_two_http_servers_on_one_memory_serve_a_client_moving_between_them(http_
             assert [item["name"] for item in seen] == [f"E{step}" for step in range(turn + 1)]
 
 
-def test_concurrent_writes_in_one_process_keep_the_replica_whole(database_url: str) -> None:
+def test_concurrent_writes_in_one_process_lose_none(database_url: str) -> None:
     memory = memory_name()
     with PostgresStore(database_url, memory) as store, PostgresStore(database_url, memory) as other:
         def write(worker: int) -> None:

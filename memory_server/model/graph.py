@@ -125,11 +125,13 @@ class Change(NamedTuple):
 
 
 def make_node(record: EntityRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None,
-              view: dict[str, Any] | None = None) -> Node:
+              view: dict[str, Any] | None = None, line: bytes | None = None) -> Node:
     """GraphError when the record cannot be stored (see :func:`record_line`). `view`: its
-    node_view, when one was made already."""
+    node_view, when one was made already; `line`: the record's line when it is known to be it
+    (read back from a database row), so as not to encode it again."""
     text = search_text(record.name, record.entityType, record.observations)
-    return Node(record, node_view(record) if view is None else view, text, seq, extra, record_line(record, extra))
+    return Node(record, node_view(record) if view is None else view, text, seq, extra,
+                record_line(record, extra) if line is None else line)
 
 
 def node_view(record: EntityRecord) -> dict[str, Any]:
@@ -143,10 +145,11 @@ def node_view(record: EntityRecord) -> dict[str, Any]:
 
 
 def make_edge(record: RelationRecord, seq: int, extra: dict[str, msgspec.Raw] | None = None,
-              view: dict[str, Any] | None = None) -> Edge:
+              view: dict[str, Any] | None = None, line: bytes | None = None) -> Edge:
     """GraphError when the record cannot be stored (see :func:`record_line`). `view`: its
-    edge_view, when one was made already."""
-    return Edge(record, edge_view(record) if view is None else view, seq, record_line(record, extra))
+    edge_view, when one was made already; `line`: see :func:`make_node`."""
+    return Edge(record, edge_view(record) if view is None else view, seq,
+                record_line(record, extra) if line is None else line)
 
 
 def edge_view(record: RelationRecord) -> dict[str, Any]:

@@ -1,34 +1,51 @@
 """The memory in PostgreSQL: one memory for many servers, many memories in one database.
 
-The database is the truth; each server keeps a replica of its memory as the same immutable
-:class:`~memory_server.model.graph.Graph` the file store keeps, so that every tool answers
-exactly as it does on a file (the same rules, the same ranking, the same pages), and brings
-that replica up to date from the rows that changed before each answer.
+The database is the truth, and the database answers: a server keeps no copy of its memory. A read
+fetches the rows it needs (the entities named, the candidates of a search, the relations touching
+them) in one snapshot, makes a small :class:`~memory_server.model.graph.Graph` of them, and runs
+the very code the file store runs on its whole graph (the same rules, the same ranking, the same
+pages); a write does the same with the rows its rule reads. So a server needs memory for what it
+answers, not for the memory: a million entities cost what ten thousand do.
 
-Guarantees (each has a test in tests/test_postgres.py):
+Guarantees (each has a test in tests/test_postgres.py or tests/test_postgres_scale.py):
 
 P1. Every write is one transaction. It first locks its memory's row in ``kg_memories``
-    (``SELECT ... FOR UPDATE``), so writes to one memory are serialised across all servers,
-    brings the replica up to date under that lock, applies the tool's rule to it, and writes
-    only the rows that changed. Servers never lose each other's writes; a write that fails
-    (the database went away, a rule was broken) changes nothing.
-P2. Nobody sees half a write: the replica is brought up to date in one REPEATABLE READ
-    transaction (one snapshot of the rows), and a server publishes a new replica by swapping
-    one reference, as the file store does.
-P3. Every answer reflects every write acknowledged before it was asked, by any server: a read
-    first compares the memory's revision with the replica's (one round trip) and catches up.
+    (``SELECT ... FOR UPDATE``), so writes to one memory are serialised across all servers, then
+    reads the rows its rule reads (see :func:`_rows_for`), applies the tool's rule to them and
+    writes only the rows that changed, with their search columns and the memory's counts.
+    Servers never lose each other's writes; a write that fails (the database went away, a rule
+    was broken) changes nothing.
+P2. Nobody sees half a write: every answer is read in one snapshot of the rows (one statement, or
+    one REPEATABLE READ READ ONLY transaction), and every write commits whole.
+P3. Every answer reflects every write acknowledged before it was asked, by any server: it is read
+    from the database when it is asked.
 P4. Memories are apart: every statement names its memory by a parameter; rows of one memory
     are never read or written by a server of another.
 P5. SQL is parameterised, always: no name, observation or memory name is ever formatted into a
     statement (the statements below are constants).
-P6. The schema is made on first use and its version recorded; a database whose schema is newer
-    than this server understands is refused before anything is written.
+P6. The schema is made on first use and its version recorded; a database of the previous version
+    (1) is upgraded in place, in one transaction, keeping every row; a database whose schema is
+    newer than this server understands is refused before anything is written.
 P7. The database going away is a fault, not a crash: a call that cannot reach it within
     CONNECT_SECONDS ends with a GraphError that says so; the pool reconnects by itself when the
-    database is back. A write whose commit was sent when the connection broke may or may not
+    database is back, and never lends a connection whose session the database ended (it looks at
+    the connection's socket, which costs no round trip, and asks the database only when the socket
+    has something to say). A write whose commit was sent when the connection broke may or may not
     have landed (the database alone knows): it is reported as failed, and never half-made.
 P8. Deleted rows are deleted (``DELETE``), not marked: what remains of them until VACUUM is
     PostgreSQL's own dead tuples (see docs/postgres.md for what an operator runs to purge them).
+P9. The same query over the same graph answers the same on both stores (words only: see P11).
+    A search reads a superset of its matches from the database: for the whole query, the rows
+    whose ``haystack`` (the entity's lower-cased search text, NUL mapped to U+0001, a mapping
+    character by character, which keeps containment) contains the mapped query; for words, the
+    rows whose ``terms`` hold one of the query's terms, with the memory's entity count and total
+    length from ``kg_memories``, which every write keeps exact. The exact rule then runs on them.
+P10. A write's rule sees every row it reads: the entities it names (an entity's existence is all
+    create_entities, create_relations and the merge read of others), the relations it names, and
+    for delete_entities every relation touching a deleted name; ``next_seq`` comes from the
+    memory's row. So a write on those rows changes exactly what it changes on the whole graph.
+P11. Semantic search is not used on this store (yet): answers are by words, as a file store's
+    without the model.
 
 Names, types and lines are stored as UTF-8 ``bytea``: a name may hold any character the tools
 accept (NUL included, which PostgreSQL's ``text`` cannot hold).
@@ -37,16 +54,21 @@ accept (NUL included, which PostgreSQL's ``text`` cannot hold).
 from __future__ import annotations
 
 import logging
+import select
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
 
+from ..index import ranking
+from ..index.search import FIELD_SEPARATOR
 from ..model import graph as rules
-from ..model.graph import EMPTY, Change, Graph, GraphError, RowChanges, Triple
+from ..model.graph import Change, Edge, Graph, GraphError, Node, RowChanges, Triple
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_file, decode_line
 from ..retrieval import query as retrieval
 from ..retrieval.paging import Facts
@@ -64,14 +86,23 @@ except ImportError as error:  # pragma: no cover - exercised by a subprocess wit
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION: Final = 1
-"""The version of the tables below; a database holding a newer one is refused (P6)."""
+SCHEMA_VERSION: Final = 2
+"""The version of the tables below; version 1 is upgraded, a newer one is refused (P6)."""
 CONNECT_SECONDS: Final = 5.0
 """How long a call waits for a connection before it says the database is unreachable (P7)."""
 STATEMENT_MILLISECONDS: Final = 30_000
 """A statement (a write waiting for another server's lock included) that runs longer is cancelled."""
 POOL_SIZE: Final = 8
-_SCHEMA_LOCK: Final = 0x6B675F6D656D  # pg_advisory_xact_lock key: one server creates the tables at a time
+KEEP_WHOLE_ENTITIES: Final = 20_000
+"""A memory of at most this many entities is kept whole after a read_graph, for the next one
+while no write comes (a read_graph of a larger one reads it again: a million entities are GBs)."""
+COPY_ROWS: Final = 1_000
+"""Rows beyond which a write sends its new rows with COPY rather than one INSERT each (an import)."""
+TRIGRAM_CHARACTERS: Final = 3
+"""A whole query shorter than this has no trigram to look up: its candidates are found by a scan."""
+_SCHEMA_LOCK: Final = 0x6B675F6D656D  # pg_advisory_xact_lock key: one server makes the tables at a time
+_NUL_STAND_IN: Final = "\x01"
+"""What NUL (the field separator, and a character a name may hold) is in ``haystack``: text cannot hold NUL."""
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS kg_schema (version integer NOT NULL)",
@@ -79,15 +110,20 @@ _SCHEMA: Final = (
         name text PRIMARY KEY,
         revision bigint NOT NULL DEFAULT 0,
         removals bigint NOT NULL DEFAULT 0,
-        next_seq bigint NOT NULL DEFAULT 0)""",
+        next_seq bigint NOT NULL DEFAULT 0,
+        entities bigint NOT NULL DEFAULT 0,
+        total_length bigint NOT NULL DEFAULT 0)""",
     """CREATE TABLE IF NOT EXISTS kg_entities (
         memory text NOT NULL REFERENCES kg_memories (name) ON DELETE CASCADE,
         name bytea NOT NULL,
         seq bigint NOT NULL,
         revision bigint NOT NULL,
         line bytea NOT NULL,
+        haystack text NOT NULL,
+        terms text[] NOT NULL,
+        length integer NOT NULL,
         PRIMARY KEY (memory, name))""",
-    "CREATE INDEX IF NOT EXISTS kg_entities_by_revision ON kg_entities (memory, revision)",
+    "CREATE INDEX IF NOT EXISTS kg_entities_by_term ON kg_entities USING gin (terms)",
     """CREATE TABLE IF NOT EXISTS kg_relations (
         memory text NOT NULL REFERENCES kg_memories (name) ON DELETE CASCADE,
         source bytea NOT NULL,
@@ -97,40 +133,126 @@ _SCHEMA: Final = (
         revision bigint NOT NULL,
         line bytea NOT NULL,
         PRIMARY KEY (memory, source, target, relation_type))""",
-    "CREATE INDEX IF NOT EXISTS kg_relations_by_revision ON kg_relations (memory, revision)",
+    # The name first: a lookup by target can only use this index as a lookup (see _with_touching).
+    "CREATE INDEX IF NOT EXISTS kg_relations_by_target ON kg_relations (target, memory)",
 )
+_TRIGRAMS: Final = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
+_HAS_TRIGRAMS: Final = "SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'"
+_TRIGRAM_INDEX: Final = "CREATE INDEX IF NOT EXISTS kg_entities_by_trigram ON kg_entities USING gin (haystack gin_trgm_ops)"
+_HAS_TRIGRAM_INDEX: Final = "SELECT to_regclass('kg_entities_by_trigram') IS NOT NULL"
+# Version 1 -> 2 (P6): the search columns, filled from each row's line by the server, and the counts.
+_UPGRADE: Final = (
+    "ALTER TABLE kg_memories ADD COLUMN entities bigint NOT NULL DEFAULT 0, "
+    "ADD COLUMN total_length bigint NOT NULL DEFAULT 0",
+    "ALTER TABLE kg_entities ADD COLUMN haystack text, ADD COLUMN terms text[], ADD COLUMN length integer",
+    "DROP INDEX IF EXISTS kg_entities_by_revision",
+    "DROP INDEX IF EXISTS kg_relations_by_revision",
+)
+_UPGRADE_DONE: Final = (
+    "ALTER TABLE kg_entities ALTER COLUMN haystack SET NOT NULL, ALTER COLUMN terms SET NOT NULL, "
+    "ALTER COLUMN length SET NOT NULL",
+    """UPDATE kg_memories SET entities = counted.entities, total_length = counted.total_length
+        FROM (SELECT memory, count(*) AS entities, sum(length) AS total_length FROM kg_entities GROUP BY memory) AS counted
+        WHERE kg_memories.name = counted.memory""",
+    "UPDATE kg_schema SET version = 2",
+)
+_UPGRADE_ROWS: Final = "SELECT memory, name, line FROM kg_entities"
+_UPGRADE_TEMPORARY: Final = ("CREATE TEMPORARY TABLE kg_upgrade (memory text, name bytea, haystack text, terms text[], "
+                             "length integer) ON COMMIT DROP")
+_UPGRADE_FILL: Final = "COPY kg_upgrade (memory, name, haystack, terms, length) FROM STDIN"
+_UPGRADE_APPLY: Final = """UPDATE kg_entities SET haystack = up.haystack, terms = up.terms, length = up.length
+    FROM kg_upgrade AS up WHERE kg_entities.memory = up.memory AND kg_entities.name = up.name"""
+_CLEAN_PENDING: Final = """SELECT gin_clean_pending_list(index.oid) FROM pg_class AS index
+    WHERE index.relname IN ('kg_entities_by_term', 'kg_entities_by_trigram') AND index.relkind = 'i'
+    AND pg_table_is_visible(index.oid)"""
 _SCHEMA_EXISTS: Final = "SELECT to_regclass('kg_schema') IS NOT NULL"
 _SCHEMA_VERSION: Final = "SELECT max(version) FROM kg_schema"
 _RECORD_VERSION: Final = "INSERT INTO kg_schema (version) VALUES (%s)"
 _ADD_MEMORY: Final = "INSERT INTO kg_memories (name) VALUES (%s) ON CONFLICT (name) DO NOTHING"
-_STATE: Final = "SELECT revision, removals, next_seq FROM kg_memories WHERE name = %s"
-_LOCK_STATE: Final = _STATE + " FOR UPDATE"
-_ENTITIES_SINCE: Final = "SELECT seq, line FROM kg_entities WHERE memory = %s AND revision > %s ORDER BY seq"
-_RELATIONS_SINCE: Final = "SELECT seq, line FROM kg_relations WHERE memory = %s AND revision > %s ORDER BY seq"
-_ENTITY_NAMES: Final = "SELECT name FROM kg_entities WHERE memory = %s"
-_RELATION_KEYS: Final = "SELECT source, target, relation_type FROM kg_relations WHERE memory = %s"
-_PUT_ENTITY: Final = """INSERT INTO kg_entities (memory, name, seq, revision, line) VALUES (%s, %s, %s, %s, %s)
-    ON CONFLICT (memory, name) DO UPDATE SET revision = excluded.revision, line = excluded.line"""
+_REVISION: Final = "SELECT revision FROM kg_memories WHERE name = %s"
+_LOCK_STATE: Final = "SELECT revision, removals, next_seq, entities, total_length FROM kg_memories WHERE name = %s FOR UPDATE"
+_COUNTS: Final = "SELECT next_seq, entities, total_length FROM kg_memories WHERE name = %s"
+_ALL_ENTITIES: Final = "SELECT line FROM kg_entities WHERE memory = %s ORDER BY seq"
+_ALL_RELATIONS: Final = "SELECT line FROM kg_relations WHERE memory = %s ORDER BY seq"
+_ENTITIES_NAMED: Final = "SELECT seq, line FROM kg_entities WHERE memory = %s AND name = ANY(%s)"
+
+
+def _with_touching(condition: str) -> str:
+    """The entities of a memory meeting `condition` (a constant; its one parameter is %(value)s),
+    and every relation touching one of them, in one statement: (seq, line, None, None, None) for an
+    entity, (seq, None, source, target, type) for a relation (one between two of them comes twice;
+    its line is not sent: a read shows a relation's key, and never writes it back).
+
+    The relations are looked up entity by entity in their indexes (OFFSET 0 keeps the planner from
+    joining them whole instead, which reads every relation of the memory when it misjudges how
+    many entities match). The planner's choices rest on the tables' statistics: an import, which
+    makes a large memory at once, analyses the tables when it is done (see :meth:`PostgresStore.merge`)."""
+    return f"""WITH found AS MATERIALIZED (
+            SELECT name, seq, line FROM kg_entities WHERE memory = %(memory)s AND {condition})
+        SELECT seq, line, NULL::bytea, NULL::bytea, NULL::bytea FROM found
+        UNION ALL SELECT r.* FROM found, LATERAL (SELECT seq, NULL::bytea, source, target, relation_type
+            FROM kg_relations WHERE memory = %(memory)s AND source = found.name OFFSET 0) AS r
+        UNION ALL SELECT r.* FROM found, LATERAL (SELECT seq, NULL::bytea, source, target, relation_type
+            FROM kg_relations WHERE memory = %(memory)s AND target = found.name OFFSET 0) AS r"""
+
+
+_NAMED_TOUCHING: Final = _with_touching("name = ANY(%(value)s)")
+_CONTAINING: Final = _with_touching("haystack LIKE %(value)s")
+_CONTAINING_SCAN: Final = _with_touching("strpos(haystack, %(value)s) > 0")
+_HOLDING: Final = _with_touching("terms && %(value)s::text[]")
+_RELATIONS_TOUCHING: Final = """SELECT seq, line FROM kg_relations WHERE memory = %s AND source = ANY(%s)
+    UNION SELECT seq, line FROM kg_relations WHERE memory = %s AND target = ANY(%s)"""
+_RELATIONS_NAMED: Final = """SELECT r.seq, r.line FROM kg_relations AS r
+    JOIN unnest(%s::bytea[], %s::bytea[], %s::bytea[]) AS wanted (source, target, relation_type)
+    ON r.source = wanted.source AND r.target = wanted.target AND r.relation_type = wanted.relation_type
+    WHERE r.memory = %s"""
+_PUT_ENTITY: Final = """INSERT INTO kg_entities (memory, name, seq, revision, line, haystack, terms, length)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+    ON CONFLICT (memory, name) DO UPDATE SET revision = excluded.revision, line = excluded.line,
+    haystack = excluded.haystack, terms = excluded.terms, length = excluded.length"""
+_COPY_ENTITIES: Final = "COPY kg_entities (memory, name, seq, revision, line, haystack, terms, length) FROM STDIN"
 _DROP_ENTITY: Final = "DELETE FROM kg_entities WHERE memory = %s AND name = %s"
 _PUT_RELATION: Final = """INSERT INTO kg_relations (memory, source, target, relation_type, seq, revision, line)
     VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"""
+_COPY_RELATIONS: Final = "COPY kg_relations (memory, source, target, relation_type, seq, revision, line) FROM STDIN"
 _DROP_RELATION: Final = "DELETE FROM kg_relations WHERE memory = %s AND source = %s AND target = %s AND relation_type = %s"
-_NEW_STATE: Final = "UPDATE kg_memories SET revision = %s, removals = %s, next_seq = %s WHERE name = %s"
+_NEW_STATE: Final = """UPDATE kg_memories SET revision = %s, removals = %s, next_seq = %s, entities = %s,
+    total_length = %s WHERE name = %s"""
+
+
+def _still_there(connection: psycopg.Connection[Any]) -> None:
+    """The pool's check of an idle connection before it lends it (P7), without a round trip for a
+    sound one: a server that ended the session (a restart, a terminated backend) has said so on the
+    socket and closed it, so the socket reads; only then is the connection asked (psycopg's own
+    check), which raises when it is gone. A round trip per call cost as much as a search's statement."""
+    if connection.closed or connection.broken or connection.pgconn.status != psycopg.pq.ConnStatus.OK:
+        raise psycopg.OperationalError("the connection is closed")
+    readable, _, _ = select.select([connection.pgconn.socket], [], [], 0)
+    if readable:
+        psycopg_pool.ConnectionPool.check_connection(connection)
 
 
 class DatabaseUnreachable(GraphError):
     """The database could not be reached (or went away during the call); nothing was changed."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Replica:
-    graph: Graph
-    revision: int
-    removals: int
+class SchemaTooNew(GraphError):
+    """The database's tables are of a newer version than this server understands (P6)."""
 
 
 def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
+
+
+def haystack_of(text: str) -> str:
+    """An entity's search text as ``haystack`` holds it (P9): NUL, which text cannot hold, mapped."""
+    return text.replace(FIELD_SEPARATOR, _NUL_STAND_IN)
+
+
+def like_pattern(needle: str) -> str:
+    """The LIKE pattern of rows whose haystack contains the (lower-cased) needle: its wildcards escaped."""
+    escaped = haystack_of(needle).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
 
 
 def _record_from(line: bytes) -> tuple[Any, dict[str, msgspec.Raw] | None]:
@@ -141,18 +263,210 @@ def _record_from(line: bytes) -> tuple[Any, dict[str, msgspec.Raw] | None]:
     return item, None
 
 
-def _node_from(seq: int, line: bytes) -> rules.Node:
+def _node_from(seq: int, line: bytes) -> Node:
     record, extra = _record_from(line)
     if not isinstance(record, EntityRecord):
         raise GraphError(f"The database holds an entity row that is not an entity: {line[:200]!r}")
-    return rules.make_node(record, seq, extra)
+    return rules.make_node(record, seq, extra, line=line)
 
 
-def _edge_from(seq: int, line: bytes) -> rules.Edge:
+def _edge_from(seq: int, line: bytes) -> Edge:
     record, extra = _record_from(line)
     if not isinstance(record, RelationRecord):
         raise GraphError(f"The database holds a relation row that is not a relation: {line[:200]!r}")
-    return rules.make_edge(record, seq, extra)
+    return rules.make_edge(record, seq, extra, line=line)
+
+
+def _key(edge: Edge) -> Triple:
+    record = edge.record
+    return record.source, record.target, record.relationType
+
+
+def subgraph(entity_rows: Iterable[tuple[int, bytes]], relation_rows: Iterable[tuple[int, bytes]] = (),
+             next_seq: int = 0) -> Graph:
+    """The graph of some rows of a memory, each in its place (seq), as the rules read a whole one."""
+    # (psycopg gives bytea as bytes.)
+    nodes = sorted((_node_from(seq, line) for seq, line in entity_rows), key=_seq)
+    edges = sorted((_edge_from(seq, line) for seq, line in relation_rows), key=_seq)
+    relations = {_key(edge): edge for edge in edges}
+    links: defaultdict[str, set[Triple]] = defaultdict(set)
+    for triple in relations:
+        links[triple[0]].add(triple)
+        links[triple[1]].add(triple)
+    return Graph({node.record.name: node for node in nodes}, relations, dict(links), next_seq=next_seq)
+
+
+def _union(graphs: Sequence[Graph]) -> Graph:
+    """The rows of several reads of one snapshot as one graph, each in its place."""
+    entities = {name: node for graph in graphs for name, node in graph.entities.items()}
+    relations = {triple: edge for graph in graphs for triple, edge in graph.relations.items()}
+    links: defaultdict[str, set[Triple]] = defaultdict(set)
+    ordered = dict(sorted(relations.items(), key=lambda item: item[1].seq))
+    for triple in ordered:
+        links[triple[0]].add(triple)
+        links[triple[1]].add(triple)
+    return Graph(dict(sorted(entities.items(), key=lambda item: item[1].seq)), ordered, dict(links))
+
+
+def _seq(item: Node | Edge) -> int:
+    return item.seq
+
+
+class _Lengths(Mapping[str, int]):
+    """The lengths of the entities a search read, counting as many entities as the memory holds:
+    all that ranking.rank reads of the lengths (the count, and the length of each holder)."""
+
+    def __init__(self, known: Mapping[str, int], count: int) -> None:
+        self._known = known
+        self._count = count
+
+    def __getitem__(self, name: str) -> int:
+        return self._known[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._known)
+
+    def __len__(self) -> int:
+        return self._count
+
+
+class _MemoryTerms:
+    """ranking.Terms of a memory from the holders of a query's terms and the memory's counts: the
+    postings of those terms are all there (every holder was read), the statistics are the memory's."""
+
+    def __init__(self, holders: Graph, entities: int, total: int) -> None:
+        built = ranking.TermIndex.build((name, node.text) for name, node in holders.entities.items())
+        self.postings = built.postings
+        self.lengths = _Lengths(built.lengths, entities)
+        self.total = total
+
+
+_collection_lock: Final = threading.Lock()
+_collection_paused = 0  # reads now making their objects with the collector paused (under the lock)
+
+
+@contextmanager
+def _no_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused while a read makes its objects: a search of a large
+    memory makes a few hundred thousand (rows, records, nodes), none in a cycle (reference counting
+    frees them), and each collection they set off walks all of them again (a third of such a
+    search's time). Reads in several threads: collection resumes when the last one is done."""
+    import gc
+
+    global _collection_paused
+    with _collection_lock:
+        ours = _collection_paused > 0 or gc.isenabled()  # else paused by someone else: theirs to resume
+        if ours:
+            _collection_paused += 1
+            gc.disable()
+    if not ours:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with _collection_lock:
+            _collection_paused -= 1
+            if _collection_paused == 0:
+                gc.enable()
+
+
+class _Read:
+    """The rows one statement of :func:`_with_touching` read: the graph of its entities, and the
+    keys of the relations touching them, each once, in graph order. Made into Edges (a whole
+    :class:`Graph`) only when a rule needs them; a search's answer only needs the views of those
+    touching its matches (:meth:`touching`): a search of a million entities reads 40,000."""
+
+    __slots__ = ("entities", "relations")
+
+    def __init__(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        self.entities = subgraph([(seq, line) for seq, line, source, _, _ in rows if source is None])
+        places: dict[tuple[bytes, bytes, bytes], int] = {}  # (one between two entities read comes twice)
+        for seq, _, source, target, kind in rows:
+            if source is not None:
+                places[source, target, kind] = seq
+        self.relations = [(seq, _text(source), _text(target), _text(kind))
+                          for (source, target, kind), seq in sorted(places.items(), key=_second)]
+
+    def touching(self, names: AbstractSet[str]) -> list[dict[str, Any]]:
+        """The views of the relations read with an end in `names`, in graph order (as
+        rules.relations_touching gives them on the whole graph)."""
+        return [{"from": source, "to": target, "relationType": kind} for _, source, target, kind in self.relations
+                if source in names or target in names]
+
+    def graph(self) -> Graph:
+        relations: dict[Triple, Edge] = {}
+        links: defaultdict[str, set[Triple]] = defaultdict(set)
+        for seq, name, other, label in self.relations:
+            triple = (name, other, label)
+            # (A read's relations keep no line: it is never written back from a read.)
+            relations[triple] = Edge(RelationRecord(name, other, label),
+                                     {"from": name, "to": other, "relationType": label}, seq, b"")
+            links[name].add(triple)
+            links[other].add(triple)
+        return replace(self.entities, relations=relations, links=dict(links))
+
+
+def _second(item: tuple[Any, int]) -> int:
+    return item[1]
+
+
+def _text(column: bytes) -> str:
+    return column.decode("utf-8", "surrogatepass")
+
+
+class _Snapshot:
+    """The reads of one answer: one statement, or several in one REPEATABLE READ READ ONLY transaction (P2)."""
+
+    def __init__(self, connection: psycopg.Connection[Any], memory: str, trigrams: bool) -> None:
+        self._connection = connection
+        self._memory = memory
+        self._trigrams = trigrams
+        self._counts: tuple[int, int, int] | None = None
+
+    def _read(self, statement: str, value: Any) -> _Read:
+        """The rows a statement of :func:`_with_touching` finds: the entities, and the relations touching them."""
+        # Not prepared: a search's plan depends on its pattern (an index for a rare one, a scan else).
+        rows = self._connection.execute(statement, {"memory": self._memory, "value": value}, prepare=False).fetchall()
+        with _no_collection():
+            return _Read(rows)
+
+    def _graph(self, statement: str, value: Any) -> Graph:
+        """The graph of the entities a statement of :func:`_with_touching` finds, with the relations touching them."""
+        return self._read(statement, value).graph()
+
+    def named(self, names: Iterable[str]) -> Graph:
+        return self._graph(_NAMED_TOUCHING, [_utf8(name) for name in unique(names)])
+
+    def containing(self, needle: str) -> _Read:
+        """A superset of the entities whose search text contains the lower-cased needle (P9)."""
+        if self._trigrams and len(needle) >= TRIGRAM_CHARACTERS:
+            return self._read(_CONTAINING, like_pattern(needle))
+        return self._read(_CONTAINING_SCAN, haystack_of(needle))
+
+    def holding(self, terms: Sequence[str]) -> _Read:
+        return self._read(_HOLDING, list(terms))
+
+    def every_line(self) -> list[bytes]:
+        """Every row's line, entities then relations, each in graph order."""
+        lines = [bytes(line) for (line,) in self._connection.execute(_ALL_ENTITIES, (self._memory,))]
+        lines += [bytes(line) for (line,) in self._connection.execute(_ALL_RELATIONS, (self._memory,))]
+        return lines
+
+    def revision(self) -> int:
+        row = self._connection.execute(_REVISION, (self._memory,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def counts(self) -> tuple[int, int, int]:
+        """The memory's next position, entity count and total length (as of the snapshot)."""
+        if self._counts is None:
+            row = self._connection.execute(_COUNTS, (self._memory,)).fetchone()
+            self._counts = (0, 0, 0) if row is None else (row[0], row[1], row[2])
+        return self._counts
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
 
 
 class PostgresStore:
@@ -168,14 +482,16 @@ class PostgresStore:
         self._pool = psycopg_pool.ConnectionPool(
             url, min_size=1, max_size=POOL_SIZE, open=False, timeout=connect_seconds,
             kwargs={"autocommit": True, "connect_timeout": max(1, round(connect_seconds)),
-                    "options": f"-c statement_timeout={STATEMENT_MILLISECONDS}"},
-            check=psycopg_pool.ConnectionPool.check_connection, reconnect_timeout=0,
+                    # No JIT: a search over many rows is costed high enough to be compiled first,
+                    # which takes longer (100 ms and more) than the statement itself.
+                    "options": f"-c statement_timeout={STATEMENT_MILLISECONDS} -c jit=off"},
+            check=_still_there, reconnect_timeout=0,
             name="kg-memory")
-        self._replica = _Replica(EMPTY, -1, 0)  # revision -1: nothing loaded yet
-        self._catching_up = threading.Lock()
         self._ready = False
         self._ready_lock = threading.Lock()
+        self._trigrams = False
         self._reported = -1  # the revision poll_external_change last reported (or this server wrote)
+        self._kept: tuple[int, Graph] | None = None  # read_graph's last whole memory, at its revision
         self._opened = False
 
     # -- life ----------------------------------------------------------------------------------
@@ -212,6 +528,25 @@ class PostgresStore:
             raise DatabaseUnreachable(f"The database is unreachable ({self.where}): {reason}. "
                                       "Nothing was changed by this call; try again.") from None
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[_Snapshot]:
+        """Reads in one REPEATABLE READ READ ONLY transaction (P2), begun in one round trip."""
+        with self._connection() as connection:
+            connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                yield _Snapshot(connection, self.memory, self._trigrams)
+            except BaseException:
+                if connection.info.transaction_status != psycopg.pq.TransactionStatus.UNKNOWN:
+                    connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    @contextmanager
+    def _statement(self) -> Iterator[_Snapshot]:
+        """A read of one statement, which is one snapshot by itself (P2): no transaction to begin."""
+        with self._connection() as connection:
+            yield _Snapshot(connection, self.memory, self._trigrams)
+
     def _make_schema(self, connection: psycopg.Connection[Any]) -> None:
         with self._ready_lock:
             if self._ready:
@@ -219,54 +554,179 @@ class PostgresStore:
             with connection.transaction():
                 connection.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
                 exists = connection.execute(_SCHEMA_EXISTS).fetchone()
-                version = connection.execute(_SCHEMA_VERSION).fetchone() if exists and exists[0] else None
-                if version is not None and version[0] is not None and version[0] > SCHEMA_VERSION:
-                    raise SchemaTooNew(f"The database ({self.where}) holds memory tables of version {version[0]}, "
+                row = connection.execute(_SCHEMA_VERSION).fetchone() if exists and exists[0] else None
+                version = None if row is None else row[0]
+                if version is not None and version > SCHEMA_VERSION:
+                    raise SchemaTooNew(f"The database ({self.where}) holds memory tables of version {version}, "
                                        f"newer than this server's {SCHEMA_VERSION}: upgrade mcp-server-memory. "
                                        "Nothing was written.")
-                for statement in _SCHEMA:
-                    connection.execute(statement)
-                if version is None or version[0] is None:
+                if version == 1:
+                    # An upgrade (or an index made on the rows there) runs as long as the rows ask.
+                    connection.execute("SET LOCAL statement_timeout = 0")
+                    self._upgrade_from_1(connection)
+                if version != SCHEMA_VERSION:
+                    # Only when they are not all there: CREATE INDEX, even IF NOT EXISTS, waits for every
+                    # open write (an import of a million rows) before it looks.
+                    for statement in _SCHEMA:
+                        connection.execute(statement)
+                if version is None:
                     connection.execute(_RECORD_VERSION, (SCHEMA_VERSION,))
+                self._trigrams = self._make_trigram_index(connection)
                 connection.execute(_ADD_MEMORY, (self.memory,))
             self._ready = True
+
+    def _make_trigram_index(self, connection: psycopg.Connection[Any]) -> bool:
+        """The trigram index of ``haystack`` (pg_trgm), made when it can be; without it a whole-query
+        search reads every row of its memory, which is said once in the log."""
+        row = connection.execute(_HAS_TRIGRAM_INDEX).fetchone()
+        if row is not None and row[0]:
+            return True
+        try:
+            with connection.transaction():  # a savepoint: a refusal here leaves the rest standing
+                if connection.execute(_HAS_TRIGRAMS).fetchone() is None:
+                    connection.execute(_TRIGRAMS)
+                connection.execute(_TRIGRAM_INDEX)
+            return True
+        except psycopg.errors.InsufficientPrivilege as error:
+            reason = str(error).strip().splitlines()[0]
+        except psycopg.Error as error:  # not installed on the server, or in a schema not on the path
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        row = connection.execute(_HAS_TRIGRAM_INDEX).fetchone()
+        if row is not None and row[0]:
+            return True  # made by someone who could
+        log.warning("%s: no trigram index (pg_trgm: %s); a search for a whole query reads every row of the "
+                    "memory. An operator can run CREATE EXTENSION pg_trgm in the database.", self.where, reason)
+        return False
+
+    def _upgrade_from_1(self, connection: psycopg.Connection[Any]) -> None:
+        """Version 1's tables made version 2's (P6), in the caller's transaction: the search columns
+        of every entity are worked out from its line, here, as a write would have made them."""
+        log.warning("%s: upgrading the memory tables from version 1 to %d", self.where, SCHEMA_VERSION)
+        for statement in _UPGRADE:
+            connection.execute(statement)
+        connection.execute(_UPGRADE_TEMPORARY)
+        # A batch at a time (a COPY cannot run while the rows are fetched on the same connection).
+        with connection.cursor(name="kg_upgrade_rows") as rows, connection.cursor() as writer:
+            rows.execute(_UPGRADE_ROWS)
+            while batch := rows.fetchmany(5_000):
+                with writer.copy(_UPGRADE_FILL) as copy:
+                    for memory, name, line in batch:
+                        node = _node_from(0, bytes(line))
+                        terms, length = ranking.entity_terms(node.text)
+                        copy.write_row((memory, bytes(name), haystack_of(node.text), list(terms), length))
+        connection.execute(_UPGRADE_APPLY)
+        for statement in _UPGRADE_DONE:
+            connection.execute(statement)
 
     # -- reads ---------------------------------------------------------------------------------
 
     def graph(self) -> Graph:
-        """The memory as it is now (P3)."""
-        with self._connection() as connection:
-            return self._caught_up(connection)
+        """The memory as it is now, whole (P2, P3): for the command line and read_graph."""
+        with self._snapshot() as snapshot:
+            next_seq = snapshot.counts()[0]
+            lines = snapshot.every_line()
+        return self._graph_of(lines, next_seq)
+
+    def _graph_of(self, lines: list[bytes], next_seq: int) -> Graph:
+        graph = rules.graph_from_lines(decode_file(b"\n".join(lines)))
+        if graph.kept or graph.rejected:
+            raise GraphError(f"The {self.where} holds rows this server cannot read; nothing was changed.")
+        return replace(graph, next_seq=max(next_seq, graph.next_seq))
 
     def read_graph(self) -> dict[str, Any]:
-        return rules.read_graph(self.graph())
+        return rules.read_graph(self._whole())
 
     def read_graph_for_pages(self, *, in_memory: bool = False) -> dict[str, Any]:
         if in_memory:
             raise NotInMemory  # every answer asks the database first: not on the event loop
-        return rules.read_graph_for_pages(self.graph())
+        return rules.read_graph_for_pages(self._whole())
+
+    def _whole(self) -> Graph:
+        """The whole memory for read_graph: the one read last while no write came since (its
+        revision is the memory's: P3), kept for a memory of at most KEEP_WHOLE_ENTITIES."""
+        kept = self._kept
+        if kept is not None and kept[0] == self.graph_revision():
+            return kept[1]
+        with self._snapshot() as snapshot:
+            revision = snapshot.revision()
+            next_seq = snapshot.counts()[0]
+            lines = snapshot.every_line()
+        graph = self._graph_of(lines, next_seq)
+        self._kept = (revision, graph) if len(graph.entities) <= KEEP_WHOLE_ENTITIES else None
+        return graph
 
     def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
                      in_memory: bool = False) -> dict[str, Any] | Facts:
         """The matches (see retrieval.query.matches); with `characters`, the answer made of their
-        facts (retrieval.query.search), semantic candidates included."""
+        facts (retrieval.query.search), by words only (P11)."""
         if in_memory:
             raise NotInMemory
-        if characters is None:
-            return retrieval.matches(self.graph(), query, limit, ranked=self._with_terms)
-        return retrieval.search(self.graph(), query, characters=characters, limit=limit, ranked=self._with_terms)
+        # Most queries are answered by the whole query, from one statement; the others are read
+        # again in one snapshot with the entities holding their words.
+        with _no_collection():
+            with self._statement() as single:
+                found = single.containing(query.lower())
+            matched: Sequence[Node] | None = retrieval.contains_query(found.entities, query)
+            if matched is None:
+                with self._snapshot() as snapshot:
+                    found, matched = self._matched(snapshot, query)
+            if limit is not None and characters is None:
+                matched = matched[:limit]
+            # (retrieval.found on the whole graph: the matches, and the relations touching them)
+            value = {"entities": [node.view for node in matched],
+                     "relations": found.touching({node.record.name for node in matched})}
+            if characters is None:
+                return value
+            return retrieval.answer_of(None, query, value, characters=characters, limit=limit)
+
+    def _matched(self, snapshot: _Snapshot, query: str) -> tuple[_Read, Sequence[Node]]:
+        """Rules 1 and 2 (retrieval.query.rule) on the candidates the database gives (P9): the rows
+        of the candidates read (with every relation touching them), and the matches, best first."""
+        read: list[_Read] = []
+
+        def containing(whole: str) -> list[Node] | None:
+            candidates = snapshot.containing(whole.lower())
+            read.append(candidates)
+            return retrieval.contains_query(candidates.entities, whole)
+
+        def by_words(words: str) -> list[Node]:
+            wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
+            holders = snapshot.holding(wanted) if wanted else _Read(())
+            _, entities, total = snapshot.counts()
+            holders.entities = replace(holders.entities, terms=cast(
+                "ranking.TermIndex", _MemoryTerms(holders.entities, entities, total)))
+            read.append(holders)
+            return retrieval.ranked_by_words(holders.entities, words)
+
+        matched = retrieval.rule(containing, by_words, query)
+        return read[-1], matched
 
     def search_within(self, query: str, words: str, window: Span, *, explicit: bool,
                       limit: int | None = None) -> dict[str, Any] | None:
-        """search_nodes within a time window (see retrieval.when.search)."""
+        """search_nodes within a time window (see retrieval.when.search), on every entity it may
+        answer with (P9): those containing the query or its words whole, and those holding a term of
+        its words, with the memory's statistics. Words without a topic ("what happened last week")
+        may be answered by any entity of the window: the whole memory is read for them."""
         from ..retrieval import when
 
-        return when.search(self._with_terms(self.graph()), query, words, window, explicit=explicit, limit=limit)
+        if not when._content_terms(words):  # every entity within the window answers
+            return when.search(self.graph(), query, words, window, explicit=explicit, limit=limit)
+        wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
+        with self._snapshot() as snapshot:
+            read = [snapshot.containing(query.lower()).graph(), snapshot.containing(words.lower()).graph()]
+            if wanted:
+                read.append(snapshot.holding(wanted).graph())
+            _, entities, total = snapshot.counts()
+        candidates = _union(read)
+        candidates = replace(candidates, terms=cast("ranking.TermIndex", _MemoryTerms(candidates, entities, total)))
+        return when.search(candidates, query, words, window, explicit=explicit, limit=limit)
 
     def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]:
         if in_memory:
             raise NotInMemory
-        return rules.open_nodes(self.graph(), names)
+        with self._statement() as single:
+            found = single.named(names)
+        return rules.open_nodes(found, names)
 
     def poll_external_change(self) -> bool:
         """True when another server changed the memory since this one last reported (or wrote);
@@ -282,75 +742,8 @@ class PostgresStore:
 
     def graph_revision(self) -> int:
         with self._connection() as connection:
-            self._caught_up(connection)
-        return self._replica.revision
-
-    def _with_terms(self, graph: Graph) -> Graph:
-        """The graph with the ranking's index, kept on the replica for the next search."""
-        if graph.terms is not None:
-            return graph
-        indexed = rules.with_term_index(graph)
-        with self._catching_up:
-            if self._replica.graph is graph:
-                self._replica = _Replica(indexed, self._replica.revision, self._replica.removals)
-        return indexed
-
-    def _caught_up(self, connection: psycopg.Connection[Any], locked: tuple[int, int, int] | None = None) -> Graph:
-        """The replica, brought up to the memory's revision (P2, P3). `locked`: the memory's row
-        as a write read it with its lock held (no other write can commit meanwhile); else a read,
-        which looks at the revision first and catches up in one snapshot when it moved."""
-        if locked is not None:
-            with self._catching_up:
-                replica = self._replica
-                if replica.revision == locked[0]:
-                    return replica.graph
-                graph = self._read_changes(connection, replica, *locked)
-                self._replica = _Replica(graph, locked[0], locked[1])
-                return graph
-        row = connection.execute(_STATE, (self.memory,)).fetchone()
-        revision = -1 if row is None else row[0]
-        if self._replica.revision >= revision >= 0:
-            return self._replica.graph
-        with self._catching_up:
-            replica = self._replica
-            if replica.revision >= revision >= 0:
-                return replica.graph
-            with connection.transaction():
-                connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                row = connection.execute(_STATE, (self.memory,)).fetchone()
-                state = (0, 0, 0) if row is None else (row[0], row[1], row[2])
-                graph = self._read_changes(connection, replica, *state)
-            self._replica = _Replica(graph, state[0], state[1])
-            return graph
-
-    def _read_changes(self, connection: psycopg.Connection[Any], replica: _Replica, revision: int,
-                      removals: int, next_seq: int) -> Graph:
-        since = replica.revision  # -1 before the first load: every row
-        if since < 0:
-            # The first load reads the rows as the file store reads a file: all lines in one
-            # decode (positions are then counted afresh; their order, all that answers use, is the
-            # database's), then the word index, before the first answer.
-            lines = [bytes(line) for (_, line) in connection.execute(_ENTITIES_SINCE, (self.memory, since))]
-            lines += [bytes(line) for (_, line) in connection.execute(_RELATIONS_SINCE, (self.memory, since))]
-            graph = rules.graph_from_lines(decode_file(b"\n".join(lines)))
-            if graph.kept or graph.rejected:
-                raise GraphError(f"The {self.where} holds rows this server cannot read; nothing was changed.")
-            return rules.with_word_index(replace(graph, next_seq=max(next_seq, graph.next_seq)))
-        entities = [_node_from(seq, bytes(line)) for seq, line in
-                    connection.execute(_ENTITIES_SINCE, (self.memory, since))]
-        relations = [_edge_from(seq, bytes(line)) for seq, line in
-                     connection.execute(_RELATIONS_SINCE, (self.memory, since))]
-        gone_entities: list[str] = []
-        gone_relations: list[Triple] = []
-        if removals != replica.removals:
-            # Something was deleted by another server: which rows are still there, by key only.
-            present = {bytes(name).decode("utf-8", "surrogatepass")
-                       for (name,) in connection.execute(_ENTITY_NAMES, (self.memory,))}
-            gone_entities = [name for name in replica.graph.entities if name not in present]
-            keys = {tuple(bytes(part).decode("utf-8", "surrogatepass") for part in row)
-                    for row in connection.execute(_RELATION_KEYS, (self.memory,))}
-            gone_relations = [triple for triple in replica.graph.relations if triple not in keys]
-        return rules.with_rows(replica.graph, RowChanges(entities, gone_entities, relations, gone_relations), next_seq)
+            row = connection.execute(_REVISION, (self.memory,)).fetchone()
+        return 0 if row is None else int(row[0])
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -358,38 +751,71 @@ class PostgresStore:
         return None if self._clock is None else self._clock()
 
     def create_entities(self, entities: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
+        names = [item["name"] for item in entities]
         return self._write(lambda graph: rules.create_entities(graph, entities, self._now()),
-                           lambda _: ([item["name"] for item in entities], []), abandon)
+                           names, [], _Reads(names), abandon)
 
     def create_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._write(lambda graph: rules.create_relations(graph, relations),
-                           lambda _: ([], _triples(relations)), abandon)
+        triples = _triples(relations)
+        return self._write(lambda graph: rules.create_relations(graph, relations), [], triples,
+                           _Reads([name for triple in triples for name in triple[:2]], triples), abandon)
 
     def add_observations(self, observations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
+        names = [item["entityName"] for item in observations]
         return self._write(lambda graph: rules.add_observations(graph, observations, self._now()),
-                           lambda _: ([item["entityName"] for item in observations], []), abandon)
+                           names, [], _Reads(names), abandon)
 
     def delete_entities(self, entity_names: list[str], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._write(lambda graph: rules.delete_entities(graph, entity_names),
-                           lambda _: (list(entity_names), []), abandon)
+        names = list(entity_names)
+        return self._write(lambda graph: rules.delete_entities(graph, names), names, [],
+                           _Reads(names, touching=names), abandon)
 
     def delete_observations(self, deletions: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
+        names = [item["entityName"] for item in deletions]
         return self._write(lambda graph: rules.delete_observations(graph, deletions, self._now()),
-                           lambda _: ([item["entityName"] for item in deletions], []), abandon)
+                           names, [], _Reads(names), abandon)
 
     def delete_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._write(lambda graph: rules.delete_relations(graph, relations),
-                           lambda _: ([], _triples(relations)), abandon)
+        triples = _triples(relations)
+        return self._write(lambda graph: rules.delete_relations(graph, relations), [], triples,
+                           _Reads([], triples), abandon)
 
     def merge(self, entities: list[rules.IncomingEntity], relations: list[rules.IncomingRelation]) -> WriteResult:
         """Another graph merged in (mcp-server-memory import) as one transaction."""
-        return self._write(lambda graph: rules.merge_graph(graph, entities, relations, self._now()),
-                           lambda _: (None, None))
+        names = [record.name for record, _ in entities]
+        triples = [(record.source, record.target, record.relationType) for record, _ in relations]
+        reads = _Reads([*names, *(name for triple in triples for name in triple[:2])], triples)
+        result = self._write(lambda graph: rules.merge_graph(graph, entities, relations, self._now()),
+                             None, None, reads, unbounded=True)
+        if len(entities) + len(relations) > COPY_ROWS:
+            self._analyse()
+        return result
 
-    def _write(self, operation: Callable[[Graph], Change],
-               where: Callable[[Graph], tuple[Iterable[str] | None, Iterable[Triple] | None]],
-               abandon: threading.Event | None = None) -> WriteResult:
-        """P1: lock the memory's row, catch up, apply the rule, write the rows that changed."""
+    def _analyse(self) -> None:
+        """The tables' statistics made afresh after a large import, so that the planner knows the
+        new memory's size at once (autovacuum would, later), and the GIN indexes' pending lists
+        merged into them: an import's rows wait there (up to gin_pending_list_limit, 4 MB), which
+        every search then reads through, and which the planner costs so high that it scans the
+        memory's rows instead of the trigram index (11 ms instead of 2 for the bench query at
+        10,000 entities). A role that may not is only logged."""
+        try:
+            with self._connection() as connection:
+                connection.execute("SET statement_timeout = 0")
+                try:
+                    connection.execute(_CLEAN_PENDING)
+                    connection.execute("ANALYZE kg_entities, kg_relations")
+                finally:
+                    connection.execute(f"SET statement_timeout = {STATEMENT_MILLISECONDS}")
+        except psycopg.Error as error:
+            log.warning("%s: could not analyse the tables after an import (%s); autovacuum will", self.where,
+                        str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
+
+    def _write(self, operation: Callable[[Graph], Change], names: Sequence[str] | None,
+               triples: Sequence[Triple] | None, reads: _Reads, abandon: threading.Event | None = None, *,
+               unbounded: bool = False) -> WriteResult:
+        """P1, P10: lock the memory's row, read the rows the rule reads, apply it, write what changed.
+        `names`, `triples`: where the rule may change something (None: anywhere it read).
+        `unbounded`: once the lock is held, no statement timeout (an import of a million rows)."""
         with self._connection() as connection:
             if abandon is not None and abandon.is_set():
                 raise GraphError("The call was cancelled before it was written; nothing was changed.")
@@ -400,46 +826,100 @@ class PostgresStore:
                         connection.execute(_ADD_MEMORY, (self.memory,))
                         row = connection.execute(_LOCK_STATE, (self.memory,)).fetchone()
                     assert row is not None  # made just above, in this transaction
-                    revision, removals, next_seq = row
-                    before = self._caught_up(connection, (revision, removals, next_seq))
+                    if unbounded:
+                        connection.execute("SET LOCAL statement_timeout = 0")
+                    revision, removals, next_seq, entities, total_length = row
+                    # An empty memory has no row to read (an import into a new memory reads none).
+                    before = _rows_for(connection, self.memory, reads if entities else _Reads(()), next_seq)
                     change = operation(before)
                     if not change.changed:
                         return WriteResult(change.value, False, [])
-                    names, triples = where(before)
                     rows = rules.row_changes(before, change.graph, names, triples)
                     revision += 1
                     if rows.gone_entities or rows.gone_relations:
                         removals += 1
-                    self._write_rows(connection, rows, revision)
-                    connection.execute(_NEW_STATE, (revision, removals, change.graph.next_seq, self.memory))
+                    entities, total_length = self._write_rows(connection, before, rows, revision,
+                                                              entities, total_length)
+                    connection.execute(_NEW_STATE, (revision, removals, change.graph.next_seq, entities,
+                                                    total_length, self.memory))
             except psycopg.errors.QueryCanceled:
                 raise GraphError(f"The write waited more than {STATEMENT_MILLISECONDS // 1000} s for the {self.where} "
                                  "(another server holds it); nothing was changed. Try again.") from None
-            with self._catching_up:
-                if self._replica.revision < revision:
-                    self._replica = _Replica(change.graph, revision, removals)
-                if self._reported == revision - 1:
-                    self._reported = revision  # our own write: announced by the tool, not the poller
+            if self._reported == revision - 1:
+                self._reported = revision  # our own write: announced by the tool, not the poller
         return WriteResult(change.value, True, [])
 
-    def _write_rows(self, connection: psycopg.Connection[Any], rows: RowChanges, revision: int) -> None:
+    def _write_rows(self, connection: psycopg.Connection[Any], before: Graph, rows: RowChanges, revision: int,
+                    entities: int, total_length: int) -> tuple[int, int]:
+        """The changed rows written, with their search columns; the memory's counts after them (P9)."""
         memory = self.memory
+        for name in rows.gone_entities:
+            entities -= 1
+            total_length -= ranking.entity_terms(before.entities[name].text)[1]
+        fresh: list[tuple[Any, ...]] = []
+        replaced: list[tuple[Any, ...]] = []
+        for node in rows.entities:
+            terms, length = ranking.entity_terms(node.text)
+            old = before.entities.get(node.record.name)
+            if old is None:
+                entities += 1
+            else:
+                total_length -= ranking.entity_terms(old.text)[1]
+            total_length += length
+            (fresh if old is None else replaced).append(
+                (memory, _utf8(node.record.name), node.seq, revision, node.line, haystack_of(node.text), list(terms), length))
         with connection.cursor() as cursor:
             if rows.gone_relations:
                 cursor.executemany(_DROP_RELATION, [(memory, *map(_utf8, triple)) for triple in rows.gone_relations])
             if rows.gone_entities:
                 cursor.executemany(_DROP_ENTITY, [(memory, _utf8(name)) for name in rows.gone_entities])
-            if rows.entities:
-                cursor.executemany(_PUT_ENTITY, [(memory, _utf8(node.record.name), node.seq, revision, node.line)
-                                                 for node in rows.entities])
-            if rows.relations:
-                cursor.executemany(_PUT_RELATION, [
-                    (memory, _utf8(edge.record.source), _utf8(edge.record.target), _utf8(edge.record.relationType),
-                     edge.seq, revision, edge.line) for edge in rows.relations])
+            if replaced:
+                cursor.executemany(_PUT_ENTITY, replaced)
+            _put(cursor, _PUT_ENTITY, _COPY_ENTITIES, fresh)
+            _put(cursor, _PUT_RELATION, _COPY_RELATIONS, [
+                (memory, _utf8(edge.record.source), _utf8(edge.record.target), _utf8(edge.record.relationType),
+                 edge.seq, revision, edge.line) for edge in rows.relations])
+        return entities, total_length
 
 
-class SchemaTooNew(GraphError):
-    """The database's tables are of a newer version than this server understands (P6)."""
+def _put(cursor: psycopg.Cursor[Any], insert: str, copy_statement: str, rows: list[tuple[Any, ...]]) -> None:
+    """New rows: an INSERT each, or COPY for many (an import)."""
+    if len(rows) <= COPY_ROWS:
+        if rows:
+            cursor.executemany(insert, rows)
+        return
+    with cursor.copy(copy_statement) as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+class _Reads:
+    """The rows a write's rule reads (P10): entities by name, relations by key, and the relations
+    touching some names."""
+
+    __slots__ = ("names", "triples", "touching")
+
+    def __init__(self, names: Iterable[str], triples: Iterable[Triple] = (), touching: Iterable[str] = ()) -> None:
+        self.names = unique(names)
+        self.triples = list(dict.fromkeys(triples))
+        self.touching = unique(touching)
+
+
+def _rows_for(connection: psycopg.Connection[Any], memory: str, reads: _Reads, next_seq: int) -> Graph:
+    """The subgraph a write's rule runs on (P10), read under the memory's lock."""
+    entity_rows: list[tuple[int, bytes]] = []
+    relation_rows: dict[bytes, tuple[int, bytes]] = {}
+    if reads.names:
+        entity_rows = connection.execute(_ENTITIES_NAMED, (memory, [_utf8(name) for name in reads.names])).fetchall()
+    if reads.triples:
+        columns = [list(column) for column in zip(*((_utf8(a), _utf8(b), _utf8(c)) for a, b, c in reads.triples), strict=True)]
+        for seq, line in connection.execute(_RELATIONS_NAMED, (*columns, memory)):
+            relation_rows[bytes(line)] = (seq, line)
+    if reads.touching:
+        encoded = [_utf8(name) for name in reads.touching]
+        for seq, line in connection.execute(_RELATIONS_TOUCHING, (memory, encoded, memory, encoded)):
+            relation_rows[bytes(line)] = (seq, line)
+    return subgraph(entity_rows, relation_rows.values(), next_seq)
 
 
 def _triples(relations: Sequence[dict[str, Any]]) -> list[Triple]:

@@ -1,0 +1,451 @@
+"""The database answers without a replica (memory_server/storage/postgres.py, P1-P11): the same
+answers as a file for random graphs, writes and queries; the search's candidates a superset of
+its matches whatever the names hold; the memory's counts exact after every write; a memory with
+no pg_trgm; a version 1 database upgraded in place with every row kept."""
+
+from __future__ import annotations
+
+import datetime
+import random
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from memory_helpers import entity, relation
+from postgres_helpers import database_url, memory_name  # noqa: F401  (a fixture)
+
+from memory_server.index import ranking
+from memory_server.model import graph as rules
+from memory_server.model.records import EntityRecord
+from memory_server.retrieval.paging import Facts
+from memory_server.storage.postgres import SCHEMA_VERSION, PostgresStore, haystack_of, like_pattern
+from memory_server.storage.store import GraphStore
+
+# Characters a LIKE pattern, a regular expression or a C string would take for something else.
+TRICKY = ["%", "_", "\\", "\x00", ".*", "(a|b)", "[x]", "'", "\"", "$1", "^"]
+WORDS = ["jazz", "chess", "coffee", "tea", "border", "collie", "portuguese", "running", "runs", "café", "Café",
+         "project", "deadline", "日本語", "the", "what", "kind", *TRICKY]
+
+
+@pytest.fixture
+def on_file(tmp_path: Path) -> Iterator[GraphStore]:
+    with GraphStore(tmp_path / "memory.jsonl") as store:
+        yield store
+
+
+def _graph(store: GraphStore) -> rules.Graph:
+    store.read_graph()  # loaded, if it was not
+    graph = store.graph_in_memory
+    assert graph is not None
+    return graph
+
+
+@pytest.fixture(autouse=True)
+def _words_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The database answers by words (P11): the file store is compared without its model.
+    monkeypatch.setenv("MEMORY_SEMANTIC", "off")
+
+
+def _text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def _name(rng: random.Random, index: int) -> str:
+    return f"{rng.choice(['Ann', 'Bo', 'Cy', 'x'])}{rng.choice(['', *TRICKY])}{index}"
+
+
+def _answer(value: Any) -> Any:
+    """A search answer comparable across stores: a Facts' pages are what a client sees."""
+    if isinstance(value, Facts):
+        return (value.entities, value.order, value.relations, value.characters, value.words)
+    return value
+
+
+def _operations(rng: random.Random, names: list[str]) -> Iterator[tuple[str, Any]]:
+    """A random stream of writes (some of which break a rule or change nothing)."""
+    for step in range(40):
+        kind = rng.choice(["create", "create", "relate", "observe", "forget", "unrelate", "delete"])
+        if kind == "create" or not names:
+            made = [_name(rng, len(names) + offset) for offset in range(rng.randint(1, 4))]
+            names.extend(made)
+            yield "create_entities", [entity(name, rng.choice(["person", "project", "p%_"]),
+                                             [_text(rng, rng.randint(1, 6)) for _ in range(rng.randint(0, 3))])
+                                      for name in [*made, rng.choice(names)]]
+        elif kind == "relate":
+            yield "create_relations", [relation(rng.choice(names), rng.choice(names), rng.choice(["knows", "a_b", "%"]))
+                                       for _ in range(rng.randint(1, 3))]
+        elif kind == "observe":
+            yield "add_observations", [{"entityName": rng.choice(names), "contents": [_text(rng, 3), f"step {step}"]}]
+        elif kind == "forget":
+            yield "delete_observations", [{"entityName": rng.choice(names), "observations": [f"step {step - 1}"]}]
+        elif kind == "unrelate":
+            yield "delete_relations", [relation(rng.choice(names), rng.choice(names), "knows")]
+        else:
+            yield "delete_entities", [rng.choice(names), "nobody"]
+
+
+def _apply(store: GraphStore | PostgresStore, operation: str, argument: Any) -> Any:
+    try:
+        return getattr(store, operation)(argument).value
+    except rules.GraphError as error:
+        return ("error", str(error))
+
+
+def _queries(rng: random.Random, names: list[str]) -> list[str]:
+    picked = [rng.choice(names) for _ in range(3)] if names else []
+    return ["jazz", "JAZZ coffee", "what kind of tea", "run", "caf", "cafe", "o", "", " ", "zz", *TRICKY,
+            "ann%", "bo_", "x\\", *picked, *(name[1:4] for name in picked), _text(rng, 2), _text(rng, 3)]
+
+
+def _same_answers(on_file: GraphStore, in_database: PostgresStore, rng: random.Random, names: list[str]) -> None:
+    for query in _queries(rng, names):
+        for limit in (None, 2):
+            assert in_database.search_nodes(query, limit) == on_file.search_nodes(query, limit), (query, limit)
+        for characters in (600, 1_500):
+            assert _answer(in_database.search_nodes(query, characters=characters)) == \
+                _answer(on_file.search_nodes(query, characters=characters)), (query, characters)
+    wanted = [*rng.sample(names, min(4, len(names))), "nobody"]
+    assert in_database.open_nodes(wanted) == on_file.open_nodes(wanted)
+    assert in_database.read_graph() == on_file.read_graph()
+    assert in_database.read_graph_for_pages() == on_file.read_graph_for_pages()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_writes_and_queries_answer_as_on_a_file(database_url: str, on_file: GraphStore, seed: int) -> None:
+    """Writes on the rows they read equal the whole graph's rule (P10), and answers equal (P9)."""
+    rng = random.Random(seed)
+    names: list[str] = []
+    memory = memory_name()
+    with PostgresStore(database_url, memory) as in_database:
+        for number, (operation, argument) in enumerate(_operations(rng, names)):
+            assert _apply(in_database, operation, argument) == _apply(on_file, operation, argument), (operation, argument)
+            if number % 10 == 9:
+                _same_answers(on_file, in_database, rng, names)
+                _counts_are_exact(database_url, memory, on_file)
+        assert list(rules.file_lines(in_database.graph())) == list(rules.file_lines(_graph(on_file)))
+
+
+def _counts_are_exact(url: str, memory: str, on_file: GraphStore) -> None:
+    """The memory's counts (P9) are those of its graph, whatever was deleted."""
+    graph = _graph(on_file)
+    index = ranking.TermIndex.build((name, node.text) for name, node in graph.entities.items())
+    with psycopg.connect(url, autocommit=True) as connection:
+        counts = connection.execute("SELECT entities, total_length FROM kg_memories WHERE name = %s", (memory,)).fetchone()
+        stored = connection.execute("SELECT count(*), coalesce(sum(length), 0) FROM kg_entities WHERE memory = %s",
+                                    (memory,)).fetchone()
+        terms = dict(connection.execute("SELECT name, terms FROM kg_entities WHERE memory = %s", (memory,)).fetchall())
+    assert counts == (len(graph.entities), index.total)
+    assert stored == counts
+    by_entity: dict[str, set[str]] = {}
+    for term, holders in index.postings.items():
+        for name in holders:
+            by_entity.setdefault(name, set()).add(term)
+    assert {bytes(name).decode(): set(held) for name, held in terms.items()} == \
+        {name: by_entity.get(name, set()) for name in graph.entities}
+
+
+def test_the_counts_stay_exact_after_deletes(database_url: str, on_file: GraphStore) -> None:
+    memory = memory_name()
+    with PostgresStore(database_url, memory) as in_database:
+        for store in (on_file, in_database):
+            store.create_entities([entity("Ann", "person", ["runs daily", "likes jazz"]), entity("Bo", "person", ["jazz"])])
+            store.create_relations([relation("Ann", "Bo", "knows")])
+            store.delete_observations([{"entityName": "Ann", "observations": ["likes jazz"]}])
+            store.delete_entities(["Bo"])
+        _counts_are_exact(database_url, memory, on_file)
+        assert in_database.search_nodes("jazz music") == on_file.search_nodes("jazz music") == {
+            "entities": [], "relations": []}
+        for store in (on_file, in_database):
+            store.delete_entities(["Ann"])
+        _counts_are_exact(database_url, memory, on_file)
+        assert in_database.search_nodes("run") == {"entities": [], "relations": []}
+
+
+@pytest.mark.parametrize("needle", ["%", "_", "\\", "\x00", "a%b", "a_b", "\\%", "100%", ".*", "(x|y)", "[ab]", "",
+                                    "ab\x00cd", "'; --"])
+def test_a_search_s_candidates_hold_every_match_whatever_the_query_holds(database_url: str, on_file: GraphStore,
+                                                                         needle: str) -> None:
+    """The prefilter (P9) is a superset: each LIKE wildcard, NUL and regular-expression character is itself."""
+    held = ["100% sure", "a_b", "axb", "a%b", "back\\slash \\%", "ab\x00cd", ".* star", "(x|y) or", "[ab] set",
+            "'; -- quote", "plain"]
+    entities = [entity(f"e{index} {text}", "t", [text, "filler"]) for index, text in enumerate(held)]
+    entities.append(entity("nul\x00name", "t\x00ype", ["\x00"]))
+    with PostgresStore(database_url, memory_name()) as in_database:
+        for store in (on_file, in_database):
+            store.create_entities(entities)
+        expected = on_file.search_nodes(needle)
+        assert in_database.search_nodes(needle) == expected
+        # Every entity the rule matches is among the rows the pattern finds (with the trigram index and without).
+        lowered = needle.lower()
+        matched = {item["name"] for item in expected["entities"]} if expected["entities"] and any(
+            lowered in node.text for node in _graph(on_file).entities.values()) else set()
+        with psycopg.connect(database_url, autocommit=True) as connection:
+            found = {bytes(name).decode() for (name,) in connection.execute(
+                "SELECT name FROM kg_entities WHERE memory = %s AND haystack LIKE %s", (in_database.memory,
+                                                                                       like_pattern(lowered)))}
+        assert matched <= found
+        assert all(haystack_of(lowered) in haystack_of(_graph(on_file).entities[name].text) for name in found)
+
+
+def test_a_query_is_never_a_pattern(database_url: str) -> None:
+    with PostgresStore(database_url, memory_name()) as store:
+        store.create_entities([entity("abc", "t", ["xyz"]), entity("a_c", "t", []), entity("a%c", "t", [])])
+        assert [item["name"] for item in store.search_nodes("a_c")["entities"]] == ["a_c"]
+        assert [item["name"] for item in store.search_nodes("a%c")["entities"]] == ["a%c"]
+        # Not a regular expression: "a.c" is not in "abc" (its word "c" finds the others, by rule 2).
+        assert "abc" not in [item["name"] for item in store.search_nodes("a.c")["entities"]]
+        assert [item["name"] for item in store.search_nodes("ab_")["entities"]] == []
+
+
+# --- a database without pg_trgm ------------------------------------------------------------------------------
+
+@pytest.fixture
+def plain_role_database(database_url: str) -> Iterator[str]:
+    """A database of its own, and a role that may make tables in it but no extension (no CREATE on it)."""
+    suffix = uuid.uuid4().hex[:10]
+    database, role = f"kg_plain_{suffix}", f"kg_plain_{suffix}"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(database)))
+        admin.execute(psycopg.sql.SQL("CREATE ROLE {} LOGIN").format(psycopg.sql.Identifier(role)))
+        admin.execute(psycopg.sql.SQL("REVOKE CREATE ON DATABASE {} FROM PUBLIC").format(psycopg.sql.Identifier(database)))
+    owner_url = _on_database(database_url, database)
+    with psycopg.connect(owner_url, autocommit=True) as owner:
+        owner.execute(psycopg.sql.SQL("GRANT CREATE, USAGE ON SCHEMA public TO {}").format(psycopg.sql.Identifier(role)))
+    try:
+        yield _on_database(database_url, database, user=role)
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(psycopg.sql.SQL("DROP DATABASE {} WITH (FORCE)").format(psycopg.sql.Identifier(database)))
+            admin.execute(psycopg.sql.SQL("DROP ROLE {}").format(psycopg.sql.Identifier(role)))
+
+
+def _on_database(url: str, database: str, user: str | None = None) -> str:
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    info["dbname"] = database
+    if user is not None:
+        info["user"] = user
+    return psycopg.conninfo.make_conninfo(**info)
+
+
+def test_without_pg_trgm_a_search_scans_and_answers_the_same(plain_role_database: str, on_file: GraphStore,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    people = [entity(f"Person {index}", "person", [f"Works on project {index % 7}", "Drinks coffee"]) for index in range(30)]
+    with caplog.at_level("WARNING"), PostgresStore(plain_role_database, "team") as in_database:
+        for store in (on_file, in_database):
+            store.create_entities(people)
+        for query in ("coffee", "project 3", "Person 1", "pe", "nothing here", "works coffee"):
+            assert in_database.search_nodes(query) == on_file.search_nodes(query), query
+    assert "no trigram index" in caplog.text
+    with psycopg.connect(plain_role_database, autocommit=True) as connection:
+        assert connection.execute("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'").fetchone() == (0,)
+        assert connection.execute("SELECT to_regclass('kg_entities_by_trigram')").fetchone() == (None,)
+
+
+# --- version 1, upgraded -------------------------------------------------------------------------------------
+
+VERSION_1 = (  # the tables of the release before (storage/postgres.py, SCHEMA_VERSION 1)
+    "CREATE TABLE kg_schema (version integer NOT NULL)",
+    """CREATE TABLE kg_memories (name text PRIMARY KEY, revision bigint NOT NULL DEFAULT 0,
+        removals bigint NOT NULL DEFAULT 0, next_seq bigint NOT NULL DEFAULT 0)""",
+    """CREATE TABLE kg_entities (memory text NOT NULL REFERENCES kg_memories (name) ON DELETE CASCADE,
+        name bytea NOT NULL, seq bigint NOT NULL, revision bigint NOT NULL, line bytea NOT NULL,
+        PRIMARY KEY (memory, name))""",
+    "CREATE INDEX kg_entities_by_revision ON kg_entities (memory, revision)",
+    """CREATE TABLE kg_relations (memory text NOT NULL REFERENCES kg_memories (name) ON DELETE CASCADE,
+        source bytea NOT NULL, target bytea NOT NULL, relation_type bytea NOT NULL, seq bigint NOT NULL,
+        revision bigint NOT NULL, line bytea NOT NULL, PRIMARY KEY (memory, source, target, relation_type))""",
+    "CREATE INDEX kg_relations_by_revision ON kg_relations (memory, revision)",
+    "INSERT INTO kg_schema (version) VALUES (1)",
+)
+
+
+@pytest.fixture
+def empty_database(database_url: str) -> Iterator[str]:
+    database = f"kg_v1_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(database)))
+    try:
+        yield _on_database(database_url, database)
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(psycopg.sql.SQL("DROP DATABASE {} WITH (FORCE)").format(psycopg.sql.Identifier(database)))
+
+
+def test_a_version_1_database_is_upgraded_in_place_keeping_every_row(empty_database: str, tmp_path: Path) -> None:
+    graphs: dict[str, GraphStore] = {}
+    with ExitStack() as stack:
+        _upgrade_check(empty_database, graphs, stack, tmp_path)
+
+
+def _upgrade_check(empty_database: str, graphs: dict[str, GraphStore], stack: ExitStack, tmp_path: Path) -> None:
+    with psycopg.connect(empty_database, autocommit=True) as connection:
+        for statement in VERSION_1:
+            connection.execute(statement)
+        for memory, size in (("team", 25), ("me", 3)):
+            on_file = graphs[memory] = stack.enter_context(GraphStore(tmp_path / f"{memory}.jsonl"))
+            on_file.create_entities([entity(f"{memory} {index}", "person", [f"likes jazz {index}", "a\x00b"])
+                                     for index in range(size)])
+            on_file.create_relations([relation(f"{memory} {index}", f"{memory} 0", "knows") for index in range(size)])
+            on_file.delete_entities([f"{memory} 1"])
+            graph = _graph(on_file)
+            connection.execute("INSERT INTO kg_memories (name, revision, next_seq) VALUES (%s, 4, %s)",
+                               (memory, graph.next_seq))
+            for node in graph.entities.values():
+                connection.execute("INSERT INTO kg_entities VALUES (%s, %s, %s, 1, %s)",
+                                   (memory, node.record.name.encode(), node.seq, node.line))
+            for (source, target, kind), edge in graph.relations.items():
+                connection.execute("INSERT INTO kg_relations VALUES (%s, %s, %s, %s, %s, 2, %s)",
+                                   (memory, source.encode(), target.encode(), kind.encode(), edge.seq, edge.line))
+        before = connection.execute("SELECT memory, name, seq, line FROM kg_entities ORDER BY 1, 2").fetchall()
+        relations_before = connection.execute("SELECT * FROM kg_relations ORDER BY 1, 2, 3, 4").fetchall()
+    with PostgresStore(empty_database, "team") as store:
+        assert store.read_graph() == graphs["team"].read_graph()
+        assert store.search_nodes("jazz 7") == graphs["team"].search_nodes("jazz 7")
+        assert store.search_nodes("jazz") == graphs["team"].search_nodes("jazz")
+        _counts_are_exact(empty_database, "team", graphs["team"])
+        _counts_are_exact(empty_database, "me", graphs["me"])
+        for target in (store, graphs["team"]):
+            target.create_entities([entity("new one", "person", ["likes jazz too"])])
+        assert store.read_graph() == graphs["team"].read_graph()
+    with PostgresStore(empty_database, "me") as mine:
+        assert mine.read_graph() == graphs["me"].read_graph()
+    with psycopg.connect(empty_database, autocommit=True) as connection:
+        after = connection.execute("SELECT memory, name, seq, line FROM kg_entities WHERE name <> %s ORDER BY 1, 2",
+                                   (b"new one",)).fetchall()
+        assert after == before
+        assert connection.execute("SELECT * FROM kg_relations ORDER BY 1, 2, 3, 4").fetchall() == relations_before
+        assert connection.execute("SELECT version FROM kg_schema").fetchall() == [(SCHEMA_VERSION,)]
+
+
+def test_a_node_s_haystack_keeps_containment() -> None:
+    record = EntityRecord("A\x00B", "t", ["x\x00y"])
+    text = rules.make_node(record, 0).text
+    assert "\x00" not in haystack_of(text)
+    assert haystack_of("a\x00b") in haystack_of(text)
+    assert like_pattern("50%_\\") == "%50\\%\\_\\\\%"
+
+
+def test_a_search_within_a_window_answers_as_on_a_file(database_url: str, tmp_path: Path) -> None:
+    from memory_server.model.dates import Span
+    from memory_server.retrieval.when import parse_query, window_of
+
+    stamps = [f"2026-0{month}-1{day}T10:00:00Z" for month in range(1, 7) for day in range(5)]
+    people = [{**entity(f"P{index}", "person", [f"likes {WORDS[index % 8]}", f"note {index}"]),
+               **({"happenedOn": f"2026-0{1 + index % 6}-0{1 + index % 9}"} if index % 3 else {})} for index in range(30)]
+    memory = memory_name()
+    with GraphStore(tmp_path / "dated.jsonl", clock=iter(stamps).__next__) as on_file, \
+            PostgresStore(database_url, memory, clock=iter(stamps).__next__) as in_database:
+        for store in (on_file, in_database):
+            for start in range(0, 30, 6):
+                store.create_entities(people[start:start + 6])
+            store.add_observations([{"entityName": "P4", "contents": ["went running"]}])
+        windows: list[tuple[str, str, Span | None, bool]] = []
+        for since, until in (("2026-02-01", None), ("2026-01-01", "2026-03-31"), (None, "2026-04-30")):
+            windows += [(query, query, window_of(since, until), True) for query in ("jazz", "chess tea", "P1", "note")]
+        for question in ("what did I note last month", "jazz in March 2026", "what happened in February 2026"):
+            words, window = parse_query(question, datetime.datetime(2026, 7, 1, tzinfo=datetime.UTC))
+            windows.append((question, words, window, False))
+        answered = 0
+        for query, words, window, explicit in windows:
+            assert window is not None, query
+            for limit in (None, 2):
+                expected = on_file.search_within(query, words, window, explicit=explicit, limit=limit)
+                assert in_database.search_within(query, words, window, explicit=explicit, limit=limit) == expected, \
+                    (query, limit)
+                answered += bool(expected and expected["entities"])
+        assert answered > len(windows)  # most windows hold answers: the comparison is not of empty answers
+
+
+def test_a_server_starts_while_a_long_write_holds_the_tables(database_url: str) -> None:
+    """Starting makes no table lock wait: an import of a million rows (a long write) does not stop
+    another server from starting and answering."""
+    other = memory_name()
+    with PostgresStore(database_url, other) as store:
+        store.create_entities([entity("Ann", "person", [])])  # the tables are made
+    with psycopg.connect(database_url) as writer:  # a write left open, as an import's is for minutes
+        writer.execute("UPDATE kg_entities SET revision = revision WHERE memory = %s", (other,))
+        writer.execute("INSERT INTO kg_relations SELECT memory, name, name, 'x', 0, 0, 'x' FROM kg_entities "
+                       "WHERE memory = %s", (other,))
+        with PostgresStore(database_url, memory_name(), connect_seconds=2) as starting:
+            starting.create_entities([entity("Bo", "person", ["jazz"])])
+            assert starting.search_nodes("jazz")["entities"] == [entity("Bo", "person", ["jazz"])]
+        writer.rollback()
+
+
+def test_the_database_answers_by_words_only(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """P11: no semantic candidates on a database, whether or not the model is installed."""
+    monkeypatch.delenv("MEMORY_SEMANTIC", raising=False)
+    with PostgresStore(database_url, memory_name()) as store:
+        store.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
+        answer = store.search_nodes("which dog does she own", characters=1_500)
+        assert isinstance(answer, Facts) and answer.entities == [] and answer.words
+        assert store.search_nodes("border collie", characters=1_500).entities[0]["name"] == "Alice"  # type: ignore[union-attr]
+
+
+def test_read_graph_kept_whole_is_never_older_than_a_write_of_another_server(database_url: str) -> None:
+    memory = memory_name()
+    with PostgresStore(database_url, memory) as reader, PostgresStore(database_url, memory) as writer:
+        writer.create_entities([entity("Ann", "person", ["jazz"])])
+        first = reader.read_graph()
+        assert reader.read_graph() == first == {"entities": [entity("Ann", "person", ["jazz"])], "relations": []}
+        writer.add_observations([{"entityName": "Ann", "contents": ["chess"]}])
+        assert reader.read_graph_for_pages()["entities"] == [entity("Ann", "person", ["jazz", "chess"])]
+        writer.delete_entities(["Ann"])
+        assert reader.read_graph() == {"entities": [], "relations": []}
+
+
+def test_a_connection_the_database_ended_is_not_lent_again(database_url: str) -> None:
+    """P7: the pool's check of an idle connection makes no round trip for a sound one, and still
+    never lends one whose session the database ended (a restart, a terminated backend)."""
+    with PostgresStore(database_url, memory_name()) as store:
+        store.create_entities([entity("Ann", "person", ["jazz"])])
+        with store._pool.connection() as connection:  # the connections the pool holds, all idle after this
+            pids = {connection.info.backend_pid}
+        pids |= {connection.info.backend_pid for connection in list(store._pool._pool)}
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (list(pids),))
+            deadline = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=30)
+            while admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", (list(pids),)).fetchone() != (0,):
+                assert datetime.datetime.now(datetime.UTC) < deadline, "the backends did not end"
+        # Every idle connection's session is gone: each call is answered on a new one, not refused.
+        assert store.open_nodes(["Ann"])["entities"] == [entity("Ann", "person", ["jazz"])]
+        assert store.search_nodes("jazz")["entities"] == [entity("Ann", "person", ["jazz"])]
+
+
+def test_a_search_leaves_the_garbage_collector_as_it_found_it(database_url: str) -> None:
+    import gc
+
+    with PostgresStore(database_url, memory_name()) as store:
+        store.create_entities([entity("Ann", "person", ["jazz"])])
+        assert gc.isenabled()
+        store.search_nodes("jazz", characters=1_500)
+        store.search_nodes("who plays jazz", characters=1_500)  # by words: a snapshot of several reads
+        assert gc.isenabled()
+        gc.disable()  # someone else's pause is theirs to end
+        try:
+            store.search_nodes("jazz")
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+        with pytest.raises(rules.GraphError):
+            with PostgresStore("postgresql://nobody@127.0.0.1:1/none", memory_name(), connect_seconds=1) as gone:
+                gone.search_nodes("jazz")
+        assert gc.isenabled()
+
+
+def test_an_import_leaves_no_row_waiting_in_the_search_indexes(database_url: str) -> None:
+    """After an import (more than COPY_ROWS rows) the GIN indexes hold its rows themselves, not in
+    their pending lists, which every search would read through (and plan around)."""
+    rows = [(EntityRecord(f"imported {index}", "t", [f"zephyr {index}"]), None) for index in range(1_500)]
+    with PostgresStore(database_url, memory_name()) as store:
+        store.merge(rows, [])
+        with psycopg.connect(database_url, autocommit=True) as connection:
+            cleaned = connection.execute(
+                "SELECT gin_clean_pending_list(oid) FROM pg_class WHERE relname IN "
+                "('kg_entities_by_term', 'kg_entities_by_trigram') AND relkind = 'i'").fetchall()
+        assert cleaned == [(0,), (0,)]
+        assert len(store.search_nodes("zephyr")["entities"]) == 1_500
