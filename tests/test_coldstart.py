@@ -5,12 +5,12 @@ fields and lines the server cannot read; and a store that answers from them."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
+from test_store_cache import wait_for
 
 from memory_server.model import graph as rules
 from memory_server.model.records import decode_file
@@ -20,8 +20,6 @@ from memory_server.storage import index_cache
 from memory_server.storage.coldstart import FileBytes, FirstRecords
 from memory_server.storage.files import rejected_path_for
 from memory_server.storage.store import GraphStore, State
-
-WAIT = 60.0
 
 # Small alphabets, so that names repeat, relations touch and searches hit.
 names = st.sampled_from(["Alice", "alice", "Bob", "Ünï", "", "x y", "Zed"])
@@ -119,14 +117,6 @@ def memory_lines(count: int) -> list[bytes]:
               b'{"type":"relation","from":"person 1","to":"person 1","relationType":"is"}',
               b"not json at all", b'{"type":"note"}']
     return lines
-
-
-def wait_for(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.02)
 
 
 ASKED: list[tuple[str, Any]] = [
