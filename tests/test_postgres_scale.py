@@ -191,6 +191,19 @@ def test_a_search_s_candidates_hold_every_match_whatever_the_query_holds(databas
         assert all(haystack_of(lowered) in haystack_of(_graph(on_file).entities[name].text) for name in found)
 
 
+def test_a_search_reads_only_its_own_memorys_matches(database_url: str) -> None:
+    """The trigram index holds the memory's name too (btree_gin): a whole-query search of one memory
+    is one bitmap of its own rows, not every memory's rows that share its trigrams."""
+    crowd, ours = memory_name(), memory_name()
+    with PostgresStore(database_url, crowd) as other, PostgresStore(database_url, ours) as store:
+        other.create_entities([entity(f"c{index}", "t", ["zephyr breeze"]) for index in range(200)])
+        store.create_entities([entity("mine", "t", ["a zephyr here"]), entity("plain", "t", ["nothing"])])
+        assert [item["name"] for item in store.search_nodes("zephyr")["entities"]] == ["mine"]
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        definition = connection.execute("SELECT pg_get_indexdef(to_regclass('kg_entities_by_trigram'))").fetchone()
+    assert definition is not None and "(memory, haystack gin_trgm_ops)" in definition[0], definition
+
+
 def test_a_query_is_never_a_pattern(database_url: str) -> None:
     with PostgresStore(database_url, memory_name()) as store:
         store.create_entities([entity("abc", "t", ["xyz"]), entity("a_c", "t", []), entity("a%c", "t", [])])

