@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -207,5 +209,22 @@ class Browser:
 def chromium() -> str:
     executable = install_chromium()
     if executable is None:
-        pytest.skip("no Chromium here, and apt-get cannot install one (not root, or no apt)")
+        pytest.fail("these tests need a real Chromium: none is here, and apt-get cannot install one (not root, or no apt)")
     return executable
+
+
+@contextmanager
+def browser_in(chromium: str, directory: Path, *, viewport: tuple[int, int] | None = None) -> Iterator[Browser]:
+    """A Chromium with a fresh profile in `directory` and one page open (`viewport`: its width and
+    height in CSS pixels), closed after."""
+    profile = directory / "profile"
+    profile.mkdir()
+    opened = Browser(chromium, profile)
+    try:
+        opened.open_page()
+        if viewport is not None:
+            opened.send("Emulation.setDeviceMetricsOverride", {"width": viewport[0], "height": viewport[1],
+                                                               "deviceScaleFactor": 1, "mobile": False})
+        yield opened
+    finally:
+        opened.close()

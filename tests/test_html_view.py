@@ -16,7 +16,7 @@ from typing import Any
 
 import example_memory
 import pytest
-from cdp_browser import Browser, chromium  # noqa: F401  (a fixture)
+from cdp_browser import Browser, browser_in, chromium  # noqa: F401  (a fixture)
 from conftest import WAIT_SECONDS
 from memory_helpers import entity, entity_record, record_line, relation, relation_record, server_environment
 
@@ -28,16 +28,8 @@ HOSTILE_OBSERVATION = "<img src=x onerror=alert(2)> & </SCRIPT > <!-- \u2028 end
 
 @pytest.fixture
 def browser(chromium: str, tmp_path: Path) -> Iterator[Browser]:
-    profile = tmp_path / "profile"
-    profile.mkdir()
-    opened = Browser(chromium, profile)
-    try:
-        opened.open_page()
-        opened.send("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 860, "deviceScaleFactor": 1,
-                                                           "mobile": False})
+    with browser_in(chromium, tmp_path, viewport=(1400, 860)) as opened:
         yield opened
-    finally:
-        opened.close()
 
 
 def export_html(memory_file: Path, page: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from cdp_browser import Browser, chromium  # noqa: F401  (a fixture)
+from cdp_browser import Browser, browser_in, chromium  # noqa: F401  (a fixture)
 from conftest import WAIT_SECONDS, initialize
 from http_helpers import (
     ACCEPT,
@@ -53,14 +53,8 @@ def page_port() -> Iterator[int]:
 
 @pytest.fixture
 def browser(chromium: str, tmp_path: Path) -> Iterator[Browser]:
-    profile = tmp_path / "profile"
-    profile.mkdir()
-    opened = Browser(chromium, profile)
-    try:
-        opened.open_page()
+    with browser_in(chromium, tmp_path) as opened:
         yield opened
-    finally:
-        opened.close()
 
 
 # What the page runs: a 2025-era session (initialize, its Mcp-Session-Id read from the answer, a
