@@ -211,7 +211,7 @@ def reference_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
     """The command of the npm reference server, installed once into pytest's cache (when it has one)."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
-        pytest.skip("node and npm are needed to run the reference server")
+        pytest.fail("node and npm are needed to run the reference server")
     cache = getattr(request.config, "cache", None)
     prefix = Path(cache.mkdir("reference-server-memory")) if cache is not None else tmp_path_factory.mktemp("reference")
     script = prefix / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
@@ -219,7 +219,7 @@ def reference_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
         done = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", REFERENCE_PACKAGE],
                               capture_output=True, timeout=600)
         if done.returncode != 0:
-            pytest.skip(f"npm could not install {REFERENCE_PACKAGE}: {done.stderr.decode(errors='replace')[-500:]}")
+            pytest.fail(f"npm could not install {REFERENCE_PACKAGE}: {done.stderr.decode(errors='replace')[-500:]}")
     return [node, str(script)]
 
 

@@ -43,7 +43,7 @@ def documented_configuration() -> str:
 def nginx(tmp_path: Path, http_servers: HttpServers) -> Iterator[tuple[str, str]]:
     executable = install_nginx()
     if executable is None or shutil.which("openssl") is None:
-        pytest.skip("no nginx (or openssl) here, and apt-get cannot install it")
+        pytest.fail("this test needs a real nginx and openssl: none is here, and apt-get cannot install them")
     backend = http_servers.memory(tmp_path / "memory.jsonl", token=TOKEN)
     key, certificate = tmp_path / "memory.key", tmp_path / "memory.crt"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
