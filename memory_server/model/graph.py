@@ -843,7 +843,7 @@ def merge_graph(graph: Graph, entities: Sequence[IncomingEntity], relations: Seq
 
 
 # --------------------------------------------------------------------------------------------
-# A memory shared through a database: what another server wrote, and what a write changed
+# A memory shared through a database: what a write changed, row by row
 # --------------------------------------------------------------------------------------------
 
 
@@ -881,26 +881,3 @@ def row_changes(before: Graph, after: Graph, names: Iterable[str] | None = None,
                         and triple not in before.relations), key=_seq)
     gone_relations = [triple for triple in triple_set if triple in before.relations and triple not in after.relations]
     return RowChanges(entities, gone, relations, gone_relations)
-
-
-def with_rows(graph: Graph, changes: RowChanges, next_seq: int) -> Graph:
-    """The graph with another writer's rows applied: entities put in (a name already there keeps
-    its place, a new one comes last, in `changes.entities`' order) or taken out, relations added
-    or taken out; the indexes and census follow as they do for a tool's write."""
-    if changes.entities or changes.gone_entities:
-        updated = dict(_without_keys(graph.entities, {name for name in changes.gone_entities if name in graph.entities}))
-        for node in changes.entities:
-            updated[node.record.name] = node
-        names = [*changes.gone_entities, *(node.record.name for node in changes.entities)]
-        graph = _with_entities(graph, updated, names)
-    doomed = {triple for triple in changes.gone_relations if triple in graph.relations}
-    graph = _without_relations(graph, doomed, set(changes.gone_entities))
-    fresh = {(edge.record.source, edge.record.target, edge.record.relationType): edge for edge in changes.relations}
-    if fresh:
-        edits = _LinkEdits(graph.links)
-        for triple in fresh:
-            edits.add(triple)
-        links = edits.result()
-        graph = replace(graph, relations={**graph.relations, **fresh}, links=links,
-                        census=_census_after_links(_known_census(graph), links, edits.touched))
-    return replace(graph, next_seq=max(next_seq, graph.next_seq))
