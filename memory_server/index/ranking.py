@@ -394,24 +394,25 @@ _NO_HITS: Final[frozenset[str]] = frozenset()
 
 
 def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
-               ranker: FactRanker = FACTS) -> list[ScoredFact]:
+               ranker: FactRanker = FACTS, *, held: Sequence[Sequence[tuple[str, ...]]] | None = None) -> list[ScoredFact]:
     """The facts of `entities` (name, type, observations) that the query's terms reach, best
     first (ties: entity position, then the order the observations were added).
 
     Rarity is counted over the facts given: pass every entity holding a query term and the
-    counts are exactly those of the whole memory's facts for these terms."""
+    counts are exactly those of the whole memory's facts for these terms. `held`: each entity's
+    facts as terms, when the caller has them otherwise than one fact per observation (several
+    observations read as one); the observations are then not read."""
     wanted = query_terms(query, question_words=True)
     if not wanted:
         return []
     wanted_set = frozenset(wanted)
-    held: list[list[tuple[str, ...]]] = []
+    if held is None:
+        held = [[fact_terms(observation) for observation in observations] for _, _, observations in entities]
     hits_of: list[list[frozenset[str]]] = []  # the query's terms in each fact
     facts = length = 0
-    for _, _, observations in entities:
-        found = [fact_terms(observation) for observation in observations]
+    for found in held:
         length += sum(map(len, found))
         facts += len(found)
-        held.append(found)
         # (most facts hold none: one empty set for all of them, not one each kept to the end)
         hits_of.append([wanted_set.intersection(fact) or _NO_HITS for fact in found])
     df = Counter(itertools.chain.from_iterable(itertools.chain.from_iterable(hits_of)))

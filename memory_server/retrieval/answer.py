@@ -206,10 +206,14 @@ def _small_as_one(query: str, entities: Sequence[Any], scored: list[tuple[int, i
     small = {position for position in best if _size(entities[position]) <= SMALL_ENTITY}
     if not small:
         return scored
-    as_read = [(entity["name"], entity["entityType"],
-                ["\n".join(entity["observations"])] if position in small and entity["observations"]
-                else entity["observations"]) for position, entity in enumerate(entities)]
-    whole = {position: score for position, _, score in ranking.rank_facts(query, as_read) if position in small}
+    # A small entity's terms, observation after observation, as one fact (each observation's terms
+    # are remembered by fact_terms; a joined text would be tokenised again at every search).
+    as_read = [[tuple(itertools.chain.from_iterable(map(ranking.fact_terms, entity["observations"])))]
+               if position in small and entity["observations"] else list(map(ranking.fact_terms, entity["observations"]))
+               for position, entity in enumerate(entities)]
+    whole = {position: score for position, _, score in ranking.rank_facts(
+        query, [(entity["name"], entity["entityType"], ()) for entity in entities], held=as_read)
+             if position in small}
     placed = [(position, index, score if position not in whole
                else whole[position] if best[position] == number else min(score, whole[position]))
               for number, (position, index, score) in enumerate(scored)]
