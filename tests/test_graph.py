@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from memory_server.model import graph as rules
 from memory_server.model.graph import EMPTY, Graph, GraphError
-from memory_server.model.records import decode_file, join_lines
+from memory_server.model.records import decode_file, join_lines, layout_pieces
 from memory_server.retrieval import query as retrieval
 from memory_server.retrieval.paging import summarise
 
@@ -289,6 +289,35 @@ def test_the_file_holds_entities_then_relations_then_kept_lines() -> None:
     assert file_of(from_file(data)) == (
         b'{"type":"entity","name":"A","entityType":"t","observations":[]}\n'
         b'{"type":"relation","from":"A","to":"B","relationType":"r"}\n' + NOTE + b"\n" + BAD_TYPES + b"\n")
+
+
+WRITES_ON_PEOPLE = [
+    lambda g: rules.create_entities(g, [entity("Carol", "person", "new")]),
+    lambda g: rules.add_observations(g, [{"entityName": "Bob", "contents": ["likes go"]}]),
+    lambda g: rules.delete_observations(g, [{"entityName": "Alice", "observations": ["likes tea"]}]),
+    lambda g: rules.create_relations(g, [relation("Bob", "Alice")]),
+    lambda g: rules.delete_relations(g, [relation("Alice", "Bob")]),
+    lambda g: rules.delete_entities(g, ["Acme"]),
+]
+
+
+@pytest.mark.parametrize("write", WRITES_ON_PEOPLE)
+def test_a_saved_layout_is_the_whole_new_file_and_keeps_the_parts_a_write_left_alone(write: Any) -> None:
+    saved = from_file(NOTE + b"\n" + file_of(PEOPLE))
+    layout = rules.file_layout_of(saved)
+    after = write(saved).graph
+    laid_out = rules.file_layout_of(after, saved, layout)
+    assert b"".join(layout_pieces(laid_out)) == file_of(after)
+    for number, (new, old) in enumerate(zip((after.entities, after.relations, after.kept),
+                                            (saved.entities, saved.relations, saved.kept), strict=True)):
+        # The very part of the old layout when the write left its container alone, never otherwise.
+        assert (laid_out[number] is layout[number]) == (new is old)
+
+
+def test_a_layout_from_nothing_saved_is_the_whole_file() -> None:
+    graph = from_file(NOTE + b"\n" + file_of(PEOPLE))
+    assert b"".join(layout_pieces(rules.file_layout_of(graph))) == file_of(graph)
+    assert b"".join(layout_pieces(rules.file_layout_of(graph, PEOPLE, ()))) == file_of(graph)
 
 
 def test_kept_lines_survive_every_operation() -> None:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from ..model import graph as rules
 from ..model.graph import Change, Graph, GraphError, Node
-from ..model.records import Layout, Line, file_layout, layout_pieces
+from ..model.records import Layout, Line, layout_pieces
 from ..retrieval import query as retrieval
 from ..retrieval.paging import Facts
 from . import index_cache
@@ -667,7 +667,7 @@ class GraphStore:
         with self._loading:
             if (before := self._snapshot) is not None:
                 self._snapshot = before._replace(content=None)
-        layout = file_layout(rules.file_parts(graph), before.layout if before is not None else ())
+        layout = rules.file_layout_of(graph, *((before.graph, before.layout) if before is not None else ()))
         self._save(graph, layout, notes, check)
         self._keeper.changed()
         return notes
