@@ -1,4 +1,4 @@
-"""The database answers without a replica (memory_server/storage/postgres.py, P1-P11): the same
+"""The database answers without a replica (memory_server/storage/postgres.py, P1-P12): the same
 answers as a file for random graphs, writes and queries; the search's candidates a superset of
 its matches whatever the names hold; the memory's counts exact after every write; a memory with
 no pg_trgm; a version 1 database upgraded in place with every row kept."""
@@ -409,6 +409,40 @@ def test_read_graph_kept_whole_is_never_older_than_a_write_of_another_server(dat
         assert reader.read_graph_for_pages()["entities"] == [entity("Ann", "person", ["jazz", "chess"])]
         writer.delete_entities(["Ann"])
         assert reader.read_graph() == {"entities": [], "relations": []}
+
+
+def test_read_graph_again_after_writes_shares_what_they_did_not_change(database_url: str) -> None:
+    """P12: the whole memory read again after writes is the graph a first read makes of it (each
+    entity and relation in its place), and its unchanged entities and relations are the very
+    objects of the read before: the answers a pager keeps of both share them."""
+    memory = memory_name()
+    with PostgresStore(database_url, memory) as store:
+        store.create_entities([entity(name, "person", [f"{name} plays jazz"]) for name in ("Ann", "Bo", "Cy", "Di")])
+        store.create_relations([relation("Ann", "Bo", "knows"), relation("Bo", "Cy", "knows"),
+                                relation("Cy", "Di", "knows")])
+        before = store.read_graph_for_pages()
+        views = {view["name"]: view for view in before["entities"]}
+        store.add_observations([{"entityName": "Bo", "contents": ["Bo runs"]}])
+        store.delete_entities(["Ann"])  # every entity and relation after it moves up a place
+        store.create_entities([entity("Ed", "person", ["Ed plays chess"])])
+        after = store.read_graph_for_pages()
+        again = store._whole()
+        with PostgresStore(database_url, memory) as fresh:
+            first = fresh.graph()
+            assert fresh.read_graph_for_pages() == after
+        assert after["entities"] == [entity("Bo", "person", ["Bo plays jazz", "Bo runs"]),
+                                     entity("Cy", "person", ["Cy plays jazz"]), entity("Di", "person", ["Di plays jazz"]),
+                                     entity("Ed", "person", ["Ed plays chess"])]
+        assert after["relations"] == [relation("Bo", "Cy", "knows"), relation("Cy", "Di", "knows")]
+        assert [(node.record, node.view, node.text, node.seq, node.extra) for node in again.entities.values()] == \
+            [(node.record, node.view, node.text, node.seq, node.extra) for node in first.entities.values()]
+        assert [(edge.record, edge.view, edge.seq) for edge in again.relations.values()] == \
+            [(edge.record, edge.view, edge.seq) for edge in first.relations.values()]
+        assert again.links == first.links and again.next_seq == first.next_seq
+        shown = {view["name"]: view for view in after["entities"]}
+        assert shown["Cy"] is views["Cy"] and shown["Di"] is views["Di"]  # unchanged: the same objects
+        assert shown["Bo"] is not views["Bo"]  # written since: read afresh
+        assert after["relations"][1] is before["relations"][2]
 
 
 def test_a_connection_the_database_ended_is_not_lent_again(database_url: str) -> None:
