@@ -484,6 +484,28 @@ def test_a_search_leaves_the_garbage_collector_as_it_found_it(database_url: str)
         assert gc.isenabled()
 
 
+def test_after_a_search_what_was_young_is_in_the_oldest_generation(database_url: str) -> None:
+    """The first young collection after a search walks nothing it left, nor anything made before
+    it (a read_graph answer's lists): all of it went to the oldest generation when the collector
+    resumed (a full collection still frees a cycle among them)."""
+    import gc
+
+    with PostgresStore(database_url, memory_name()) as store:
+        store.create_entities([entity("Ann", "person", ["jazz"])])
+        gc.collect()
+        young = [[index] for index in range(50)]  # made since the last collection: in the youngest generation
+        assert any(item is young[0] for item in gc.get_objects(generation=0))
+        store.search_nodes("jazz", characters=1_500)
+        oldest = {id(item) for item in gc.get_objects(generation=2)}
+        assert all(id(item) in oldest for item in young)
+        assert gc.isenabled()
+        cycle: list[Any] = []
+        cycle.append(cycle)
+        store.search_nodes("jazz")
+        del cycle
+        assert gc.collect() >= 1  # still collected
+
+
 def test_an_import_leaves_no_row_waiting_in_the_search_indexes(database_url: str) -> None:
     """After an import (more than COPY_ROWS rows) the GIN indexes hold its rows themselves, not in
     their pending lists, which every search would read through (and plan around)."""
