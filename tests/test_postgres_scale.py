@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import random
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -15,6 +16,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from conftest import WAIT_SECONDS, Deadline
 from memory_helpers import entity, relation
 from postgres_helpers import database_url, memory_name  # noqa: F401  (a fixture)
 
@@ -286,6 +288,67 @@ def empty_database(database_url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute(psycopg.sql.SQL("DROP DATABASE {} WITH (FORCE)").format(psycopg.sql.Identifier(database)))
+
+
+def _analyses(url: str) -> int:
+    """How many times kg_entities was analysed by hand (ANALYZE, not autovacuum)."""
+    with psycopg.connect(url, autocommit=True) as connection:
+        row = connection.execute("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'kg_entities'").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _analysed_by_the_server(url: str, times: int) -> None:
+    deadline = Deadline(WAIT_SECONDS)
+    while _analyses(url) < times:  # (analysed in the server's thread, after a write)
+        time.sleep(min(0.05, deadline.remaining()))
+
+
+def _expected_rows(url: str, memory: str, table: str = "kg_entities") -> int:
+    statement = {"kg_entities": "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_entities WHERE memory = %s",
+                 "kg_relations": "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_relations WHERE memory = %s"}[table]
+    with psycopg.connect(url, autocommit=True) as connection:
+        row = connection.execute(statement, (memory,)).fetchone()
+    assert row is not None
+    return int(row[0][0]["Plan"]["Plan Rows"])
+
+
+def test_a_memory_grown_by_the_tools_is_analysed_when_the_planner_does_not_know_its_size(empty_database: str) -> None:
+    """P13: in a table the planner has statistics of (another memory, imported), a memory grown by
+    writes smaller than an import looks like a row or two. Once the server has written
+    STATISTICS_ROWS rows (its entities), and again once it has written as many as the memory
+    then held (its relations), the memory's columns are analysed; after which a search reads the
+    relations of the entities it found by their ends, not every relation of the memory for each."""
+    from memory_server.storage import postgres
+
+    with PostgresStore(empty_database, "imported") as imported:
+        imported.merge([(EntityRecord(f"seeded {index}", "t", [f"note {index}"]), None) for index in range(3_000)], [])
+    with psycopg.connect(empty_database, autocommit=True) as connection:  # only the server analyses, in this test
+        connection.execute("ALTER TABLE kg_entities SET (autovacuum_enabled = false)")
+        connection.execute("ALTER TABLE kg_relations SET (autovacuum_enabled = false)")
+    analysed = _analyses(empty_database)
+    size = postgres.STATISTICS_ROWS + 200
+    with PostgresStore(empty_database, "grown") as store:
+        for start in range(0, size, 200):
+            if start + 200 < postgres.STATISTICS_ROWS:
+                assert _analyses(empty_database) == analysed  # not yet
+            store.create_entities([entity(f"grown {index}", "t", [f"zephyr {index}" if index % 100 == 0 else "plain"])
+                                   for index in range(start, start + 200)])
+        _analysed_by_the_server(empty_database, analysed + 1)
+        assert 2 * _expected_rows(empty_database, "grown") >= size
+        assert _expected_rows(empty_database, "grown", "kg_relations") <= 1  # analysed before it had any
+        for start in range(0, 2 * size, 400):
+            store.create_relations([relation(f"grown {index % size}", f"grown {(index + 1) % size}", f"r{index // size}")
+                                    for index in range(start, start + 400)])
+        _analysed_by_the_server(empty_database, analysed + 2)
+        assert 2 * _expected_rows(empty_database, "grown", "kg_relations") >= 2 * size
+        with psycopg.connect(empty_database, autocommit=True) as connection:
+            plan = "\n".join(row[0] for row in connection.execute(
+                "EXPLAIN " + postgres._CONTAINING, {"memory": "grown", "value": like_pattern("zephyr")}, prepare=False))
+        assert "Index Cond: ((target = found_2.name) AND (memory = 'grown'::text))" in plan, plan
+        assert len(store.search_nodes("zephyr")["entities"]) == size // 100
+        store.create_entities([entity("one more", "t", ["plain"])])  # far fewer rows than the memory holds
+    assert _analyses(empty_database) == analysed + 2
 
 
 def test_a_version_1_database_is_upgraded_in_place_keeping_every_row(empty_database: str, tmp_path: Path) -> None:

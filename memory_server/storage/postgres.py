@@ -50,6 +50,15 @@ P12. A whole read of a memory (read_graph) made again after writes decodes only 
     since the one before and shares every other entity and relation with it (see
     :func:`graph_again`): the cut answers a pager keeps of one memory hold its objects once, and
     forgetting one frees only what changed.
+P13. The planner knows a memory's size, however it grew: once this server has written
+    STATISTICS_ROWS rows to a memory, and again each time it has written as many rows as the
+    memory held at its last look, it looks (in a thread of its own, after the write): when the
+    planner expects fewer than half the memory's entities, or fewer than half its relations, it
+    analyses the columns its plans rest on (``ANALYZE kg_entities (memory), kg_relations (memory,
+    target)``). An import analyses the whole tables at its end. Else a memory grown by the tools
+    in a table holding others looks like a row or two to the planner, which then reads every
+    relation of the memory for each entity a search found (65 ms a search instead of 3 at 10,000
+    entities), until autovacuum, which waits for a tenth of the whole table to change, analyses it.
 
 Names, types and lines are stored as UTF-8 ``bytea``: a name may hold any character the tools
 accept (NUL included, which PostgreSQL's ``text`` cannot hold).
@@ -102,6 +111,9 @@ KEEP_WHOLE_ENTITIES: Final = 20_000
 while no write comes (a read_graph of a larger one reads it again: a million entities are GBs)."""
 COPY_ROWS: Final = 1_000
 """Rows beyond which a write sends its new rows with COPY rather than one INSERT each (an import)."""
+STATISTICS_ROWS: Final = 1_000
+"""Rows a server writes to a memory before it checks the planner's idea of the memory's size (P13);
+a memory smaller than this is read as fast through any index."""
 TRIGRAM_CHARACTERS: Final = 3
 """A whole query shorter than this has no trigram to look up: its candidates are found by a scan."""
 _SCHEMA_LOCK: Final = 0x6B675F6D656D  # pg_advisory_xact_lock key: one server makes the tables at a time
@@ -177,6 +189,10 @@ _UPGRADE_APPLY: Final = """UPDATE kg_entities SET haystack = up.haystack, terms 
 _CLEAN_PENDING: Final = """SELECT gin_clean_pending_list(index.oid) FROM pg_class AS index
     WHERE index.relname IN ('kg_entities_by_term', 'kg_entities_by_trigram') AND index.relkind = 'i'
     AND pg_table_is_visible(index.oid)"""
+_EXPECTED_ENTITIES: Final = "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_entities WHERE memory = %s"
+_EXPECTED_RELATIONS: Final = "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_relations WHERE memory = %s"
+_RELATIONS_UP_TO: Final = "SELECT count(*) FROM (SELECT 1 FROM kg_relations WHERE memory = %s LIMIT %s) AS counted"
+_ANALYSE_MEMORY_COLUMNS: Final = "ANALYZE kg_entities (memory), kg_relations (memory, target)"
 _SCHEMA_EXISTS: Final = "SELECT to_regclass('kg_schema') IS NOT NULL"
 _SCHEMA_VERSION: Final = "SELECT max(version) FROM kg_schema"
 _RECORD_VERSION: Final = "INSERT INTO kg_schema (version) VALUES (%s)"
@@ -546,6 +562,13 @@ class PostgresStore:
         self._reported = -1  # the revision poll_external_change last reported (or this server wrote)
         self._kept: tuple[int, Graph] | None = None  # read_graph's last whole memory, at its revision
         self._opened = False
+        # P13: rows written since this server last looked at the planner's statistics, and the
+        # memory's rows then (as far as it counted them).
+        self._written_since_look = 0
+        self._rows_at_look = 0
+        self._entities_written = 0  # the memory's entity count after this server's last write
+        self._statistics_lock = threading.Lock()
+        self._statistics: threading.Thread | None = None  # the check running now, if any (ours: joined at close)
 
     # -- life ----------------------------------------------------------------------------------
 
@@ -556,6 +579,10 @@ class PostgresStore:
             self._pool.open(wait=False)
 
     def close(self) -> None:
+        with self._statistics_lock:
+            statistics = self._statistics
+        if statistics is not None:
+            statistics.join()  # it ends within STATEMENT_MILLISECONDS at worst; the pool closes after it
         self._pool.close()
 
     def __enter__(self) -> PostgresStore:
@@ -851,7 +878,48 @@ class PostgresStore:
                              None, None, reads, unbounded=True)
         if len(entities) + len(relations) > COPY_ROWS:
             self._analyse()
+            with self._statistics_lock:
+                self._written_since_look = 0
+                self._rows_at_look = self._entities_written + len(relations)
+        else:
+            self._look_at_statistics(len(entities) + len(relations), self._entities_written)
         return result
+
+    def _look_at_statistics(self, written: int, entities: int) -> None:
+        """After a write of `written` rows that left `entities` in the memory: the planner's
+        statistics looked at in the background when enough was written since the last look (P13)."""
+        with self._statistics_lock:
+            self._written_since_look += written
+            if self._written_since_look < max(STATISTICS_ROWS, self._rows_at_look):
+                return
+            if self._statistics is not None and self._statistics.is_alive():
+                return  # looking already: the next write that finds it done looks again
+            self._written_since_look = 0
+            self._statistics = threading.Thread(target=self._refresh_statistics, args=(entities,),
+                                                name="kg-memory-statistics", daemon=True)
+            self._statistics.start()
+
+    def _refresh_statistics(self, entities: int) -> None:
+        """P13: the memory's columns analysed when the planner expects fewer than half its entities
+        or relations (these counted up to twice what it expects, at most). A fault (the database
+        gone, a role that may not analyse) is logged; the next look tries again."""
+        try:
+            with self._connection() as connection:
+                expected_entities = _plan_rows(connection.execute(_EXPECTED_ENTITIES, (self.memory,)).fetchone())
+                expected_relations = _plan_rows(connection.execute(_EXPECTED_RELATIONS, (self.memory,)).fetchone())
+                row = connection.execute(_RELATIONS_UP_TO, (self.memory, 2 * expected_relations + 1)).fetchone()
+                relations = 0 if row is None else int(row[0])
+                with self._statistics_lock:
+                    self._rows_at_look = entities + relations
+                if 2 * expected_entities >= entities and relations <= 2 * expected_relations:
+                    return
+                log.info("%s: the planner expects %d entities and %d relations of %d and %s: analysing the memory's "
+                         "columns", self.where, expected_entities, expected_relations, entities,
+                         relations if relations <= 2 * expected_relations else f"more than {relations - 1}")
+                connection.execute(_ANALYSE_MEMORY_COLUMNS)
+        except (GraphError, psycopg.Error) as error:
+            log.warning("%s: could not look at the tables' statistics (%s); autovacuum will analyse them in time",
+                        self.where, str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
 
     def _analyse(self) -> None:
         """The tables' statistics made afresh after a large import, so that the planner knows the
@@ -909,6 +977,9 @@ class PostgresStore:
                                  "(another server holds it); nothing was changed. Try again.") from None
             if self._reported == revision - 1:
                 self._reported = revision  # our own write: announced by the tool, not the poller
+        self._entities_written = entities
+        if not unbounded:  # (see merge)
+            self._look_at_statistics(len(rows.entities) + len(rows.relations), entities)
         return WriteResult(change.value, True, [])
 
     def _write_rows(self, connection: psycopg.Connection[Any], before: Graph, rows: RowChanges, revision: int,
@@ -982,6 +1053,11 @@ def _rows_for(connection: psycopg.Connection[Any], memory: str, reads: _Reads, n
         for seq, line in connection.execute(_RELATIONS_TOUCHING, (memory, encoded, memory, encoded)):
             relation_rows[bytes(line)] = (seq, line)
     return subgraph(entity_rows, relation_rows.values(), next_seq)
+
+
+def _plan_rows(row: tuple[Any, ...] | None) -> int:
+    """The rows the planner expects, from the answer of an EXPLAIN (FORMAT JSON)."""
+    return 0 if row is None else int(row[0][0]["Plan"]["Plan Rows"])
 
 
 def _triples(relations: Sequence[dict[str, Any]]) -> list[Triple]:
