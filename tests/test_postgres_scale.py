@@ -351,6 +351,35 @@ def test_a_memory_grown_by_the_tools_is_analysed_when_the_planner_does_not_know_
     assert _analyses(empty_database) == analysed + 2
 
 
+def _pending_limits(url: str) -> dict[str, list[str] | None]:
+    with psycopg.connect(url, autocommit=True) as connection:
+        return dict(connection.execute("SELECT relname, reloptions FROM pg_class WHERE relname IN "
+                                       "('kg_entities_by_term', 'kg_entities_by_trigram') ORDER BY relname").fetchall())
+
+
+def test_the_gin_pending_lists_are_bounded_without_waiting_for_a_write(empty_database: str) -> None:
+    """P14: the server bounds both GIN indexes' pending lists (which every search reads through);
+    a start while a write holds the tables does not wait for it (ALTER INDEX would lock every
+    search out meanwhile), and a later start bounds them."""
+    from memory_server.storage import postgres
+
+    bounded = [f"gin_pending_list_limit={postgres.GIN_PENDING_KB}"]
+    with PostgresStore(empty_database, memory_name()) as store:
+        store.create_entities([entity("Ann", "person", ["jazz"])])
+    assert _pending_limits(empty_database) == {"kg_entities_by_term": bounded, "kg_entities_by_trigram": bounded}
+    with psycopg.connect(empty_database, autocommit=True) as connection:
+        connection.execute("ALTER INDEX kg_entities_by_term RESET (gin_pending_list_limit)")
+        connection.execute("ALTER INDEX kg_entities_by_trigram RESET (gin_pending_list_limit)")
+    with psycopg.connect(empty_database) as writer:  # a write under way: its transaction left open
+        writer.execute("UPDATE kg_entities SET length = length")
+        with PostgresStore(empty_database, memory_name()) as store:
+            assert store.search_nodes("jazz")["entities"] == []  # started, and answered, meanwhile
+        assert _pending_limits(empty_database) == {"kg_entities_by_term": None, "kg_entities_by_trigram": None}
+    with PostgresStore(empty_database, memory_name()) as store:
+        assert store.search_nodes("jazz")["entities"] == []
+    assert _pending_limits(empty_database) == {"kg_entities_by_term": bounded, "kg_entities_by_trigram": bounded}
+
+
 def test_a_version_1_database_is_upgraded_in_place_keeping_every_row(empty_database: str, tmp_path: Path) -> None:
     graphs: dict[str, GraphStore] = {}
     with ExitStack() as stack:

@@ -59,6 +59,11 @@ P13. The planner knows a memory's size, however it grew: once this server has wr
     in a table holding others looks like a row or two to the planner, which then reads every
     relation of the memory for each entity a search found (65 ms a search instead of 3 at 10,000
     entities), until autovacuum, which waits for a tenth of the whole table to change, analyses it.
+P14. Every search reads through the rows waiting in the GIN indexes' pending lists (a write adds
+    its entity there, to be merged later, whichever memory it is in): the server bounds those lists
+    to GIN_PENDING_KB on both indexes (their ``gin_pending_list_limit``) where it owns them, so that
+    a search reads at most that much of them (PostgreSQL's default, 4 MB, cost a search 2 to 3 ms;
+    a write that fills the list merges it, as before, a smaller piece each time).
 
 Names, types and lines are stored as UTF-8 ``bytea``: a name may hold any character the tools
 accept (NUL included, which PostgreSQL's ``text`` cannot hold).
@@ -114,6 +119,10 @@ COPY_ROWS: Final = 1_000
 STATISTICS_ROWS: Final = 1_000
 """Rows a server writes to a memory before it checks the planner's idea of the memory's size (P13);
 a memory smaller than this is read as fast through any index."""
+GIN_PENDING_KB: Final = 256
+"""The most rows a GIN index of the server keeps waiting in its pending list, in kB (P14)."""
+PENDING_LOCK_MILLISECONDS: Final = 200
+"""How long a start waits to bound the pending lists (P14) before it leaves that to a later start."""
 TRIGRAM_CHARACTERS: Final = 3
 """A whole query shorter than this has no trigram to look up: its candidates are found by a scan."""
 _SCHEMA_LOCK: Final = 0x6B675F6D656D  # pg_advisory_xact_lock key: one server makes the tables at a time
@@ -193,6 +202,13 @@ _EXPECTED_ENTITIES: Final = "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_entities WHE
 _EXPECTED_RELATIONS: Final = "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_relations WHERE memory = %s"
 _RELATIONS_UP_TO: Final = "SELECT count(*) FROM (SELECT 1 FROM kg_relations WHERE memory = %s LIMIT %s) AS counted"
 _ANALYSE_MEMORY_COLUMNS: Final = "ANALYZE kg_entities (memory), kg_relations (memory, target)"
+# P14, P5: the indexes' names are the schema's own, and each statement a constant.
+_UNLIMITED_PENDING: Final = f"""SELECT index.relname FROM pg_class AS index
+    WHERE index.relname IN ('kg_entities_by_term', 'kg_entities_by_trigram') AND index.relkind = 'i'
+    AND pg_table_is_visible(index.oid)
+    AND NOT coalesce(index.reloptions @> ARRAY['gin_pending_list_limit={GIN_PENDING_KB}'], false)"""
+_LIMIT_PENDING: Final = {name: f"ALTER INDEX {name} SET (gin_pending_list_limit = {GIN_PENDING_KB})"
+                         for name in ("kg_entities_by_term", "kg_entities_by_trigram")}
 _SCHEMA_EXISTS: Final = "SELECT to_regclass('kg_schema') IS NOT NULL"
 _SCHEMA_VERSION: Final = "SELECT max(version) FROM kg_schema"
 _RECORD_VERSION: Final = "INSERT INTO kg_schema (version) VALUES (%s)"
@@ -652,6 +668,7 @@ class PostgresStore:
                 if version is None:
                     connection.execute(_RECORD_VERSION, (SCHEMA_VERSION,))
                 self._trigrams = self._make_trigram_index(connection)
+                self._limit_pending(connection)
                 connection.execute(_ADD_MEMORY, (self.memory,))
             self._ready = True
 
@@ -683,6 +700,28 @@ class PostgresStore:
         log.warning("%s: no trigram index (pg_trgm: %s); a search for a whole query reads every row of the "
                     "memory. An operator can run CREATE EXTENSION pg_trgm in the database.", self.where, reason)
         return False
+
+    def _limit_pending(self, connection: psycopg.Connection[Any]) -> None:
+        """P14: the GIN indexes' pending lists bounded to GIN_PENDING_KB, where it is not yet (one
+        catalog read at start). ALTER INDEX locks the index against every reader while it waits for
+        the writes under way (an import of a million rows): it waits PENDING_LOCK_MILLISECONDS at
+        most, and the next start tries again. A role that does not own the indexes is only logged:
+        their lists are then PostgreSQL's default, 4 MB."""
+        unbounded = connection.execute(_UNLIMITED_PENDING).fetchall()
+        if not unbounded:
+            return
+        connection.execute(f"SET LOCAL lock_timeout = {PENDING_LOCK_MILLISECONDS}")
+        for (name,) in unbounded:
+            try:
+                with connection.transaction():  # a savepoint: a refusal leaves the rest standing
+                    connection.execute(_LIMIT_PENDING[name])
+            except psycopg.errors.LockNotAvailable:
+                log.info("%s: %s is busy; its pending list is bounded at a later start", self.where, name)
+            except psycopg.Error as error:
+                log.warning("%s: could not bound the pending list of %s (%s); each search reads through up to "
+                            "4 MB of rows waiting there", self.where, name,
+                            str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
+        connection.execute("SET LOCAL lock_timeout = DEFAULT")
 
     def _upgrade_from_1(self, connection: psycopg.Connection[Any]) -> None:
         """Version 1's tables made version 2's (P6), in the caller's transaction: the search columns
