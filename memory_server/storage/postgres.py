@@ -513,7 +513,10 @@ class _Snapshot:
     def _read(self, statement: str, value: Any) -> _Read:
         """The rows a statement of :func:`_with_touching` finds: the entities, and the relations touching them."""
         # Not prepared: a search's plan depends on its pattern (an index for a rare one, a scan else).
-        rows = self._connection.execute(statement, {"memory": self._memory, "value": value}, prepare=False).fetchall()
+        # In binary: the lines (bytea) come as they are, not in hex, which doubles what is sent and
+        # which both ends would encode and decode (a tenth of a search's statement at 10,000 entities).
+        rows = self._connection.execute(statement, {"memory": self._memory, "value": value}, prepare=False,
+                                        binary=True).fetchall()
         with _no_collection():
             return _Read(rows)
 
