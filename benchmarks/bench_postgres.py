@@ -64,12 +64,14 @@ def ratio_run(url: str, size: int, rounds: int, calls: int, timeout: float, scra
     seed_file.write_bytes(bench.seed_bytes(size))
     reference, version = bench.install_reference(scratch / "npm", bench.REFERENCE_PACKAGE, timeout)
     runs: dict[str, list[bench.ProcessRun]] = {"ours": [], "reference": []}
+    stamp = f"{datetime.datetime.now(datetime.UTC):%Y%m%d%H%M%S}"
     imports = []
     for number, server in enumerate(bench.interleaved_schedule(["ours", "reference"], rounds), start=1):
         workdir = scratch / f"{size}-{number}"
         workdir.mkdir()
         if server == "ours":
-            memory = f"bench-{size}-{number}"
+            # (Named for the run: a database of --database-url may hold an earlier run's memories.)
+            memory = f"bench-{size}-{number}-{stamp}"
             imports.append(import_seed(url, memory, seed_file, timeout))
             command = database_command(url, memory)
         else:
