@@ -598,6 +598,32 @@ def test_after_a_search_what_was_young_is_in_the_oldest_generation(database_url:
         assert gc.collect() >= 1  # still collected
 
 
+def test_a_server_answering_only_searches_still_frees_cycles(database_url: str) -> None:
+    """What a read leaves goes to the oldest generation, which only a full collection visits, and
+    the collector's counts start again from nought: every PROMOTIONS_PER_COLLECTION-th read makes
+    the full collection the young ones it stood in for would have led to, so that cycles made
+    between searches (as an exception and its traceback make) are freed."""
+    import gc
+    import weakref
+
+    from memory_server.storage import postgres
+
+    class Cycle:
+        me: Any
+
+    alive: weakref.WeakSet[Cycle] = weakref.WeakSet()
+    with PostgresStore(database_url, memory_name()) as store:
+        store.create_entities([entity("Ann", "person", ["jazz"])])
+        for _ in range(2 * postgres.PROMOTIONS_PER_COLLECTION + 1):
+            store.search_nodes("jazz", characters=1_500)
+            cycle = Cycle()
+            cycle.me = cycle
+            alive.add(cycle)
+            del cycle
+        assert gc.isenabled()
+        assert len(alive) <= postgres.PROMOTIONS_PER_COLLECTION + 1
+
+
 def test_an_import_leaves_no_row_waiting_in_the_search_indexes(database_url: str) -> None:
     """After an import (more than COPY_ROWS rows) the GIN indexes hold its rows themselves, not in
     their pending lists, which every search would read through (and plan around)."""
