@@ -57,7 +57,7 @@ P13. The planner knows a memory's size, however it grew: once this server has wr
     analyses the columns its plans rest on (``ANALYZE kg_entities (memory), kg_relations (memory,
     target)``). An import analyses the whole tables at its end. Else a memory grown by the tools
     in a table holding others looks like a row or two to the planner, which then reads every
-    relation of the memory for each entity a search found (65 ms a search instead of 3 at 10,000
+    relation of the memory for each entity a search found (62 ms a search instead of 3 at 10,000
     entities), until autovacuum, which waits for a tenth of the whole table to change, analyses it.
 P14. Every search reads through the rows waiting in the GIN indexes' pending lists (a write adds
     its entity there, to be merged later, whichever memory it is in): the server bounds those lists
