@@ -1,4 +1,4 @@
-"""The database answers without a replica (memory_server/storage/postgres.py, P1-P11): the same
+"""The database answers without a replica (memory_server/storage/postgres.py, P1-P12): the same
 answers as a file for random graphs, writes and queries; the search's candidates a superset of
 its matches whatever the names hold; the memory's counts exact after every write; a memory with
 no pg_trgm; a version 1 database upgraded in place with every row kept."""
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import random
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -15,6 +16,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from conftest import WAIT_SECONDS, Deadline
 from memory_helpers import entity, relation
 from postgres_helpers import database_url, memory_name  # noqa: F401  (a fixture)
 
@@ -288,6 +290,96 @@ def empty_database(database_url: str) -> Iterator[str]:
             admin.execute(psycopg.sql.SQL("DROP DATABASE {} WITH (FORCE)").format(psycopg.sql.Identifier(database)))
 
 
+def _analyses(url: str) -> int:
+    """How many times kg_entities was analysed by hand (ANALYZE, not autovacuum)."""
+    with psycopg.connect(url, autocommit=True) as connection:
+        row = connection.execute("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'kg_entities'").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _analysed_by_the_server(url: str, times: int) -> None:
+    deadline = Deadline(WAIT_SECONDS)
+    while _analyses(url) < times:  # (analysed in the server's thread, after a write)
+        time.sleep(min(0.05, deadline.remaining()))
+
+
+def _expected_rows(url: str, memory: str, table: str = "kg_entities") -> int:
+    statement = {"kg_entities": "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_entities WHERE memory = %s",
+                 "kg_relations": "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_relations WHERE memory = %s"}[table]
+    with psycopg.connect(url, autocommit=True) as connection:
+        row = connection.execute(statement, (memory,)).fetchone()
+    assert row is not None
+    return int(row[0][0]["Plan"]["Plan Rows"])
+
+
+def test_a_memory_grown_by_the_tools_is_analysed_when_the_planner_does_not_know_its_size(empty_database: str) -> None:
+    """P13: in a table the planner has statistics of (another memory, imported), a memory grown by
+    writes smaller than an import looks like a row or two. Once the server has written
+    STATISTICS_ROWS rows (its entities), and again once it has written as many as the memory
+    then held (its relations), the memory's columns are analysed; after which a search reads the
+    relations of the entities it found by their ends, not every relation of the memory for each."""
+    from memory_server.storage import postgres
+
+    with PostgresStore(empty_database, "imported") as imported:
+        imported.merge([(EntityRecord(f"seeded {index}", "t", [f"note {index}"]), None) for index in range(3_000)], [])
+    with psycopg.connect(empty_database, autocommit=True) as connection:  # only the server analyses, in this test
+        connection.execute("ALTER TABLE kg_entities SET (autovacuum_enabled = false)")
+        connection.execute("ALTER TABLE kg_relations SET (autovacuum_enabled = false)")
+    analysed = _analyses(empty_database)
+    size = postgres.STATISTICS_ROWS + 200
+    with PostgresStore(empty_database, "grown") as store:
+        for start in range(0, size, 200):
+            if start + 200 < postgres.STATISTICS_ROWS:
+                assert _analyses(empty_database) == analysed  # not yet
+            store.create_entities([entity(f"grown {index}", "t", [f"zephyr {index}" if index % 100 == 0 else "plain"])
+                                   for index in range(start, start + 200)])
+        _analysed_by_the_server(empty_database, analysed + 1)
+        assert 2 * _expected_rows(empty_database, "grown") >= size
+        assert _expected_rows(empty_database, "grown", "kg_relations") <= 1  # analysed before it had any
+        for start in range(0, 2 * size, 400):
+            store.create_relations([relation(f"grown {index % size}", f"grown {(index + 1) % size}", f"r{index // size}")
+                                    for index in range(start, start + 400)])
+        _analysed_by_the_server(empty_database, analysed + 2)
+        assert 2 * _expected_rows(empty_database, "grown", "kg_relations") >= 2 * size
+        with psycopg.connect(empty_database, autocommit=True) as connection:
+            plan = "\n".join(row[0] for row in connection.execute(
+                "EXPLAIN " + postgres._CONTAINING, {"memory": "grown", "value": like_pattern("zephyr")}, prepare=False))
+        assert "Index Cond: ((target = found_2.name) AND (memory = 'grown'::text))" in plan, plan
+        assert len(store.search_nodes("zephyr")["entities"]) == size // 100
+        store.create_entities([entity("one more", "t", ["plain"])])  # far fewer rows than the memory holds
+    assert _analyses(empty_database) == analysed + 2
+
+
+def _pending_limits(url: str) -> dict[str, list[str] | None]:
+    with psycopg.connect(url, autocommit=True) as connection:
+        return dict(connection.execute("SELECT relname, reloptions FROM pg_class WHERE relname IN "
+                                       "('kg_entities_by_term', 'kg_entities_by_trigram') ORDER BY relname").fetchall())
+
+
+def test_the_gin_pending_lists_are_bounded_without_waiting_for_a_write(empty_database: str) -> None:
+    """P14: the server bounds both GIN indexes' pending lists (which every search reads through);
+    a start while a write holds the tables does not wait for it (ALTER INDEX would lock every
+    search out meanwhile), and a later start bounds them."""
+    from memory_server.storage import postgres
+
+    bounded = [f"gin_pending_list_limit={postgres.GIN_PENDING_KB}"]
+    with PostgresStore(empty_database, memory_name()) as store:
+        store.create_entities([entity("Ann", "person", ["jazz"])])
+    assert _pending_limits(empty_database) == {"kg_entities_by_term": bounded, "kg_entities_by_trigram": bounded}
+    with psycopg.connect(empty_database, autocommit=True) as connection:
+        connection.execute("ALTER INDEX kg_entities_by_term RESET (gin_pending_list_limit)")
+        connection.execute("ALTER INDEX kg_entities_by_trigram RESET (gin_pending_list_limit)")
+    with psycopg.connect(empty_database) as writer:  # a write under way: its transaction left open
+        writer.execute("UPDATE kg_entities SET length = length")
+        with PostgresStore(empty_database, memory_name()) as store:
+            assert store.search_nodes("jazz")["entities"] == []  # started, and answered, meanwhile
+        assert _pending_limits(empty_database) == {"kg_entities_by_term": None, "kg_entities_by_trigram": None}
+    with PostgresStore(empty_database, memory_name()) as store:
+        assert store.search_nodes("jazz")["entities"] == []
+    assert _pending_limits(empty_database) == {"kg_entities_by_term": bounded, "kg_entities_by_trigram": bounded}
+
+
 def test_a_version_1_database_is_upgraded_in_place_keeping_every_row(empty_database: str, tmp_path: Path) -> None:
     graphs: dict[str, GraphStore] = {}
     with ExitStack() as stack:
@@ -411,6 +503,40 @@ def test_read_graph_kept_whole_is_never_older_than_a_write_of_another_server(dat
         assert reader.read_graph() == {"entities": [], "relations": []}
 
 
+def test_read_graph_again_after_writes_shares_what_they_did_not_change(database_url: str) -> None:
+    """P12: the whole memory read again after writes is the graph a first read makes of it (each
+    entity and relation in its place), and its unchanged entities and relations are the very
+    objects of the read before: the answers a pager keeps of both share them."""
+    memory = memory_name()
+    with PostgresStore(database_url, memory) as store:
+        store.create_entities([entity(name, "person", [f"{name} plays jazz"]) for name in ("Ann", "Bo", "Cy", "Di")])
+        store.create_relations([relation("Ann", "Bo", "knows"), relation("Bo", "Cy", "knows"),
+                                relation("Cy", "Di", "knows")])
+        before = store.read_graph_for_pages()
+        views = {view["name"]: view for view in before["entities"]}
+        store.add_observations([{"entityName": "Bo", "contents": ["Bo runs"]}])
+        store.delete_entities(["Ann"])  # every entity and relation after it moves up a place
+        store.create_entities([entity("Ed", "person", ["Ed plays chess"])])
+        after = store.read_graph_for_pages()
+        again = store._whole()
+        with PostgresStore(database_url, memory) as fresh:
+            first = fresh.graph()
+            assert fresh.read_graph_for_pages() == after
+        assert after["entities"] == [entity("Bo", "person", ["Bo plays jazz", "Bo runs"]),
+                                     entity("Cy", "person", ["Cy plays jazz"]), entity("Di", "person", ["Di plays jazz"]),
+                                     entity("Ed", "person", ["Ed plays chess"])]
+        assert after["relations"] == [relation("Bo", "Cy", "knows"), relation("Cy", "Di", "knows")]
+        assert [(node.record, node.view, node.text, node.seq, node.extra) for node in again.entities.values()] == \
+            [(node.record, node.view, node.text, node.seq, node.extra) for node in first.entities.values()]
+        assert [(edge.record, edge.view, edge.seq) for edge in again.relations.values()] == \
+            [(edge.record, edge.view, edge.seq) for edge in first.relations.values()]
+        assert again.links == first.links and again.next_seq == first.next_seq
+        shown = {view["name"]: view for view in after["entities"]}
+        assert shown["Cy"] is views["Cy"] and shown["Di"] is views["Di"]  # unchanged: the same objects
+        assert shown["Bo"] is not views["Bo"]  # written since: read afresh
+        assert after["relations"][1] is before["relations"][2]
+
+
 def test_a_connection_the_database_ended_is_not_lent_again(database_url: str) -> None:
     """P7: the pool's check of an idle connection makes no round trip for a sound one, and still
     never lends one whose session the database ended (a restart, a terminated backend)."""
@@ -448,6 +574,54 @@ def test_a_search_leaves_the_garbage_collector_as_it_found_it(database_url: str)
             with PostgresStore("postgresql://nobody@127.0.0.1:1/none", memory_name(), connect_seconds=1) as gone:
                 gone.search_nodes("jazz")
         assert gc.isenabled()
+
+
+def test_after_a_search_what_was_young_is_in_the_oldest_generation(database_url: str) -> None:
+    """The first young collection after a search walks nothing it left, nor anything made before
+    it (a read_graph answer's lists): all of it went to the oldest generation when the collector
+    resumed (a full collection still frees a cycle among them)."""
+    import gc
+
+    with PostgresStore(database_url, memory_name()) as store:
+        store.create_entities([entity("Ann", "person", ["jazz"])])
+        gc.collect()
+        young = [[index] for index in range(50)]  # made since the last collection: in the youngest generation
+        assert any(item is young[0] for item in gc.get_objects(generation=0))
+        store.search_nodes("jazz", characters=1_500)
+        oldest = {id(item) for item in gc.get_objects(generation=2)}
+        assert all(id(item) in oldest for item in young)
+        assert gc.isenabled()
+        cycle: list[Any] = []
+        cycle.append(cycle)
+        store.search_nodes("jazz")
+        del cycle
+        assert gc.collect() >= 1  # still collected
+
+
+def test_a_server_answering_only_searches_still_frees_cycles(database_url: str) -> None:
+    """What a read leaves goes to the oldest generation, which only a full collection visits, and
+    the collector's counts start again from nought: every PROMOTIONS_PER_COLLECTION-th read makes
+    the full collection the young ones it stood in for would have led to, so that cycles made
+    between searches (as an exception and its traceback make) are freed."""
+    import gc
+    import weakref
+
+    from memory_server.storage import postgres
+
+    class Cycle:
+        me: Any
+
+    alive: weakref.WeakSet[Cycle] = weakref.WeakSet()
+    with PostgresStore(database_url, memory_name()) as store:
+        store.create_entities([entity("Ann", "person", ["jazz"])])
+        for _ in range(2 * postgres.PROMOTIONS_PER_COLLECTION + 1):
+            store.search_nodes("jazz", characters=1_500)
+            cycle = Cycle()
+            cycle.me = cycle
+            alive.add(cycle)
+            del cycle
+        assert gc.isenabled()
+        assert len(alive) <= postgres.PROMOTIONS_PER_COLLECTION + 1
 
 
 def test_an_import_leaves_no_row_waiting_in_the_search_indexes(database_url: str) -> None:

@@ -46,6 +46,24 @@ P10. A write's rule sees every row it reads: the entities it names (an entity's 
     memory's row. So a write on those rows changes exactly what it changes on the whole graph.
 P11. Semantic search is not used on this store (yet): answers are by words, as a file store's
     without the model.
+P12. A whole read of a memory (read_graph) made again after writes decodes only the rows written
+    since the one before and shares every other entity and relation with it (see
+    :func:`graph_again`): the cut answers a pager keeps of one memory hold its objects once, and
+    forgetting one frees only what changed.
+P13. The planner knows a memory's size, however it grew: once this server has written
+    STATISTICS_ROWS rows to a memory, and again each time it has written as many rows as the
+    memory held at its last look, it looks (in a thread of its own, after the write): when the
+    planner expects fewer than half the memory's entities, or fewer than half its relations, it
+    analyses the columns its plans rest on (``ANALYZE kg_entities (memory), kg_relations (memory,
+    target)``). An import analyses the whole tables at its end. Else a memory grown by the tools
+    in a table holding others looks like a row or two to the planner, which then reads every
+    relation of the memory for each entity a search found (62 ms a search instead of 3 at 10,000
+    entities), until autovacuum, which waits for a tenth of the whole table to change, analyses it.
+P14. Every search reads through the rows waiting in the GIN indexes' pending lists (a write adds
+    its entity there, to be merged later, whichever memory it is in): the server bounds those lists
+    to GIN_PENDING_KB on both indexes (their ``gin_pending_list_limit``) where it owns them, so that
+    a search reads at most that much of them (PostgreSQL's default, 4 MB, cost a search 2 to 3 ms;
+    a write that fills the list merges it, as before, a smaller piece each time).
 
 Names, types and lines are stored as UTF-8 ``bytea``: a name may hold any character the tools
 accept (NUL included, which PostgreSQL's ``text`` cannot hold).
@@ -98,6 +116,13 @@ KEEP_WHOLE_ENTITIES: Final = 20_000
 while no write comes (a read_graph of a larger one reads it again: a million entities are GBs)."""
 COPY_ROWS: Final = 1_000
 """Rows beyond which a write sends its new rows with COPY rather than one INSERT each (an import)."""
+STATISTICS_ROWS: Final = 1_000
+"""Rows a server writes to a memory before it checks the planner's idea of the memory's size (P13);
+a memory smaller than this is read as fast through any index."""
+GIN_PENDING_KB: Final = 256
+"""The most rows a GIN index of the server keeps waiting in its pending list, in kB (P14)."""
+PENDING_LOCK_MILLISECONDS: Final = 200
+"""How long a start waits to bound the pending lists (P14) before it leaves that to a later start."""
 TRIGRAM_CHARACTERS: Final = 3
 """A whole query shorter than this has no trigram to look up: its candidates are found by a scan."""
 _SCHEMA_LOCK: Final = 0x6B675F6D656D  # pg_advisory_xact_lock key: one server makes the tables at a time
@@ -173,6 +198,17 @@ _UPGRADE_APPLY: Final = """UPDATE kg_entities SET haystack = up.haystack, terms 
 _CLEAN_PENDING: Final = """SELECT gin_clean_pending_list(index.oid) FROM pg_class AS index
     WHERE index.relname IN ('kg_entities_by_term', 'kg_entities_by_trigram') AND index.relkind = 'i'
     AND pg_table_is_visible(index.oid)"""
+_EXPECTED_ENTITIES: Final = "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_entities WHERE memory = %s"
+_EXPECTED_RELATIONS: Final = "EXPLAIN (FORMAT JSON) SELECT 1 FROM kg_relations WHERE memory = %s"
+_RELATIONS_UP_TO: Final = "SELECT count(*) FROM (SELECT 1 FROM kg_relations WHERE memory = %s LIMIT %s) AS counted"
+_ANALYSE_MEMORY_COLUMNS: Final = "ANALYZE kg_entities (memory), kg_relations (memory, target)"
+# P14, P5: the indexes' names are the schema's own, and each statement a constant.
+_UNLIMITED_PENDING: Final = f"""SELECT index.relname FROM pg_class AS index
+    WHERE index.relname IN ('kg_entities_by_term', 'kg_entities_by_trigram') AND index.relkind = 'i'
+    AND pg_table_is_visible(index.oid)
+    AND NOT coalesce(index.reloptions @> ARRAY['gin_pending_list_limit={GIN_PENDING_KB}'], false)"""
+_LIMIT_PENDING: Final = {name: f"ALTER INDEX {name} SET (gin_pending_list_limit = {GIN_PENDING_KB})"
+                         for name in ("kg_entities_by_term", "kg_entities_by_trigram")}
 _SCHEMA_EXISTS: Final = "SELECT to_regclass('kg_schema') IS NOT NULL"
 _SCHEMA_VERSION: Final = "SELECT max(version) FROM kg_schema"
 _RECORD_VERSION: Final = "INSERT INTO kg_schema (version) VALUES (%s)"
@@ -304,6 +340,40 @@ def subgraph(entity_rows: Iterable[tuple[int, bytes]], relation_rows: Iterable[t
     return Graph({node.record.name: node for node in nodes}, relations, dict(links), next_seq=next_seq)
 
 
+def graph_again(before: Graph, entity_lines: Sequence[bytes], relation_lines: Sequence[bytes],
+                next_seq: int) -> Graph:
+    """The graph of a memory's lines (what PostgresStore._graph_of makes of them) made from an
+    earlier read of it, `before` (P12): an entity or relation whose line is the same is the same
+    node or edge (its place updated), so only the rows written since are decoded, and the answers
+    of the earlier reads share their objects with this one's. A pager keeping a few cut read_graph
+    answers (paging.KEPT_ANSWERS) then holds one memory's objects, not one copy of them per read,
+    and forgetting the oldest frees a few objects, not a whole memory's (10,000 entities: 6 ms,
+    paid by whichever answer made the pager forget it, as often as not a search)."""
+    nodes = {node.line: node for node in before.entities.values()}
+    edges = {edge.line: edge for edge in before.relations.values()}
+    entities: dict[str, Node] = {}
+    for seq, line in enumerate(entity_lines):
+        node = nodes.get(line)
+        if node is None:
+            node = _node_from(seq, line)
+        elif node.seq != seq:  # (an entity before it was deleted)
+            node = node._replace(seq=seq)
+        entities[node.record.name] = node
+    relations: dict[Triple, Edge] = {}
+    links: defaultdict[str, set[Triple]] = defaultdict(set)
+    for seq, line in enumerate(relation_lines):
+        edge = edges.get(line)
+        if edge is None:
+            edge = _edge_from(seq, line)
+        elif edge.seq != seq:
+            edge = edge._replace(seq=seq)
+        triple = _key(edge)
+        relations[triple] = edge
+        links[triple[0]].add(triple)
+        links[triple[1]].add(triple)
+    return Graph(entities, relations, dict(links), next_seq=max(next_seq, len(entities), len(relations)))
+
+
 def _union(graphs: Sequence[Graph]) -> Graph:
     """The rows of several reads of one snapshot as one graph, each in its place."""
     entities = {name: node for graph in graphs for name, node in graph.entities.items()}
@@ -351,6 +421,10 @@ class _MemoryTerms:
 
 _collection_lock: Final = threading.Lock()
 _collection_paused = 0  # reads now making their objects with the collector paused (under the lock)
+PROMOTIONS_PER_COLLECTION: Final = 100
+"""Reads whose objects go straight to the oldest generation between two full collections (see
+_no_collection): the young collections they stand in for would have led to one by then."""
+_promotions = 0  # since the last full collection a read made (under the lock)
 
 
 @contextmanager
@@ -358,10 +432,20 @@ def _no_collection() -> Iterator[None]:
     """The cyclic garbage collector paused while a read makes its objects: a search of a large
     memory makes a few hundred thousand (rows, records, nodes), none in a cycle (reference counting
     frees them), and each collection they set off walks all of them again (a third of such a
-    search's time). Reads in several threads: collection resumes when the last one is done."""
+    search's time). Reads in several threads: collection resumes when the last one is done.
+
+    When it resumes, every object there is goes to the collector's oldest generation at once
+    (gc.freeze then gc.unfreeze, constant time, as storage/loading.py L3 does after a load): else
+    the first young collection after it walks what the read left (its answer) and whatever else
+    is young, such as the lists of a read_graph answer just made, 100,000 references at 10,000
+    entities: 1 to 2 ms of a search of 5. That also sets the collector's counts back to nought,
+    so that a server answering only reads would never come to a full collection, the only one
+    that frees a cycle among those objects: every PROMOTIONS_PER_COLLECTION-th read makes one
+    instead (what the young collections it stood in for would have led to; 60 to 90 ms at
+    10,000 entities with a read_graph kept, as those make)."""
     import gc
 
-    global _collection_paused
+    global _collection_paused, _promotions
     with _collection_lock:
         ours = _collection_paused > 0 or gc.isenabled()  # else paused by someone else: theirs to resume
         if ours:
@@ -376,6 +460,13 @@ def _no_collection() -> Iterator[None]:
         with _collection_lock:
             _collection_paused -= 1
             if _collection_paused == 0:
+                _promotions += 1
+                if _promotions >= PROMOTIONS_PER_COLLECTION:
+                    _promotions = 0
+                    gc.collect()
+                else:
+                    gc.freeze()
+                    gc.unfreeze()
                 gc.enable()
 
 
@@ -435,7 +526,10 @@ class _Snapshot:
     def _read(self, statement: str, value: Any) -> _Read:
         """The rows a statement of :func:`_with_touching` finds: the entities, and the relations touching them."""
         # Not prepared: a search's plan depends on its pattern (an index for a rare one, a scan else).
-        rows = self._connection.execute(statement, {"memory": self._memory, "value": value}, prepare=False).fetchall()
+        # In binary: the lines (bytea) come as they are, not in hex, which doubles what is sent and
+        # which both ends would encode and decode (a tenth of a search's statement at 10,000 entities).
+        rows = self._connection.execute(statement, {"memory": self._memory, "value": value}, prepare=False,
+                                        binary=True).fetchall()
         with _no_collection():
             return _Read(rows)
 
@@ -455,11 +549,10 @@ class _Snapshot:
     def holding(self, terms: Sequence[str]) -> _Read:
         return self._read(_HOLDING, list(terms))
 
-    def every_line(self) -> list[bytes]:
-        """Every row's line, entities then relations, each in graph order."""
-        lines = [bytes(line) for (line,) in self._connection.execute(_ALL_ENTITIES, (self._memory,))]
-        lines += [bytes(line) for (line,) in self._connection.execute(_ALL_RELATIONS, (self._memory,))]
-        return lines
+    def every_line(self) -> tuple[list[bytes], list[bytes]]:
+        """Every row's line: the entities', and the relations', each in graph order."""
+        return ([bytes(line) for (line,) in self._connection.execute(_ALL_ENTITIES, (self._memory,))],
+                [bytes(line) for (line,) in self._connection.execute(_ALL_RELATIONS, (self._memory,))])
 
     def revision(self) -> int:
         row = self._connection.execute(_REVISION, (self._memory,)).fetchone()
@@ -501,6 +594,13 @@ class PostgresStore:
         self._reported = -1  # the revision poll_external_change last reported (or this server wrote)
         self._kept: tuple[int, Graph] | None = None  # read_graph's last whole memory, at its revision
         self._opened = False
+        # P13: rows written since this server last looked at the planner's statistics, and the
+        # memory's rows then (as far as it counted them).
+        self._written_since_look = 0
+        self._rows_at_look = 0
+        self._entities_written = 0  # the memory's entity count after this server's last write
+        self._statistics_lock = threading.Lock()
+        self._statistics: threading.Thread | None = None  # the check running now, if any (ours: joined at close)
 
     # -- life ----------------------------------------------------------------------------------
 
@@ -511,6 +611,10 @@ class PostgresStore:
             self._pool.open(wait=False)
 
     def close(self) -> None:
+        with self._statistics_lock:
+            statistics = self._statistics
+        if statistics is not None:
+            statistics.join()  # it ends within STATEMENT_MILLISECONDS at worst; the pool closes after it
         self._pool.close()
 
     def __enter__(self) -> PostgresStore:
@@ -580,6 +684,7 @@ class PostgresStore:
                 if version is None:
                     connection.execute(_RECORD_VERSION, (SCHEMA_VERSION,))
                 self._trigrams = self._make_trigram_index(connection)
+                self._limit_pending(connection)
                 connection.execute(_ADD_MEMORY, (self.memory,))
             self._ready = True
 
@@ -612,6 +717,28 @@ class PostgresStore:
                     "memory. An operator can run CREATE EXTENSION pg_trgm in the database.", self.where, reason)
         return False
 
+    def _limit_pending(self, connection: psycopg.Connection[Any]) -> None:
+        """P14: the GIN indexes' pending lists bounded to GIN_PENDING_KB, where it is not yet (one
+        catalog read at start). ALTER INDEX locks the index against every reader while it waits for
+        the writes under way (an import of a million rows): it waits PENDING_LOCK_MILLISECONDS at
+        most, and the next start tries again. A role that does not own the indexes is only logged:
+        their lists are then PostgreSQL's default, 4 MB."""
+        unbounded = connection.execute(_UNLIMITED_PENDING).fetchall()
+        if not unbounded:
+            return
+        connection.execute(f"SET LOCAL lock_timeout = {PENDING_LOCK_MILLISECONDS}")
+        for (name,) in unbounded:
+            try:
+                with connection.transaction():  # a savepoint: a refusal leaves the rest standing
+                    connection.execute(_LIMIT_PENDING[name])
+            except psycopg.errors.LockNotAvailable:
+                log.info("%s: %s is busy; its pending list is bounded at a later start", self.where, name)
+            except psycopg.Error as error:
+                log.warning("%s: could not bound the pending list of %s (%s); each search reads through up to "
+                            "4 MB of rows waiting there", self.where, name,
+                            str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
+        connection.execute("SET LOCAL lock_timeout = DEFAULT")
+
     def _upgrade_from_1(self, connection: psycopg.Connection[Any]) -> None:
         """Version 1's tables made version 2's (P6), in the caller's transaction: the search columns
         of every entity are worked out from its line, here, as a write would have made them."""
@@ -638,8 +765,8 @@ class PostgresStore:
         """The memory as it is now, whole (P2, P3): for the command line and read_graph."""
         with self._snapshot() as snapshot:
             next_seq = snapshot.counts()[0]
-            lines = snapshot.every_line()
-        return self._graph_of(lines, next_seq)
+            entity_lines, relation_lines = snapshot.every_line()
+        return self._graph_of([*entity_lines, *relation_lines], next_seq)
 
     def _graph_of(self, lines: list[bytes], next_seq: int) -> Graph:
         graph = rules.graph_from_lines(decode_file(b"\n".join(lines)))
@@ -664,8 +791,11 @@ class PostgresStore:
         with self._snapshot() as snapshot:
             revision = snapshot.revision()
             next_seq = snapshot.counts()[0]
-            lines = snapshot.every_line()
-        graph = self._graph_of(lines, next_seq)
+            entity_lines, relation_lines = snapshot.every_line()
+        if kept is None:
+            graph = self._graph_of([*entity_lines, *relation_lines], next_seq)
+        else:
+            graph = graph_again(kept[1], entity_lines, relation_lines, next_seq)
         self._kept = (revision, graph) if len(graph.entities) <= KEEP_WHOLE_ENTITIES else None
         return graph
 
@@ -803,7 +933,48 @@ class PostgresStore:
                              None, None, reads, unbounded=True)
         if len(entities) + len(relations) > COPY_ROWS:
             self._analyse()
+            with self._statistics_lock:
+                self._written_since_look = 0
+                self._rows_at_look = self._entities_written + len(relations)
+        else:
+            self._look_at_statistics(len(entities) + len(relations), self._entities_written)
         return result
+
+    def _look_at_statistics(self, written: int, entities: int) -> None:
+        """After a write of `written` rows that left `entities` in the memory: the planner's
+        statistics looked at in the background when enough was written since the last look (P13)."""
+        with self._statistics_lock:
+            self._written_since_look += written
+            if self._written_since_look < max(STATISTICS_ROWS, self._rows_at_look):
+                return
+            if self._statistics is not None and self._statistics.is_alive():
+                return  # looking already: the next write that finds it done looks again
+            self._written_since_look = 0
+            self._statistics = threading.Thread(target=self._refresh_statistics, args=(entities,),
+                                                name="kg-memory-statistics", daemon=True)
+            self._statistics.start()
+
+    def _refresh_statistics(self, entities: int) -> None:
+        """P13: the memory's columns analysed when the planner expects fewer than half its entities
+        or relations (these counted up to twice what it expects, at most). A fault (the database
+        gone, a role that may not analyse) is logged; the next look tries again."""
+        try:
+            with self._connection() as connection:
+                expected_entities = _plan_rows(connection.execute(_EXPECTED_ENTITIES, (self.memory,)).fetchone())
+                expected_relations = _plan_rows(connection.execute(_EXPECTED_RELATIONS, (self.memory,)).fetchone())
+                row = connection.execute(_RELATIONS_UP_TO, (self.memory, 2 * expected_relations + 1)).fetchone()
+                relations = 0 if row is None else int(row[0])
+                with self._statistics_lock:
+                    self._rows_at_look = entities + relations
+                if 2 * expected_entities >= entities and relations <= 2 * expected_relations:
+                    return
+                log.info("%s: the planner expects %d entities and %d relations of %d and %s: analysing the memory's "
+                         "columns", self.where, expected_entities, expected_relations, entities,
+                         relations if relations <= 2 * expected_relations else f"more than {relations - 1}")
+                connection.execute(_ANALYSE_MEMORY_COLUMNS)
+        except (GraphError, psycopg.Error) as error:
+            log.warning("%s: could not look at the tables' statistics (%s); autovacuum will analyse them in time",
+                        self.where, str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
 
     def _analyse(self) -> None:
         """The tables' statistics made afresh after a large import, so that the planner knows the
@@ -861,6 +1032,9 @@ class PostgresStore:
                                  "(another server holds it); nothing was changed. Try again.") from None
             if self._reported == revision - 1:
                 self._reported = revision  # our own write: announced by the tool, not the poller
+        self._entities_written = entities
+        if not unbounded:  # (see merge)
+            self._look_at_statistics(len(rows.entities) + len(rows.relations), entities)
         return WriteResult(change.value, True, [])
 
     def _write_rows(self, connection: psycopg.Connection[Any], before: Graph, rows: RowChanges, revision: int,
@@ -934,6 +1108,11 @@ def _rows_for(connection: psycopg.Connection[Any], memory: str, reads: _Reads, n
         for seq, line in connection.execute(_RELATIONS_TOUCHING, (memory, encoded, memory, encoded)):
             relation_rows[bytes(line)] = (seq, line)
     return subgraph(entity_rows, relation_rows.values(), next_seq)
+
+
+def _plan_rows(row: tuple[Any, ...] | None) -> int:
+    """The rows the planner expects, from the answer of an EXPLAIN (FORMAT JSON)."""
+    return 0 if row is None else int(row[0][0]["Plan"]["Plan Rows"])
 
 
 def _triples(relations: Sequence[dict[str, Any]]) -> list[Triple]:
