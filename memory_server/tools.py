@@ -13,7 +13,7 @@ import os
 import re
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from types import MethodType
 from typing import Annotated, Any, Final
@@ -400,8 +400,7 @@ def _skipped_note(outcome: WriteResult) -> list[str]:
 
 # -- the table -------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class MemoryTool:
+class MemoryTool(msgspec.Struct, frozen=True):
     name: str
     title: str
     description: str

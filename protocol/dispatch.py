@@ -9,8 +9,9 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from .eras import MODERN_VERSIONS, SUBSCRIPTION_ID, CacheHint, Era, negotiate_legacy
 from .errors import INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, ProtocolError, invalid_params
@@ -24,8 +25,7 @@ if TYPE_CHECKING:
 PAGE_SIZE = 100
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(msgspec.Struct, frozen=True):
     id: RequestId
     method: str
     params: dict[str, Any]
@@ -33,8 +33,7 @@ class Call:
     context: RequestContext
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(msgspec.Struct, frozen=True):
     result: dict[str, Any]
     cache: CacheHint | None = None
 
@@ -42,8 +41,7 @@ class Reply:
 Handler = Callable[[Peer, Call], Awaitable[Reply]]
 
 
-@dataclass(frozen=True, slots=True)
-class Method:
+class Method(msgspec.Struct, frozen=True):
     handler: Handler
     eras: frozenset[Era]
 

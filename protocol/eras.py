@@ -12,8 +12,9 @@ Pure code, and the only code that sets a connection's era (as h11 keeps its stat
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from .errors import UNSUPPORTED_PROTOCOL_VERSION, ProtocolError, invalid_params
 from .messages import Request
@@ -32,8 +33,7 @@ class Era(enum.Enum):
     MODERN = "modern"
 
 
-@dataclass(frozen=True, slots=True)
-class CacheHint:
+class CacheHint(msgspec.Struct, frozen=True):
     ttl_ms: int
     scope: str  # "public" | "private"
 

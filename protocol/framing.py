@@ -6,19 +6,17 @@ over-long line are counted and dropped, never buffered.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """The largest message accepted, newline excluded. A memory of 100,000 entities fits in one."""
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(msgspec.Struct, frozen=True):
     data: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class OversizeLine:
+class OversizeLine(msgspec.Struct, frozen=True):
     size: int
     limit: int
 

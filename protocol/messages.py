@@ -6,7 +6,6 @@ notification becomes an `Invalid` carrying the error response the peer is owed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 import msgspec
@@ -20,31 +19,26 @@ _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(msgspec.Struct, frozen=True):
     id: RequestId
     method: str
     params: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Notification:
+class Notification(msgspec.Struct, frozen=True):
     method: str
     params: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
+class Response(msgspec.Struct, frozen=True):
     """A response the peer sent us: this server never sends requests, so it is dropped."""
 
 
-@dataclass(frozen=True, slots=True)
-class Blank:
+class Blank(msgspec.Struct, frozen=True):
     """An empty line: no message at all, so no answer is owed."""
 
 
-@dataclass(frozen=True, slots=True)
-class Invalid:
+class Invalid(msgspec.Struct, frozen=True):
     id: RequestId | None
     error: ProtocolError
 

@@ -28,8 +28,7 @@ class ToolError(Exception):
     """Raised by a tool handler: the call fails with `isError: true` and this text for the model."""
 
 
-@dataclass(slots=True)
-class ToolResult:
+class ToolResult(msgspec.Struct):
     content: list[dict[str, Any]]
     structured: Any = None
     is_error: bool = False

@@ -77,8 +77,7 @@ class Edge(NamedTuple):
     line: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Kept:
+class Kept(msgspec.Struct, frozen=True):
     """A line written back verbatim after the known records.
 
     ``entity`` / ``relation`` is set when the line repeats an entity name or a relation that

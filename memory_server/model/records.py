@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, TypeAlias
 
 import msgspec
@@ -66,23 +65,20 @@ class _AnyRelation(msgspec.Struct, tag_field="type", tag="relation"):
 Record: TypeAlias = EntityRecord | RelationRecord
 
 
-@dataclass(frozen=True, slots=True)
-class Extended:
+class Extended(msgspec.Struct, frozen=True):
     """A known record whose line carried fields this program does not know."""
 
     record: Record
     extra: dict[str, msgspec.Raw]
 
 
-@dataclass(frozen=True, slots=True)
-class Opaque:
+class Opaque(msgspec.Struct, frozen=True):
     """A line of valid JSON that is not a usable record; written back byte for byte."""
 
     line: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Rejected:
+class Rejected(msgspec.Struct, frozen=True):
     """A line that is not valid JSON (or not UTF-8); it leaves the memory file for the side file."""
 
     line: bytes

@@ -99,8 +99,7 @@ class Listing(list[Any]):
         self.summarise = summarise
 
 
-@dataclass(frozen=True, slots=True)
-class Page:
+class Page(msgspec.Struct, frozen=True):
     json: bytes
     """The structured content as compact JSON; also the first text item."""
     notes: tuple[str, ...] = ()
@@ -220,16 +219,15 @@ class Facts:
     """What its pages work out once for all of them (relations by endpoint, their sizes)."""
 
 
-@dataclass(slots=True)
-class _Fill:
+class _Fill(msgspec.Struct):
     """What one page takes, from a position (unit, part of a split entity) to the next."""
 
     unit: int
     part: int
-    entities: list[memoryview] = field(default_factory=list)
+    entities: list[memoryview] = msgspec.field(default_factory=list)
     """The entities' JSON, each followed by a comma, in pieces (see take_fitting)."""
-    relations: list[memoryview] = field(default_factory=list)
-    events: list[str] = field(default_factory=list)
+    relations: list[memoryview] = msgspec.field(default_factory=list)
+    events: list[str] = msgspec.field(default_factory=list)
     """Notes about split entities, cut observations and what could not be shown."""
     used: int = 0
 
@@ -669,8 +667,7 @@ def partial_marker(shown: int, total: int) -> str:
     return f"{shown:,} of {total:,} observations shown; open_nodes gives all"
 
 
-@dataclass(slots=True)
-class _FactFill:
+class _FactFill(msgspec.Struct):
     end: int
     shown: dict[int, list[str]]
     """Entity position -> the observations shown (a cut one carries its marker)."""

@@ -28,8 +28,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
 from typing import Any, Final
+
+import msgspec
 
 from ..model.graph import Change, Graph
 from .lock import POLL_INTERVAL, MemoryFileLock
@@ -40,8 +41,7 @@ MAX_BATCH: Final = 256
 Operation = Callable[[Graph], Change]
 
 
-@dataclass(frozen=True)
-class WriteResult:
+class WriteResult(msgspec.Struct, frozen=True):
     value: dict[str, Any]
     """The tool's structuredContent; shares objects with the graph, so read-only."""
     changed: bool

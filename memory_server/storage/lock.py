@@ -51,9 +51,10 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple
+
+import msgspec
 
 from protocol.fdio import write_all
 
@@ -102,8 +103,7 @@ class WriteAbandoned(GraphError):
     the lock; nothing was changed."""
 
 
-@dataclass(frozen=True)
-class LockTimings:
+class LockTimings(msgspec.Struct, frozen=True):
     timeout: float = LOCK_TIMEOUT
     stale_after: float = LOCK_STALE_AFTER
     refresh_every: float = LOCK_REFRESH_EVERY
