@@ -23,6 +23,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from functools import cache
 from typing import Any, Final, NamedTuple, Protocol
 
 from .search import FIELD_SEPARATOR
@@ -37,8 +38,14 @@ _NO_SPACE_SCRIPTS: Final = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff
 # Runs of word characters (underscore separates words); a token mixing a no-space script with
 # other letters is split further when its terms are made (once per distinct token).
 _TOKEN: Final = re.compile(r"[^\W_]+")
-_PARTS: Final = re.compile(f"([{_NO_SPACE_SCRIPTS}]+)")
-_NO_SPACE: Final = re.compile(f"[{_NO_SPACE_SCRIPTS}]")
+
+
+@cache
+def _no_space() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A character of those scripts, and a run of them (to split on). Compiled with the first word
+    outside ASCII: the classes of these scripts take 2 ms to compile, which every start paid."""
+    return re.compile(f"[{_NO_SPACE_SCRIPTS}]"), re.compile(f"([{_NO_SPACE_SCRIPTS}]+)")
+
 
 STOP_WORDS: Final = frozenset("""
 a about above after again against all am an and any are as at be because been before being
@@ -108,13 +115,13 @@ class _Terms:
 
     def _terms_of(self, token: str) -> tuple[str, ...]:
         word = _fold(token)
-        if not word.isascii() and _NO_SPACE.search(word):
-            found = (self._word_terms(part) for part in _PARTS.split(word) if part)
+        if not word.isascii() and (scripts := _no_space())[0].search(word):
+            found = (self._word_terms(part) for part in scripts[1].split(word) if part)
             return tuple(dict.fromkeys(term for part in found for term in part))
         return self._word_terms(word)
 
     def _word_terms(self, word: str) -> tuple[str, ...]:
-        if _NO_SPACE.match(word):
+        if not word.isascii() and _no_space()[0].match(word):
             if len(word) == 1:
                 return (word,)
             return tuple(dict.fromkeys(word[at:at + 2] for at in range(len(word) - 1)))
