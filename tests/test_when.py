@@ -6,9 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory_server.model import dates
 from memory_server.model.records import EntityRecord
+from memory_server.retrieval import when
 from memory_server.retrieval.when import both, parse_query, window_of
 
 NOW = datetime(2026, 12, 1, 12, 30, tzinfo=UTC)  # a Tuesday
@@ -216,3 +219,38 @@ def test_an_answer_that_picks_observations_shows_their_dates() -> None:
 def test_a_long_pasted_text_names_no_time() -> None:
     text = "notes from yesterday " + "x " * 400
     assert parse_query(text, NOW) == (text, None)
+
+
+# -- the trigger: a query no pattern can match is left whole before any pattern is compiled ----
+
+# Phrases each pattern matches (spelled in every case the engine folds alike: a dotless i, a long
+# s, a Kelvin sign), among words that are not times, joined in every way.
+_PHRASES = ["2024-06", "on 2024-06-03", "3rd of June", "the 3 may, 2024", "June 3", "sept. 4 2025", "May 2024",
+            "in May", "since june", "in the year 2023", "before 2024", "today", "until tonight",
+            "this morning", "the day before yesterday", "two years ago", "a couple of weeks ago", "3 days ago",
+            "in the past 2 weeks", "over the last few months", "last friday", "on Fr\u0131day", "since monday",
+            "this week", "from this year", "the previous month", "ye\u017fterday", "\u212aelvin", "\u0663 days ago",
+            "TODAY", "Last Week"]
+_NOISE = ["tea", "zephyr", "maybe", "lastly", "agog", "pasta", "thistle", "mayor", "todays", "x", "\u00e9", "in",
+          "on", "the", "of", "a", "few", "week", "ago", "this", "-", ",", "?", "_"]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(_PHRASES + _NOISE), max_size=6),
+       st.lists(st.sampled_from(["", " ", "  ", "-", "_", ". ", "\n"]), min_size=6, max_size=6))
+def test_every_query_a_time_pattern_matches_sets_off_the_trigger(pieces: list[str], gaps: list[str]) -> None:
+    query = "".join(piece + gap for piece, gap in zip(pieces, gaps, strict=False))
+    if any(pattern.search(query) for _, pattern in when._patterns()):
+        assert when._TRIGGER.search(query), query
+
+
+@pytest.mark.parametrize("phrase", _PHRASES)
+def test_each_time_phrase_sets_off_the_trigger(phrase: str) -> None:
+    assert any(pattern.search(phrase) for _, pattern in when._patterns()) == (phrase != "\u212aelvin")
+    if phrase != "\u212aelvin":
+        assert when._TRIGGER.search(phrase)
+
+
+def test_a_query_without_a_digit_or_a_time_word_is_left_whole() -> None:
+    assert parse_query("Who enjoys astronomy on weekends?", NOW) == ("Who enjoys astronomy on weekends?", None)
+    assert parse_query("what did we plan on friday", NOW)[1] is not None
