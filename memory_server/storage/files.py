@@ -311,6 +311,32 @@ def _unlink_spare(file: Path) -> None:
                         error.strerror)
 
 
+def let_go_of_cached(file: Path) -> None:
+    """Hands the kernel back the cached pages of the memory file's current version, just before a
+    save writes the version that replaces it (best effort: a platform or file that cannot is left
+    as it is).
+
+    The new file needs as many fresh pages as the old one holds, and the old one's go when the
+    rename makes it nameless anyway. Freed here, by the saving thread, they are the pages the
+    kernel gives its write straight back: memory in use. Otherwise the write took whatever was
+    free, and on a virtual machine that hands memory it has not used for a while back to its host
+    (this project's, with free page reporting), a page touched again costs a fault in the host:
+    the 5.8 MB of a memory of 10,000 entities took 10.5 ms to write instead of 1.1 ms, in up to
+    four writes in ten. Clean pages only: what another program wrote and the disk has not got yet
+    stays. Called once the comparison of G3 has read the file, which would otherwise read it
+    from the disk again."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:
+        return
+    with suppress(OSError):
+        fd = open_memory_file(file)
+        if fd is not None:
+            try:
+                advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
 def fsync_directory(directory: Path) -> None:
     """Makes a rename in ``directory`` durable; best effort where a filesystem cannot."""
     with suppress(OSError):

@@ -61,6 +61,7 @@ from .files import (
     create_private_directories,
     fsync_directory,
     holds,
+    let_go_of_cached,
     read_file,
     rejected_path_for,
     remove_debris,
@@ -685,8 +686,11 @@ class GraphStore:
                 notes.append(f"{rules.plural(len(graph.rejected), 'unreadable line was', 'unreadable lines were')} "
                              f"moved from the memory file to {side_file}.")
                 graph = replace(graph, rejected=())
+            # The comparison has read the file (G3), so its cached pages can go now: they are the
+            # ones this thread's write then gets back (files.let_go_of_cached).
+            self._confirm(check)
+            let_go_of_cached(self._file)
             with staged(self._file, layout_pieces(layout)) as temporary:
-                self._confirm(check)
                 self._lock.raise_if_lost()
                 # Readers noticing the new file wait for the new snapshot instead of loading it again.
                 with self._loading:
@@ -698,11 +702,12 @@ class GraphStore:
         except OSError as error:
             raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
                              "Nothing was changed.") from error
-        if replaced is not None:
-            # The last descriptor of the version replaced: closing it frees its pages (about 3 ms
-            # per 4 MB), which a worker does while the answer goes out (files.Staged.put_in_place).
-            self._soon(os.close, replaced)
         fsync_directory(self._file.parent)
+        if replaced is not None:
+            # The last descriptor of the version replaced: closing it frees its blocks, which a
+            # worker does while the answer goes out (files.Staged.put_in_place). After the fsync of
+            # the directory, which would otherwise wait for those blocks' records too (1-2 ms).
+            self._soon(os.close, replaced)
 
     def _with_indexes_published_meanwhile(self, graph: Graph) -> Graph:
         """`graph` with the search indexes the read side published while the batch was worked out
