@@ -17,7 +17,9 @@ import tempfile
 import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
+from conftest import WAIT_SECONDS, Deadline
 
 _names = itertools.count()
 
@@ -70,6 +72,25 @@ class PostgresCluster:
                   " ".join([f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off",
                             *(f"-c {setting}" for setting in self.settings)]), "start")
 
+    def require_passwords(self, password: str) -> None:
+        """Connections over TCP authenticate by password (scram-sha-256), the role postgres's being
+        `password`; the socket in the cluster's directory stays trusted, for the test itself."""
+        with psycopg.connect(self.url, autocommit=True) as connection:
+            connection.execute(psycopg.sql.SQL("ALTER ROLE postgres PASSWORD {}").format(psycopg.sql.Literal(password)))
+        (self.data / "pg_hba.conf").write_text("local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n")
+        self._run("pg_ctl", "-D", str(self.data), "reload")
+        deadline = Deadline(WAIT_SECONDS)
+        while True:  # a reload is read by the server when it gets to it
+            try:
+                psycopg.connect(self.url, connect_timeout=5).close()
+            except psycopg.OperationalError:
+                return
+            assert deadline.remaining() > 0, "the cluster did not begin asking for passwords"
+
+    def url_with(self, **parameters: str) -> str:
+        """The cluster's address as a key=value connection string, with more parameters."""
+        return psycopg.conninfo.make_conninfo(self.url, **parameters)
+
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
@@ -113,6 +134,29 @@ def own_cluster() -> object:
     cluster = PostgresCluster()
     cluster.start()
     try:
+        yield cluster
+    finally:
+        cluster.remove()
+
+
+PASSWORD = "Pass-7f3a9c"
+"""The role postgres's password in `password_cluster`."""
+QUOTED_ROLE, QUOTED_PASSWORD = "kg_quoted", "it's two words"
+"""A second role there, whose password a key=value string can give only quoted."""
+
+
+@pytest.fixture(scope="module")
+def password_cluster() -> object:
+    """A cluster that asks every connection over TCP for its role's password (scram-sha-256)."""
+    cluster = PostgresCluster()
+    cluster.start()
+    try:
+        with psycopg.connect(cluster.url, autocommit=True) as connection:
+            connection.execute(psycopg.sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                psycopg.sql.Identifier(QUOTED_ROLE), psycopg.sql.Literal(QUOTED_PASSWORD)))
+            for grant in ("GRANT pg_read_all_data, pg_write_all_data TO {}", "GRANT CREATE ON SCHEMA public TO {}"):
+                connection.execute(psycopg.sql.SQL(grant).format(psycopg.sql.Identifier(QUOTED_ROLE)))
+        cluster.require_passwords(PASSWORD)
         yield cluster
     finally:
         cluster.remove()

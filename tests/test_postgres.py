@@ -6,6 +6,7 @@ module's docstring."""
 from __future__ import annotations
 
 import json
+import urllib.parse
 import subprocess
 import sys
 import threading
@@ -27,12 +28,22 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
     relation,
     server_environment,
 )
-from postgres_helpers import PostgresCluster, database_url, memory_name, own_cluster  # noqa: F401  (fixtures)
+from postgres_helpers import (  # noqa: F401  (database_url, own_cluster and password_cluster are fixtures)
+    PASSWORD,
+    QUOTED_PASSWORD,
+    QUOTED_ROLE,
+    PostgresCluster,
+    database_url,
+    memory_name,
+    own_cluster,
+    password_cluster,
+)
 from test_memory_live import check_update, subscribe
 
 from memory_server.model.graph import graph_from_lines
 from memory_server.model.records import decode_file
 from memory_server.storage.postgres import SCHEMA_VERSION, DatabaseUnreachable, PostgresStore
+from memory_server.storage.postgres_names import without_password
 from memory_server.storage.store import GraphStore
 
 ALICE = entity("Alice", "person", ["Loves jazz", "Has a border collie named Biscuit"])
@@ -388,3 +399,79 @@ def test_an_unreachable_database_is_reported_within_the_connect_bound() -> None:
             store.open_nodes(["Alice"])
     finally:
         cluster.remove()
+
+
+# --- passwords ------------------------------------------------------------------------------------------------
+
+def password_forms(cluster: PostgresCluster, password: str, quoted_password: str) -> dict[str, tuple[str, str, str]]:
+    """MEMORY_DATABASE_URL in every form libpq takes a password in: (the string, its user, the password)."""
+    port, encoded = cluster.port, urllib.parse.quote(password, safe="")
+    escaped = quoted_password.replace("\\", "\\\\").replace("'", "\\'")
+    return {
+        "userinfo": (f"postgresql://postgres:{encoded}@127.0.0.1:{port}/postgres", "postgres", password),
+        "query": (f"postgresql://postgres@127.0.0.1:{port}/postgres?sslmode=disable&password={encoded}&connect_timeout=5",
+                  "postgres", password),
+        "key=value": (f"host=127.0.0.1 port={port} user=postgres password={password} dbname=postgres", "postgres", password),
+        "quoted": (f"host=127.0.0.1 port={port} user={QUOTED_ROLE} password = '{escaped}' dbname=postgres",
+                   QUOTED_ROLE, quoted_password),
+    }
+
+
+FORMS = ("userinfo", "query", "key=value", "quoted")
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_wrong_password_is_told_as_it_is_and_never_shown(memory_servers: MemoryServers, password_cluster: PostgresCluster,
+                                                           form: str) -> None:
+    url, user, wrong = password_forms(password_cluster, "Guess-91d2e4", "wrong guess it's")[form]
+    client = MemoryClient(memory_servers.process(None, env=database_env(url, "team")), "modern").open()
+    for name, arguments in (("read_graph", {}), ("create_entities", {"entities": [ALICE]})):
+        message = client.tool_error(name, arguments)
+        assert f'password authentication failed for user "{user}"' in message, message
+        assert "unreachable" not in message and "\n" not in message, message
+        assert "Nothing was changed" in message, message
+        assert "***" in message, message  # the connection string is there, its password masked
+    assert client.request("tools/list")["tools"]  # still serving
+    shown = message + client.process.stderr
+    for piece in (wrong, urllib.parse.quote(wrong, safe=""), "Guess", "guess"):
+        assert piece not in shown, (piece, shown)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_the_right_password_in_every_form_opens_the_memory(memory_servers: MemoryServers,
+                                                           password_cluster: PostgresCluster, form: str) -> None:
+    url, _, _ = password_forms(password_cluster, PASSWORD, QUOTED_PASSWORD)[form]
+    client = MemoryClient(memory_servers.process(None, env=database_env(url, memory_name())), "legacy").open()
+    client.ok("create_entities", {"entities": [ALICE]})
+    assert client.graph() == {"entities": [ALICE], "relations": []}
+
+
+@pytest.mark.parametrize(("url", "secret"), [
+    ("postgresql://postgres:pa%zzword@127.0.0.1/postgres", "zzword"),
+    ("host=127.0.0.1 password=half secret dbname=postgres", "secret"),
+    ("host=127.0.0.1 password='unterminated secret", "secret"),
+    ("postgresql://postgres@127.0.0.1/postgres?password=secret&nonsense=1", "secret"),
+])
+def test_a_connection_string_libpq_cannot_read_is_refused_at_start_without_its_password(tmp_path: Path, url: str,
+                                                                                        secret: str) -> None:
+    done = run_server(database_env(url, "team"), tmp_path)
+    assert done.returncode != 0
+    assert "MEMORY_DATABASE_URL is not a connection string PostgreSQL reads" in done.stderr, done.stderr
+    assert secret not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("postgresql://me:p%40ss@db:5432/m", "postgresql://me:***@db:5432/m"),
+    ("postgresql://me:p@ss/x@db/m?sslmode=require", "postgresql://me:***@db/m?sslmode=require"),
+    ("postgres://me@db/m?sslmode=require&password=p4ss&application_name=x",
+     "postgres://me@db/m?sslmode=require&password=***&application_name=x"),
+    ("postgresql://me@db/m?pass%77ord=p4ss", "postgresql://me@db/m?pass%77ord=***"),
+    ("host=db password=p4ss dbname=m", "host=db password=*** dbname=m"),
+    ("host=db password = 'p4 \\'ss' dbname=m", "host=db password = *** dbname=m"),
+    ("host=db password=p4\\ ss dbname=m", "host=db password=*** dbname=m"),
+    ("host=db password='p4ss", "host=db password=***"),
+    ("host=db passfile=/run/pgpass user=me", "host=db passfile=/run/pgpass user=me"),
+    ("postgresql://db:5432/m", "postgresql://db:5432/m"),
+])
+def test_every_form_of_a_password_is_masked(url: str, shown: str) -> None:
+    assert without_password(url) == shown

@@ -90,7 +90,8 @@ from ..model.graph import Change, Edge, Graph, GraphError, Node, RowChanges, Tri
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_file, decode_line
 from ..retrieval import query as retrieval
 from ..retrieval.paging import Facts
-from .postgres_names import DEFAULT_MEMORY, memory_name_from, without_password
+from .choice import StoreChoiceError
+from .postgres_names import DEFAULT_MEMORY, memory_name_from, without_fragments, without_password
 from .store import NotInMemory, WriteResult
 
 if TYPE_CHECKING:
@@ -280,8 +281,50 @@ class DatabaseUnreachable(GraphError):
     """The database could not be reached (or went away during the call); nothing was changed."""
 
 
+class DatabaseRefused(GraphError):
+    """The database answered, and refused this server's connection (a wrong password, a role or a
+    database that does not exist); nothing was changed."""
+
+
+_AUTHENTICATION: Final = ("authentication failed", "no pg_hba.conf entry", "no password supplied",
+                          "password is required", "does not exist")
+"""What libpq's message says when the fault is in MEMORY_DATABASE_URL's user, password or database."""
+
+
+def _refusal(message: str) -> str | None:
+    """What the database said when it refused a connection (its FATAL line, which names the user,
+    never the password), or None when it did not answer (libpq's message for a connection it
+    could not make holds the server's own line only when the server answered)."""
+    for line in message.splitlines():
+        if "FATAL:" in line:
+            return without_password(line.split("FATAL:", 1)[1].strip())
+        if "fe_sendauth: no password supplied" in line:
+            return "the database asks for a password, and MEMORY_DATABASE_URL gives none"
+    return None
+
+
 class SchemaTooNew(GraphError):
     """The database's tables are of a newer version than this server understands (P6)."""
+
+
+def _reason(error: BaseException) -> str:
+    """The first line of an error's message, for a person, with any password in it masked."""
+    text = str(error).strip()
+    return without_password(text.splitlines()[0]) if text else type(error).__name__
+
+
+class _Masked(logging.Filter):
+    """The pool's log lines (a failed connection's message) with any password in them masked."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = without_password(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
+
+
+logging.getLogger("psycopg.pool").addFilter(_Masked())
 
 
 def _utf8(text: str) -> bytes:
@@ -579,9 +622,18 @@ class PostgresStore:
         """`clock`: the UTC stamp of now (see model.dates) that writes record; None records no dates."""
         self._clock = clock
         self.memory = memory_name_from(memory)
+        try:  # read here, so that a string libpq cannot read is said at start, and said once
+            psycopg.conninfo.conninfo_to_dict(url)
+        except psycopg.ProgrammingError as error:
+            raise StoreChoiceError("MEMORY_DATABASE_URL is not a connection string PostgreSQL reads "
+                                   f"({without_fragments(_reason(error))})") from None
         self.where = f"memory {self.memory!r} in {without_password(url)}"
+        # What the database said to this server's last attempt to connect: None once it accepted
+        # one, a reason when it refused or could not be reached (P7: the client is told which).
+        self._connect_fault: tuple[str | None, str] | None = None
         self._pool = psycopg_pool.ConnectionPool(
             url, min_size=1, max_size=POOL_SIZE, open=False, timeout=connect_seconds,
+            connection_class=self._connection_class(),
             kwargs={"autocommit": True, "connect_timeout": max(1, round(connect_seconds)),
                     # No JIT: a search over many rows is costed high enough to be compiled first,
                     # which takes longer (100 ms and more) than the statement itself.
@@ -601,6 +653,24 @@ class PostgresStore:
         self._entities_written = 0  # the memory's entity count after this server's last write
         self._statistics_lock = threading.Lock()
         self._statistics: threading.Thread | None = None  # the check running now, if any (ours: joined at close)
+
+    def _connection_class(self) -> type[psycopg.Connection[Any]]:
+        """psycopg's connection, which records in this store how each attempt to connect ended (the
+        pool logs it, and tells a call waiting for a connection only that none came)."""
+        store = self
+
+        class Connection(psycopg.Connection[Any]):
+            @classmethod
+            def connect(cls, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    connection = super().connect(*args, **kwargs)
+                except psycopg.OperationalError as error:
+                    store._connect_fault = (_refusal(str(error)), _reason(error))
+                    raise
+                store._connect_fault = None
+                return connection
+
+        return Connection
 
     # -- life ----------------------------------------------------------------------------------
 
@@ -633,10 +703,18 @@ class PostgresStore:
                     self._make_schema(connection)
                 yield connection
         except psycopg_pool.PoolTimeout:
-            raise DatabaseUnreachable(f"The database is unreachable ({self.where}): no connection within "
-                                      f"{self._pool.timeout:g} s. Nothing was changed; try again when it is back.") from None
+            fault = self._connect_fault
+            if fault is not None and fault[0] is not None:
+                refusal = fault[0]
+                hint = (": check the user, password and database of MEMORY_DATABASE_URL"
+                        if any(phrase in refusal for phrase in _AUTHENTICATION) else "")
+                raise DatabaseRefused(f"The database refused the connection ({self.where}): {refusal}{hint}. "
+                                      "Nothing was changed.") from None
+            why = f"no connection within {self._pool.timeout:g} s" if fault is None else fault[1]
+            raise DatabaseUnreachable(f"The database is unreachable ({self.where}): {why}. "
+                                      "Nothing was changed; try again when it is back.") from None
         except psycopg.OperationalError as error:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            reason = _reason(error)
             raise DatabaseUnreachable(f"The database is unreachable ({self.where}): {reason}. "
                                       "Nothing was changed by this call; try again.") from None
 
@@ -707,9 +785,9 @@ class PostgresStore:
                     connection.execute(_TRIGRAM_INDEX)
             return True
         except psycopg.errors.InsufficientPrivilege as error:
-            reason = str(error).strip().splitlines()[0]
+            reason = _reason(error)
         except psycopg.Error as error:  # not installed on the server, or in a schema not on the path
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            reason = _reason(error)
         row = connection.execute(_HAS_TRIGRAM_INDEX).fetchone()
         if row is not None and row[0]:
             return True  # made by someone who could
@@ -736,7 +814,7 @@ class PostgresStore:
             except psycopg.Error as error:
                 log.warning("%s: could not bound the pending list of %s (%s); each search reads through up to "
                             "4 MB of rows waiting there", self.where, name,
-                            str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
+                            _reason(error))
         connection.execute("SET LOCAL lock_timeout = DEFAULT")
 
     def _upgrade_from_1(self, connection: psycopg.Connection[Any]) -> None:
@@ -974,7 +1052,7 @@ class PostgresStore:
                 connection.execute(_ANALYSE_MEMORY_COLUMNS)
         except (GraphError, psycopg.Error) as error:
             log.warning("%s: could not look at the tables' statistics (%s); autovacuum will analyse them in time",
-                        self.where, str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
+                        self.where, _reason(error))
 
     def _analyse(self) -> None:
         """The tables' statistics made afresh after a large import, so that the planner knows the
@@ -993,7 +1071,7 @@ class PostgresStore:
                     connection.execute(f"SET statement_timeout = {STATEMENT_MILLISECONDS}")
         except psycopg.Error as error:
             log.warning("%s: could not analyse the tables after an import (%s); autovacuum will", self.where,
-                        str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
+                        _reason(error))
 
     def _write(self, operation: Callable[[Graph], Change], names: Sequence[str] | None,
                triples: Sequence[Triple] | None, reads: _Reads, abandon: threading.Event | None = None, *,
