@@ -64,6 +64,9 @@ P14. Every search reads through the rows waiting in the GIN indexes' pending lis
     to GIN_PENDING_KB on both indexes (their ``gin_pending_list_limit``) where it owns them, so that
     a search reads at most that much of them (PostgreSQL's default, 4 MB, cost a search 2 to 3 ms;
     a write that fills the list merges it, as before, a smaller piece each time).
+P15. What a server keeps of a memory (its last whole read_graph, the last change its subscribers
+    were told of) is keyed by the memory's :data:`Version`, which never repeats: a memory removed
+    by hand and made again by as many writes is never taken for the one before.
 
 Names, types and lines are stored as UTF-8 ``bytea``: a name may hold any character the tools
 accept (NUL included, which PostgreSQL's ``text`` cannot hold).
@@ -214,8 +217,10 @@ _SCHEMA_EXISTS: Final = "SELECT to_regclass('kg_schema') IS NOT NULL"
 _SCHEMA_VERSION: Final = "SELECT max(version) FROM kg_schema"
 _RECORD_VERSION: Final = "INSERT INTO kg_schema (version) VALUES (%s)"
 _ADD_MEMORY: Final = "INSERT INTO kg_memories (name) VALUES (%s) ON CONFLICT (name) DO NOTHING"
-_REVISION: Final = "SELECT revision FROM kg_memories WHERE name = %s"
-_LOCK_STATE: Final = "SELECT revision, removals, next_seq, entities, total_length FROM kg_memories WHERE name = %s FOR UPDATE"
+# A memory's version (see Version): its revision, and the transaction that wrote its row (xmin).
+_REVISION: Final = "SELECT revision, xmin::text FROM kg_memories WHERE name = %s"
+_LOCK_STATE: Final = ("SELECT revision, removals, next_seq, entities, total_length, xmin::text FROM kg_memories "
+                      "WHERE name = %s FOR UPDATE")
 _COUNTS: Final = "SELECT next_seq, entities, total_length FROM kg_memories WHERE name = %s"
 _ALL_ENTITIES: Final = "SELECT line FROM kg_entities WHERE memory = %s ORDER BY seq"
 _ALL_RELATIONS: Final = "SELECT line FROM kg_relations WHERE memory = %s ORDER BY seq"
@@ -262,7 +267,7 @@ _PUT_RELATION: Final = """INSERT INTO kg_relations (memory, source, target, rela
 _COPY_RELATIONS: Final = "COPY kg_relations (memory, source, target, relation_type, seq, revision, line) FROM STDIN"
 _DROP_RELATION: Final = "DELETE FROM kg_relations WHERE memory = %s AND source = %s AND target = %s AND relation_type = %s"
 _NEW_STATE: Final = """UPDATE kg_memories SET revision = %s, removals = %s, next_seq = %s, entities = %s,
-    total_length = %s WHERE name = %s"""
+    total_length = %s WHERE name = %s RETURNING xmin::text"""
 
 
 def _still_there(connection: psycopg.Connection[Any]) -> None:
@@ -597,9 +602,8 @@ class _Snapshot:
         return ([bytes(line) for (line,) in self._connection.execute(_ALL_ENTITIES, (self._memory,))],
                 [bytes(line) for (line,) in self._connection.execute(_ALL_RELATIONS, (self._memory,))])
 
-    def revision(self) -> int:
-        row = self._connection.execute(_REVISION, (self._memory,)).fetchone()
-        return 0 if row is None else int(row[0])
+    def version(self) -> Version:
+        return _version_of(self._connection.execute(_REVISION, (self._memory,)).fetchone())
 
     def counts(self) -> tuple[int, int, int]:
         """The memory's next position, entity count and total length (as of the snapshot)."""
@@ -607,6 +611,17 @@ class _Snapshot:
             row = self._connection.execute(_COUNTS, (self._memory,)).fetchone()
             self._counts = (0, 0, 0) if row is None else (row[0], row[1], row[2])
         return self._counts
+
+
+Version = tuple[int, str] | None
+"""What a memory is at: its revision and the transaction that last wrote its row (None: it has no
+row). A revision alone repeats: a memory removed by hand (``DELETE FROM kg_memories``) and made
+again counts from 0, and after as many writes as it had, its revision is the old one's. The
+transaction does not: every write makes a new version of the row, in a transaction of its own."""
+
+
+def _version_of(row: tuple[Any, ...] | None) -> Version:
+    return None if row is None else (int(row[0]), str(row[1]))
 
 
 def unique(items: Iterable[str]) -> list[str]:
@@ -643,8 +658,12 @@ class PostgresStore:
         self._ready = False
         self._ready_lock = threading.Lock()
         self._trigrams = False
-        self._reported = -1  # the revision poll_external_change last reported (or this server wrote)
-        self._kept: tuple[int, Graph] | None = None  # read_graph's last whole memory, at its revision
+        # The version poll_external_change last reported (or this server wrote), once it has looked;
+        # under _report_lock, which a write holds from just before its commit until it has set it.
+        self._reported: Version = None
+        self._looked = False
+        self._report_lock = threading.Lock()
+        self._kept: tuple[Version, Graph] | None = None  # read_graph's last whole memory, at its version
         self._opened = False
         # P13: rows written since this server last looked at the planner's statistics, and the
         # memory's rows then (as far as it counted them).
@@ -862,19 +881,19 @@ class PostgresStore:
 
     def _whole(self) -> Graph:
         """The whole memory for read_graph: the one read last while no write came since (its
-        revision is the memory's: P3), kept for a memory of at most KEEP_WHOLE_ENTITIES."""
+        version is the memory's: P3), kept for a memory of at most KEEP_WHOLE_ENTITIES."""
         kept = self._kept
-        if kept is not None and kept[0] == self.graph_revision():
+        if kept is not None and kept[0] == self._version():
             return kept[1]
         with self._snapshot() as snapshot:
-            revision = snapshot.revision()
+            version = snapshot.version()
             next_seq = snapshot.counts()[0]
             entity_lines, relation_lines = snapshot.every_line()
         if kept is None:
             graph = self._graph_of([*entity_lines, *relation_lines], next_seq)
         else:
             graph = graph_again(kept[1], entity_lines, relation_lines, next_seq)
-        self._kept = (revision, graph) if len(graph.entities) <= KEEP_WHOLE_ENTITIES else None
+        self._kept = (version, graph) if len(graph.entities) <= KEEP_WHOLE_ENTITIES else None
         return graph
 
     def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
@@ -954,18 +973,27 @@ class PostgresStore:
         """True when another server changed the memory since this one last reported (or wrote);
         never raises (an unreachable database is reported to whoever reads or writes next)."""
         try:
-            revision = self.graph_revision()
+            # The version is read and compared under the lock a write holds across its commit: a
+            # version read before this server's own write committed is never taken for a change.
+            with self._connection() as connection, self._report_lock:
+                version = _version_of(connection.execute(_REVISION, (self.memory,)).fetchone())
+                if not self._looked:
+                    self._looked, self._reported = True, version
+                    return False
+                if version != self._reported:
+                    self._reported = version
+                    return True
+                return False
         except GraphError:
             return False
-        if revision > self._reported:
-            first, self._reported = self._reported < 0, revision
-            return not first
-        return False
 
     def graph_revision(self) -> int:
+        version = self._version()
+        return 0 if version is None else version[0]
+
+    def _version(self) -> Version:
         with self._connection() as connection:
-            row = connection.execute(_REVISION, (self.memory,)).fetchone()
-        return 0 if row is None else int(row[0])
+            return _version_of(connection.execute(_REVISION, (self.memory,)).fetchone())
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -1082,16 +1110,18 @@ class PostgresStore:
         with self._connection() as connection:
             if abandon is not None and abandon.is_set():
                 raise GraphError("The call was cancelled before it was written; nothing was changed.")
+            reporting = False  # holding _report_lock (see poll_external_change)
             try:
                 with connection.transaction():
                     row = connection.execute(_LOCK_STATE, (self.memory,)).fetchone()
+                    was: Version = None if row is None else (int(row[0]), str(row[5]))
                     if row is None:  # its row was deleted by hand while this server ran: made again
                         connection.execute(_ADD_MEMORY, (self.memory,))
                         row = connection.execute(_LOCK_STATE, (self.memory,)).fetchone()
                     assert row is not None  # made just above, in this transaction
                     if unbounded:
                         connection.execute("SET LOCAL statement_timeout = 0")
-                    revision, removals, next_seq, entities, total_length = row
+                    revision, removals, next_seq, entities, total_length, _ = row
                     # An empty memory has no row to read (an import into a new memory reads none).
                     before = _rows_for(connection, self.memory, reads if entities else _Reads(()), next_seq)
                     change = operation(before)
@@ -1103,13 +1133,19 @@ class PostgresStore:
                         removals += 1
                     entities, total_length = self._write_rows(connection, before, rows, revision,
                                                               entities, total_length)
-                    connection.execute(_NEW_STATE, (revision, removals, change.graph.next_seq, entities,
-                                                    total_length, self.memory))
+                    written = connection.execute(_NEW_STATE, (revision, removals, change.graph.next_seq, entities,
+                                                              total_length, self.memory)).fetchone()
+                    assert written is not None  # the row locked above
+                    self._report_lock.acquire()
+                    reporting = True
+                if self._looked and self._reported == was:
+                    self._reported = (revision, str(written[0]))  # our own write: announced by the tool, not the poller
             except psycopg.errors.QueryCanceled:
                 raise GraphError(f"The write waited more than {STATEMENT_MILLISECONDS // 1000} s for the {self.where} "
                                  "(another server holds it); nothing was changed. Try again.") from None
-            if self._reported == revision - 1:
-                self._reported = revision  # our own write: announced by the tool, not the poller
+            finally:
+                if reporting:
+                    self._report_lock.release()
         self._entities_written = entities
         if not unbounded:  # (see merge)
             self._look_at_statistics(len(rows.entities) + len(rows.relations), entities)
