@@ -6,10 +6,12 @@ module's docstring."""
 from __future__ import annotations
 
 import json
-import urllib.parse
 import subprocess
 import sys
 import threading
+import urllib.parse
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +259,58 @@ def test_a_newer_schema_is_refused_and_nothing_is_written(own_cluster: PostgresC
     assert f"version {SCHEMA_VERSION + 1}" in message and "upgrade mcp-server-memory" in message, message
     assert rows(url, "SELECT memory, line FROM kg_entities ORDER BY memory, seq") == before
     assert rows(url, "SELECT name FROM kg_memories ORDER BY name") == [("first",)]
+
+
+# --- a role that may only read ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def reader_url(database_url: str) -> Iterator[str]:
+    """A role of its own that may only SELECT from the memory tables (made by the test's owner role)."""
+    with PostgresStore(database_url, memory_name()) as store:
+        store.graph()  # the tables exist
+    role = f"kg_reader_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(psycopg.sql.SQL("CREATE ROLE {} LOGIN").format(psycopg.sql.Identifier(role)))
+        admin.execute(psycopg.sql.SQL("GRANT SELECT ON kg_schema, kg_memories, kg_entities, kg_relations TO {}").format(
+            psycopg.sql.Identifier(role)))
+    info = psycopg.conninfo.conninfo_to_dict(database_url)
+    info["user"] = role
+    try:
+        yield psycopg.conninfo.make_conninfo(**info)
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(psycopg.sql.SQL("DROP OWNED BY {}").format(psycopg.sql.Identifier(role)))
+            admin.execute(psycopg.sql.SQL("DROP ROLE {}").format(psycopg.sql.Identifier(role)))
+
+
+def test_a_role_that_may_only_read_reads_and_is_told_what_a_write_needs(memory_servers: MemoryServers, era: str,
+                                                                        database_url: str, reader_url: str) -> None:
+    memory, never_written = memory_name(), memory_name()
+    with PostgresStore(database_url, memory) as owner:
+        owner.create_entities([ALICE, BOB])
+        owner.create_relations([relation("Alice", "Bob", "knows")])
+    before = rows(database_url, "SELECT name, revision FROM kg_memories ORDER BY name")
+    reader = client_on(memory_servers, era, reader_url, memory)
+    graph = {"entities": [ALICE, BOB], "relations": [relation("Alice", "Bob", "knows")]}
+    assert reader.graph() == graph
+    assert json.loads(reader.request("resources/read", {"uri": GRAPH_URI})["contents"][0]["text"]) == graph
+    assert reader.ok("search_nodes", {"query": "jazz"})["entities"] == [ALICE]
+    assert reader.ok("open_nodes", {"names": ["Bob"]})["entities"] == [BOB]
+    for name, arguments in (("create_entities", {"entities": [entity("Carol", "person", [])]}),
+                            ("add_observations", {"observations": [{"entityName": "Bob", "contents": ["Cooks"]}]}),
+                            ("delete_entities", {"entityNames": ["Alice"]})):
+        message = reader.tool_error(name, arguments)
+        assert "may not write" in message and "INSERT" in message and "UPDATE" in message, message
+        assert "DELETE on kg_memories" in message and "kg_entities" in message, message
+        assert "Nothing was changed" in message, message
+    assert reader.graph() == graph
+    # A memory nobody wrote yet (no row) reads as empty, and reading it makes no row.
+    empty = client_on(memory_servers, era, reader_url, never_written)
+    assert empty.graph() == {"entities": [], "relations": []}
+    assert empty.ok("search_nodes", {"query": "jazz"})["entities"] == []
+    assert empty.ok("open_nodes", {"names": ["Alice"]})["entities"] == []
+    assert "may not write" in empty.tool_error("create_entities", {"entities": [ALICE]})
+    assert rows(database_url, "SELECT name, revision FROM kg_memories ORDER BY name") == before
 
 
 # --- the database going away ------------------------------------------------------------------------------------

@@ -286,6 +286,28 @@ class DatabaseUnreachable(GraphError):
     """The database could not be reached (or went away during the call); nothing was changed."""
 
 
+class NotAllowed(GraphError):
+    """The role of MEMORY_DATABASE_URL lacks a privilege the call needs; nothing was changed."""
+
+
+_TABLES: Final = ("kg_memories", "kg_entities", "kg_relations")
+_TABLES_SAID: Final = "kg_schema, kg_memories, kg_entities and kg_relations"
+_WRITE_PRIVILEGES: Final = ("SELECT", "INSERT", "UPDATE", "DELETE")
+# P5: the tables and privileges are parameters; has_table_privilege reads the session's role.
+_MISSING_PRIVILEGES: Final = """SELECT t.name, p.privilege FROM unnest(%s::text[]) WITH ORDINALITY AS t (name, n),
+    unnest(%s::text[]) WITH ORDINALITY AS p (privilege, m)
+    WHERE NOT has_table_privilege(t.name, p.privilege) ORDER BY t.n, p.m"""
+
+
+def _missing_privileges(connection: psycopg.Connection[Any]) -> str:
+    """The privileges a write needs that the session's role lacks, said per table ("UPDATE, INSERT
+    on kg_memories; ..."), or "" when it has them all (then something else refused it)."""
+    missing: dict[str, list[str]] = {}
+    for table, privilege in connection.execute(_MISSING_PRIVILEGES, (list(_TABLES), list(_WRITE_PRIVILEGES))):
+        missing.setdefault(table, []).append(privilege)
+    return "; ".join(f"{', '.join(privileges)} on {table}" for table, privileges in missing.items())
+
+
 class DatabaseRefused(GraphError):
     """The database answered, and refused this server's connection (a wrong password, a role or a
     database that does not exist); nothing was changed."""
@@ -732,6 +754,10 @@ class PostgresStore:
             why = f"no connection within {self._pool.timeout:g} s" if fault is None else fault[1]
             raise DatabaseUnreachable(f"The database is unreachable ({self.where}): {why}. "
                                       "Nothing was changed; try again when it is back.") from None
+        except psycopg.errors.InsufficientPrivilege as error:
+            raise NotAllowed(f"The database refused this call ({self.where}): {_reason(error)}. Reading a memory "
+                             f"needs SELECT on {_TABLES_SAID}; writing it, INSERT, UPDATE and DELETE too; the first "
+                             "start on a database, CREATE on its schema. Nothing was changed.") from None
         except psycopg.OperationalError as error:
             reason = _reason(error)
             raise DatabaseUnreachable(f"The database is unreachable ({self.where}): {reason}. "
@@ -782,7 +808,8 @@ class PostgresStore:
                     connection.execute(_RECORD_VERSION, (SCHEMA_VERSION,))
                 self._trigrams = self._make_trigram_index(connection)
                 self._limit_pending(connection)
-                connection.execute(_ADD_MEMORY, (self.memory,))
+            # The memory's row is made by its first write, not here: a role that may only read
+            # reads (a memory without a row is empty).
             self._ready = True
 
     def _make_trigram_index(self, connection: psycopg.Connection[Any]) -> bool:
@@ -1143,6 +1170,11 @@ class PostgresStore:
             except psycopg.errors.QueryCanceled:
                 raise GraphError(f"The write waited more than {STATEMENT_MILLISECONDS // 1000} s for the {self.where} "
                                  "(another server holds it); nothing was changed. Try again.") from None
+            except psycopg.errors.InsufficientPrivilege as error:
+                missing = _missing_privileges(connection)
+                raise NotAllowed(f"The role {connection.info.user!r} may not write the {self.where}: "
+                                 + (f"it lacks {missing}" if missing else _reason(error))
+                                 + " (an operator can GRANT them). Nothing was changed.") from None
             finally:
                 if reporting:
                     self._report_lock.release()
