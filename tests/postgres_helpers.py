@@ -160,3 +160,18 @@ def password_cluster() -> object:
         yield cluster
     finally:
         cluster.remove()
+
+
+@pytest.fixture
+def private_database(database_url: str) -> object:
+    """A database of the test's own in the shared cluster (for a test that locks whole tables)."""
+    name = f"kg_private_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
+    info = psycopg.conninfo.conninfo_to_dict(database_url)
+    info["dbname"] = name
+    try:
+        yield psycopg.conninfo.make_conninfo(**info)
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(psycopg.sql.SQL("DROP DATABASE {} WITH (FORCE)").format(psycopg.sql.Identifier(name)))

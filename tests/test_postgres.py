@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 import uuid
 from collections.abc import Iterator
@@ -39,12 +40,21 @@ from postgres_helpers import (  # noqa: F401  (database_url, own_cluster and pas
     memory_name,
     own_cluster,
     password_cluster,
+    private_database,
 )
 from test_memory_live import check_update, subscribe
 
-from memory_server.model.graph import graph_from_lines
+from memory_server.model.graph import GraphError, graph_from_lines
 from memory_server.model.records import decode_file
-from memory_server.storage.postgres import SCHEMA_VERSION, DatabaseUnreachable, PostgresStore
+from memory_server.storage.postgres import (
+    BUSY_SECONDS,
+    CONNECT_SECONDS,
+    POOL_SIZE,
+    SCHEMA_VERSION,
+    DatabaseBusy,
+    DatabaseUnreachable,
+    PostgresStore,
+)
 from memory_server.storage.postgres_names import without_password
 from memory_server.storage.store import GraphStore
 
@@ -311,6 +321,81 @@ def test_a_role_that_may_only_read_reads_and_is_told_what_a_write_needs(memory_s
     assert empty.ok("open_nodes", {"names": ["Alice"]})["entities"] == []
     assert "may not write" in empty.tool_error("create_entities", {"entities": [ALICE]})
     assert rows(database_url, "SELECT name, revision FROM kg_memories ORDER BY name") == before
+
+
+# --- more calls than connections -----------------------------------------------------------------------------
+
+def _blocked_on_the_lock(url: str, database: str) -> int:
+    """How many sessions of the database wait for a lock (the test's ACCESS EXCLUSIVE on kg_entities)."""
+    return int(rows(url, "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+                    database)[0][0])
+
+
+def test_more_searches_at_once_than_connections_wait_their_turn(http_servers: HttpServers, private_database: str) -> None:
+    database = psycopg.conninfo.conninfo_to_dict(private_database)["dbname"]
+    server = http_servers.memory(None, extra_env=database_env(private_database, "team"))  # type: ignore[arg-type]
+    url = f"http://127.0.0.1:{server.port}/mcp"
+    with httpx.Client(timeout=WAIT_SECONDS) as client:
+        created = modern_post(client, url, 1, "tools/call", {"name": "create_entities", "arguments": {"entities": [ALICE]}})
+        assert created.status_code == 200 and not created.json()["result"].get("isError"), created.text
+    answers: list[dict[str, Any]] = []
+
+    def search(turn: int) -> None:
+        with httpx.Client(timeout=BUSY_SECONDS * 2) as own:
+            response = modern_post(own, url, turn, "tools/call", {"name": "search_nodes", "arguments": {"query": "jazz"}})
+            answers.append(response.json())
+
+    with psycopg.connect(private_database) as holder:
+        # Every search's statement waits behind this lock, each holding one of the server's 8
+        # connections; the other 16 wait for a connection.
+        holder.execute("LOCK TABLE kg_entities IN ACCESS EXCLUSIVE MODE")
+        threads = [threading.Thread(target=search, args=(turn,)) for turn in range(2, 26)]
+        for thread in threads:
+            thread.start()
+        deadline = Deadline(WAIT_SECONDS * 4)
+        while _blocked_on_the_lock(private_database, database) < POOL_SIZE:
+            deadline.remaining()
+            time.sleep(0.05)  # between two looks
+        # The condition here is time itself: the 16 have waited longer than the pool's own wait for
+        # a connection (CONNECT_SECONDS), after which they were told the database was unreachable.
+        time.sleep(CONNECT_SECONDS + 2)
+        holder.rollback()
+    for thread in threads:
+        thread.join(BUSY_SECONDS * 2)
+    assert len(answers) == 24
+    for answer in answers:
+        result = answer["result"]
+        assert not result.get("isError"), result
+        assert result["structuredContent"]["entities"] == [ALICE], result
+
+
+def test_a_call_waiting_longer_than_the_server_lets_it_is_told_the_server_is_busy(private_database: str) -> None:
+    with PostgresStore(private_database, "team", connect_seconds=1, busy_seconds=2) as store:
+        store.create_entities([ALICE])
+        outcomes: list[object] = []
+        first = threading.Event()
+
+        def search() -> None:
+            try:
+                outcomes.append(store.search_nodes("jazz")["entities"])
+            except GraphError as error:
+                outcomes.append(error)
+            first.set()
+
+        with psycopg.connect(private_database) as holder:
+            holder.execute("LOCK TABLE kg_entities IN ACCESS EXCLUSIVE MODE")
+            threads = [threading.Thread(target=search) for _ in range(POOL_SIZE + 1)]
+            for thread in threads:
+                thread.start()
+            assert first.wait(WAIT_SECONDS * 2)  # the one without a connection gives up first
+            holder.rollback()
+        for thread in threads:
+            thread.join(WAIT_SECONDS)
+    refused = [outcome for outcome in outcomes if isinstance(outcome, GraphError)]
+    assert refused and all(isinstance(outcome, DatabaseBusy) for outcome in refused), outcomes
+    assert "all in use" in str(refused[0]) and "unreachable" not in str(refused[0]), refused[0]
+    assert [outcome for outcome in outcomes if not isinstance(outcome, GraphError)] == [[ALICE]] * (len(outcomes) - len(refused))
+    assert len(outcomes) == POOL_SIZE + 1
 
 
 # --- the database going away ------------------------------------------------------------------------------------

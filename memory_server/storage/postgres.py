@@ -32,6 +32,10 @@ P7. The database going away is a fault, not a crash: a call that cannot reach it
     the connection's socket, which costs no round trip, and asks the database only when the socket
     has something to say). A write whose commit was sent when the connection broke may or may not
     have landed (the database alone knows): it is reported as failed, and never half-made.
+    "Unreachable" is said only when the database did not answer the pool's last attempt to
+    connect: one that answered and refused (a wrong password) is told with what it said; while it
+    accepts, a call finding all POOL_SIZE connections in use waits its turn, up to BUSY_SECONDS,
+    and is then told the server is busy.
 P8. Deleted rows are deleted (``DELETE``), not marked: what remains of them until VACUUM is
     PostgreSQL's own dead tuples (see docs/postgres.md for what an operator runs to purge them).
 P9. The same query over the same graph answers the same on both stores (words only: see P11).
@@ -115,6 +119,10 @@ CONNECT_SECONDS: Final = 5.0
 STATEMENT_MILLISECONDS: Final = 30_000
 """A statement (a write waiting for another server's lock included) that runs longer is cancelled."""
 POOL_SIZE: Final = 8
+"""Connections a server keeps at most; calls beyond them wait their turn (P7)."""
+BUSY_SECONDS: Final = STATEMENT_MILLISECONDS / 1000
+"""How long a call waits for its turn while every connection is in use by others and the database
+answers (as long as a statement may run), before it says the server is busy."""
 KEEP_WHOLE_ENTITIES: Final = 20_000
 """A memory of at most this many entities is kept whole after a read_graph, for the next one
 while no write comes (a read_graph of a larger one reads it again: a million entities are GBs)."""
@@ -284,6 +292,11 @@ def _still_there(connection: psycopg.Connection[Any]) -> None:
 
 class DatabaseUnreachable(GraphError):
     """The database could not be reached (or went away during the call); nothing was changed."""
+
+
+class DatabaseBusy(GraphError):
+    """Every connection of the server was in use by other calls for longer than a call waits; the
+    database answers. Nothing was changed."""
 
 
 class NotAllowed(GraphError):
@@ -655,7 +668,7 @@ class PostgresStore:
     and machines. The same interface as :class:`~memory_server.storage.store.GraphStore`."""
 
     def __init__(self, url: str, memory: str = DEFAULT_MEMORY, *, connect_seconds: float = CONNECT_SECONDS,
-                 clock: Callable[[], str] | None = None) -> None:
+                 busy_seconds: float = BUSY_SECONDS, clock: Callable[[], str] | None = None) -> None:
         """`clock`: the UTC stamp of now (see model.dates) that writes record; None records no dates."""
         self._clock = clock
         self.memory = memory_name_from(memory)
@@ -666,8 +679,9 @@ class PostgresStore:
                                    f"({without_fragments(_reason(error))})") from None
         self.where = f"memory {self.memory!r} in {without_password(url)}"
         # What the database said to this server's last attempt to connect: None once it accepted
-        # one, a reason when it refused or could not be reached (P7: the client is told which).
-        self._connect_fault: tuple[str | None, str] | None = None
+        # one, else (what it said when it refused, or None when it did not answer; the reason) (P7).
+        self._connect_fault: tuple[str | None, str] | None = (None, f"no connection within {connect_seconds:g} s")
+        self._busy_seconds = busy_seconds
         self._pool = psycopg_pool.ConnectionPool(
             url, min_size=1, max_size=POOL_SIZE, open=False, timeout=connect_seconds,
             connection_class=self._connection_class(),
@@ -735,14 +749,35 @@ class PostgresStore:
     def __exit__(self, *_: object) -> None:
         self.close()
 
+    def _lend(self) -> psycopg.Connection[Any]:
+        """A connection of the pool (P7). While the database accepted the pool's last attempt to
+        connect, a call finding every connection in use waits its turn (the calls a transport admits
+        at once outnumber the connections), up to `busy_seconds`; then it is told the server is busy.
+        PoolTimeout when no connection came and the database did not accept the last attempt."""
+        waited = 0.0
+        while True:
+            try:
+                return self._pool.getconn()
+            except psycopg_pool.PoolTimeout:
+                waited += self._pool.timeout
+                if self._connect_fault is not None:
+                    raise
+                if waited >= self._busy_seconds:
+                    raise DatabaseBusy(f"This server's {POOL_SIZE} connections to the database ({self.where}) were all "
+                                       f"in use by other calls for {waited:g} s. Nothing was changed; try again.") from None
+
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
         self.look_ahead()
         try:
-            with self._pool.connection() as connection:
-                if not self._ready:
-                    self._make_schema(connection)
-                yield connection
+            connection = self._lend()
+            try:
+                with connection:  # (as the pool's own context: a transaction left open is rolled back)
+                    if not self._ready:
+                        self._make_schema(connection)
+                    yield connection
+            finally:
+                self._pool.putconn(connection)
         except psycopg_pool.PoolTimeout:
             fault = self._connect_fault
             if fault is not None and fault[0] is not None:
@@ -751,7 +786,7 @@ class PostgresStore:
                         if any(phrase in refusal for phrase in _AUTHENTICATION) else "")
                 raise DatabaseRefused(f"The database refused the connection ({self.where}): {refusal}{hint}. "
                                       "Nothing was changed.") from None
-            why = f"no connection within {self._pool.timeout:g} s" if fault is None else fault[1]
+            why = "no connection" if fault is None else fault[1]
             raise DatabaseUnreachable(f"The database is unreachable ({self.where}): {why}. "
                                       "Nothing was changed; try again when it is back.") from None
         except psycopg.errors.InsufficientPrivilege as error:
