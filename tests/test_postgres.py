@@ -5,6 +5,7 @@ module's docstring."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -269,6 +270,91 @@ def test_a_newer_schema_is_refused_and_nothing_is_written(own_cluster: PostgresC
     assert f"version {SCHEMA_VERSION + 1}" in message and "upgrade mcp-server-memory" in message, message
     assert rows(url, "SELECT memory, line FROM kg_entities ORDER BY memory, seq") == before
     assert rows(url, "SELECT name FROM kg_memories ORDER BY name") == [("first",)]
+
+
+# --- long words and names ---------------------------------------------------------------------------------------
+
+def one_word(seed: str, characters: int = 4_000) -> str:
+    """A single word (letters and digits) of `characters`, longer than a GIN or btree entry holds."""
+    word = "".join(hashlib.sha256(f"{seed}{index}".encode()).hexdigest() for index in range(characters // 64 + 1))
+    return word[:characters]
+
+
+def test_words_longer_than_an_index_entry_are_stored_and_found(memory_servers: MemoryServers, database_url: str) -> None:
+    memory = memory_name()
+    client = client_on(memory_servers, "modern", database_url, memory)
+    blob, kind = one_word("blob"), one_word("kind")
+    stored = [entity("Blob", "attachment", [f"payload {blob}"]), entity("Typed", kind, ["has a long type"])]
+    assert client.ok("create_entities", {"entities": stored})["entities"] == stored
+    assert client.ok("open_nodes", {"names": ["Blob", "Typed"]})["entities"] == stored
+
+    def found(query: str) -> list[str]:  # (an answer's observations are cut to its budget: the names say it)
+        return [item["name"] for item in client.ok("search_nodes", {"query": query})["entities"]]
+
+    assert found(blob) == ["Blob"]
+    assert found(f"{blob} zebra") == ["Blob"]  # by its words
+    assert found(f"zebra {kind}") == ["Typed"]
+    assert found("payload") == ["Blob"]
+    client.ok("add_observations", {"observations": [{"entityName": "Typed", "contents": [f"also {blob}"]}]})
+    terms = [term for (held,) in rows(database_url, "SELECT terms FROM kg_entities WHERE memory = %s", memory)
+             for term in held]
+    assert terms and max(len(term.encode()) for term in terms) <= 1_000
+    assert blob.lower() not in terms and sum(term.startswith("#") for term in terms) == 3
+
+
+def test_long_words_answer_as_on_a_file(database_url: str, tmp_path: Path) -> None:
+    blob, kind = one_word("blob"), one_word("kind")
+    on_file = GraphStore(tmp_path / "memory.jsonl")
+    with PostgresStore(database_url, memory_name()) as in_database:
+        for store in (on_file, in_database):
+            store.create_entities([entity("Blob", "attachment", [f"payload {blob}"]), entity("Typed", kind, ["short"]),
+                                   entity("Plain", "thing", ["zebra crossing"])])
+            store.add_observations([{"entityName": "Typed", "contents": [f"also {blob}"]}])
+        for query in (blob, f"{blob} zebra", f"zebra {kind}", f"{kind} {blob}", "payload", blob[:900]):
+            assert in_database.search_nodes(query) == on_file.search_nodes(query), query[:40]
+
+
+def test_a_name_longer_than_a_key_holds_is_refused_whole_with_what_to_shorten(memory_servers: MemoryServers,
+                                                                               database_url: str) -> None:
+    memory = memory_name()
+    client = client_on(memory_servers, "legacy", database_url, memory)
+    client.ok("create_entities", {"entities": [ALICE]})
+    long_name = one_word("name")
+    for name, arguments in (
+            ("create_entities", {"entities": [BOB, entity(long_name, "person", ["x"])]}),
+            ("create_relations", {"relations": [relation("Alice", "Alice", one_word("type"))]})):
+        message = client.tool_error(name, arguments)
+        assert "is too long to be stored in the database" in message and "Nothing was changed" in message, message
+        assert "unreachable" not in message and "try again" not in message, message
+        assert ("4,000 bytes" in message or "4,010 bytes" in message) and "Shorten it" in message, message
+    assert client.graph() == {"entities": [ALICE], "relations": []}
+
+
+def test_an_import_with_a_long_word_is_stored_and_one_with_a_long_name_is_refused_clearly(tmp_path: Path,
+                                                                                        database_url: str) -> None:
+    memory = memory_name()
+    env = database_env(database_url, memory)
+    blob = one_word("import")
+    lines = [{"type": "entity", **ALICE}, {"type": "entity", "name": "Blob", "entityType": "attachment",
+                                           "observations": [f"payload {blob}"]},
+             {"type": "relation", "from": "Alice", "to": "Blob", "relationType": "owns"}]
+    refused = tmp_path / "refused.jsonl"
+    long_name = one_word("imported name")
+    refused.write_text("\n".join(json.dumps(line) for line in
+                                 [*lines, {"type": "entity", "name": long_name, "entityType": "x", "observations": []}]))
+    done = cli(["import", str(refused)], env, tmp_path)
+    assert done.returncode == 2, done
+    assert f"The entity name {long_name[:40]!r}"[:-1] in done.stderr and "too long" in done.stderr, done.stderr
+    assert "unreachable" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert rows(database_url, "SELECT count(*) FROM kg_entities WHERE memory = %s", memory) == [(0,)]
+    accepted = tmp_path / "accepted.jsonl"
+    accepted.write_text("\n".join(json.dumps(line) for line in lines))
+    done = cli(["import", str(accepted)], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    with PostgresStore(database_url, memory) as store:
+        found = store.search_nodes(f"{blob} zebra")
+        assert [item["name"] for item in found["entities"]] == ["Blob"]
+        assert found["relations"] == [relation("Alice", "Blob", "owns")]
 
 
 # --- a role that may only read ---------------------------------------------------------------------------------

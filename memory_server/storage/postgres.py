@@ -71,6 +71,11 @@ P14. Every search reads through the rows waiting in the GIN indexes' pending lis
 P15. What a server keeps of a memory (its last whole read_graph, the last change its subscribers
     were told of) is keyed by the memory's :data:`Version`, which never repeats: a memory removed
     by hand and made again by as many writes is never taken for the one before.
+P16. Every entity the tools accept is stored, whatever the length of its words: a term longer than
+    INDEXED_TERM_BYTES is held in ``terms`` as a digest, which a search for it looks up (so a
+    search still finds its holders, P9). Names and relation types are the tables' keys, and a
+    btree entry holds at most about 2.7 kB: a write whose key does not fit is refused whole with
+    a tool error naming it, and changes nothing (see :func:`_too_long`).
 
 Names, types and lines are stored as UTF-8 ``bytea``: a name may hold any character the tools
 accept (NUL included, which PostgreSQL's ``text`` cannot hold).
@@ -78,6 +83,7 @@ accept (NUL included, which PostgreSQL's ``text`` cannot hold).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import select
 import threading
@@ -135,6 +141,9 @@ GIN_PENDING_KB: Final = 256
 """The most rows a GIN index of the server keeps waiting in its pending list, in kB (P14)."""
 PENDING_LOCK_MILLISECONDS: Final = 200
 """How long a start waits to bound the pending lists (P14) before it leaves that to a later start."""
+INDEXED_TERM_BYTES: Final = 1_000
+"""A term longer than this (in UTF-8) is held in ``terms`` as a digest (P16): a GIN entry holds at
+most about 2.7 kB, and a base64 blob in an observation is one word."""
 TRIGRAM_CHARACTERS: Final = 3
 """A whole query shorter than this has no trigram to look up: its candidates are found by a scan."""
 _SCHEMA_LOCK: Final = 0x6B675F6D656D  # pg_advisory_xact_lock key: one server makes the tables at a time
@@ -294,6 +303,34 @@ class DatabaseUnreachable(GraphError):
     """The database could not be reached (or went away during the call); nothing was changed."""
 
 
+class KeyTooLong(GraphError):
+    """A name or relation type too long for the tables' keys (P16); nothing was changed."""
+
+
+KEY_BYTES: Final = 2_600
+"""About what a key of the tables may hold (PostgreSQL's btree entries hold 2,704 bytes, with the
+memory's name and the entry's own header): said in the error, not checked (a compressible key
+holds more, and PostgreSQL is the judge)."""
+
+
+def _too_long(rows: RowChanges | None) -> str:
+    """The key among a write's new rows most likely to be the one the index refused: the longest."""
+    if rows is None:
+        return "A name"
+    named = [(len(_utf8(node.record.name)), f"The entity name {_shown(node.record.name)}") for node in rows.entities]
+    named += [(sum(len(_utf8(part)) for part in (r.source, r.target, r.relationType)),
+               f"The relation {_shown(r.source)} {_shown(r.relationType)} {_shown(r.target)}")
+              for r in (edge.record for edge in rows.relations)]
+    if not named:
+        return "A name"
+    size, said = max(named)
+    return f"{said} ({size:,} bytes)"
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 40 else f"{text[:40]}…")
+
+
 class DatabaseBusy(GraphError):
     """Every connection of the server was in use by other calls for longer than a call waits; the
     database answers. Nothing was changed."""
@@ -326,6 +363,9 @@ class DatabaseRefused(GraphError):
     database that does not exist); nothing was changed."""
 
 
+_CONNECTION_LOST: Final = ("08", "57P")
+"""SQLSTATE classes of a session that ended (a connection exception, an operator or a crash): the
+database is then unreachable, for this call. An OperationalError of another class was answered."""
 _AUTHENTICATION: Final = ("authentication failed", "no pg_hba.conf entry", "no password supplied",
                           "password is required", "does not exist")
 """What libpq's message says when the fault is in MEMORY_DATABASE_URL's user, password or database."""
@@ -369,6 +409,18 @@ logging.getLogger("psycopg.pool").addFilter(_Masked())
 
 def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
+
+
+def indexed_term(term: str) -> str:
+    """A term as ``terms`` holds it (P16): itself, or, longer than INDEXED_TERM_BYTES, a digest of
+    it that no term can be (a term is letters and digits; a digest begins with "#")."""
+    if len(term) * 4 <= INDEXED_TERM_BYTES or len(_utf8(term)) <= INDEXED_TERM_BYTES:
+        return term
+    return "#" + hashlib.blake2b(_utf8(term), digest_size=16).hexdigest()
+
+
+def indexed_terms(terms: Iterable[str]) -> list[str]:
+    return [indexed_term(term) for term in terms]
 
 
 def haystack_of(text: str) -> str:
@@ -630,7 +682,10 @@ class _Snapshot:
         return self._read(_CONTAINING_SCAN, haystack_of(needle))
 
     def holding(self, terms: Sequence[str]) -> _Read:
-        return self._read(_HOLDING, list(terms))
+        # A long term is looked up as the index holds it, and as it is (a row written before
+        # INDEXED_TERM_BYTES held it whole, when it fitted).
+        looked_up = [*(indexed_term(term) for term in terms), *(term for term in terms if indexed_term(term) != term)]
+        return self._read(_HOLDING, looked_up)
 
     def every_line(self) -> tuple[list[bytes], list[bytes]]:
         """Every row's line: the entities', and the relations', each in graph order."""
@@ -795,6 +850,10 @@ class PostgresStore:
                              "start on a database, CREATE on its schema. Nothing was changed.") from None
         except psycopg.OperationalError as error:
             reason = _reason(error)
+            if error.sqlstate is not None and not error.sqlstate.startswith(_CONNECTION_LOST):
+                # The database answered, and could not do it (a limit, a statement cancelled).
+                raise GraphError(f"The database could not do this call ({self.where}): {reason}. "
+                                 "Nothing was changed.") from None
             raise DatabaseUnreachable(f"The database is unreachable ({self.where}): {reason}. "
                                       "Nothing was changed by this call; try again.") from None
 
@@ -913,7 +972,7 @@ class PostgresStore:
                     for memory, name, line in batch:
                         node = _node_from(0, bytes(line))
                         terms, length = ranking.entity_terms(node.text)
-                        copy.write_row((memory, bytes(name), haystack_of(node.text), list(terms), length))
+                        copy.write_row((memory, bytes(name), haystack_of(node.text), indexed_terms(terms), length))
         connection.execute(_UPGRADE_APPLY)
         for statement in _UPGRADE_DONE:
             connection.execute(statement)
@@ -1173,6 +1232,7 @@ class PostgresStore:
             if abandon is not None and abandon.is_set():
                 raise GraphError("The call was cancelled before it was written; nothing was changed.")
             reporting = False  # holding _report_lock (see poll_external_change)
+            rows: RowChanges | None = None
             try:
                 with connection.transaction():
                     row = connection.execute(_LOCK_STATE, (self.memory,)).fetchone()
@@ -1205,6 +1265,10 @@ class PostgresStore:
             except psycopg.errors.QueryCanceled:
                 raise GraphError(f"The write waited more than {STATEMENT_MILLISECONDS // 1000} s for the {self.where} "
                                  "(another server holds it); nothing was changed. Try again.") from None
+            except psycopg.errors.ProgramLimitExceeded as error:
+                raise KeyTooLong(f"{_too_long(rows)} is too long to be stored in the database ({_reason(error)}): "
+                                 f"an entity's name, and a relation's from, to and type together, fit in about "
+                                 f"{KEY_BYTES:,} bytes of UTF-8. Shorten it. Nothing was changed.") from None
             except psycopg.errors.InsufficientPrivilege as error:
                 missing = _missing_privileges(connection)
                 raise NotAllowed(f"The role {connection.info.user!r} may not write the {self.where}: "
@@ -1236,7 +1300,8 @@ class PostgresStore:
                 total_length -= ranking.entity_terms(old.text)[1]
             total_length += length
             (fresh if old is None else replaced).append(
-                (memory, _utf8(node.record.name), node.seq, revision, node.line, haystack_of(node.text), list(terms), length))
+                (memory, _utf8(node.record.name), node.seq, revision, node.line, haystack_of(node.text), indexed_terms(terms),
+                 length))
         with connection.cursor() as cursor:
             if rows.gone_relations:
                 cursor.executemany(_DROP_RELATION, [(memory, *map(_utf8, triple)) for triple in rows.gone_relations])
