@@ -1218,7 +1218,7 @@ class PostgresStore:
                     connection.execute("ANALYZE kg_entities, kg_relations")
                 finally:
                     connection.execute(f"SET statement_timeout = {STATEMENT_MILLISECONDS}")
-        except psycopg.Error as error:
+        except (GraphError, psycopg.Error) as error:  # (the import is committed: this is no fault of it)
             log.warning("%s: could not analyse the tables after an import (%s); autovacuum will", self.where,
                         _reason(error))
 
