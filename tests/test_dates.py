@@ -51,9 +51,10 @@ def stamp(moment: datetime) -> str:
 
 
 def undated(graph: dict[str, Any]) -> dict[str, Any]:
-    """An answer without the dates it shows (what the reference would answer)."""
+    """An answer without the dates (and authors, issue 32) it shows (what the reference would answer)."""
     return {"entities": [{key: value for key, value in item.items()
-                          if key not in ("createdAt", "updatedAt", "observationDates")} for item in graph["entities"]],
+                          if key not in ("createdAt", "updatedAt", "observationDates", "observationAuthors")}
+                         for item in graph["entities"]],
             "relations": graph["relations"]}
 
 
