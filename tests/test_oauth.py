@@ -541,3 +541,43 @@ def test_a_server_given_both_oauth_and_a_shared_token_does_not_start(http_server
     assert server.wait() != 0
     assert "MCP_MEMORY_OAUTH_ISSUER" in server.stderr and "MCP_MEMORY_HTTP_TOKEN" in server.stderr
     assert "team-secret" not in server.stderr
+
+
+# --- 8. a token that passed is remembered, within its times and its keys --------------------------------------
+
+@pytest.mark.anyio
+async def test_a_remembered_token_is_refused_once_it_expires_and_a_future_one_served_once_due(
+        tmp_path: Path, idp: TestIdP) -> None:
+    wall = Clock()
+    wall.now = time.time()
+    async with memory_client(tmp_path, idp) as (client, resource):
+        resource.clock = wall
+        token = idp.mint(RESOURCE, exp=int(wall.now) + 300)
+        early = idp.mint(RESOURCE, nbf=int(wall.now) + 400, exp=int(wall.now) + 3600)
+        assert (await call(client, token, "tools/list")).status_code == 200
+        assert (await call(client, token, "tools/list")).status_code == 200  # remembered
+        refused = await call(client, early, "tools/list")
+        assert refused.status_code == 401 and challenge(refused)["error_description"] == "the token is not valid yet"
+        wall.now += 300 + 60  # its exp and the leeway have passed
+        expired = await call(client, token, "tools/list")
+        assert expired.status_code == 401
+        assert challenge(expired) | {"error_description": "the token has expired"} == challenge(expired)
+        assert (await call(client, early, "tools/list")).status_code == 200  # nbf minus the leeway has come
+
+
+@pytest.mark.anyio
+async def test_a_remembered_token_of_a_key_the_issuer_withdrew_is_refused_once_the_keys_are_fetched_again(
+        tmp_path: Path, idp: TestIdP) -> None:
+    clock = Clock()
+    async with memory_client(tmp_path, idp, clock=clock) as (client, resource):
+        token = idp.mint(RESOURCE)
+        assert (await call(client, token, "tools/list")).status_code == 200
+        idp.publish(idp.ec)  # the RSA key is withdrawn
+        assert (await call(client, token, "tools/list")).status_code == 200  # until the keys are fetched again
+        clock.now += resource.keys.refetch_seconds
+        assert (await call(client, idp.mint(RESOURCE, key=SigningKey("ES256", "ec-9")), "tools/list")).status_code \
+            == 401  # an unknown kid: the keys are fetched again
+        assert idp.jwks_fetches == 2
+        withdrawn = await call(client, token, "tools/list")
+        assert withdrawn.status_code == 401 and challenge(withdrawn)["error"] == "invalid_token"
+        assert (await call(client, idp.mint(RESOURCE, key=idp.ec), "tools/list")).status_code == 200

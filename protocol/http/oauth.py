@@ -22,6 +22,10 @@
    `<issuer>/.well-known/oauth-authorization-server` (RFC 8414), then
    `<issuer>/.well-known/openid-configuration`, whose `issuer` must be the issuer itself.
 7. No token, nor any part of one, is written to a log, an error or an answer.
+8. A token that passed is remembered by its SHA-256 (at most `REMEMBERED_TOKENS`), so that a
+   client sending it again costs a lookup, not a signature check: it is served while its `exp`
+   and `nbf` allow (with the leeway), and forgotten when the keys are fetched again, so a key the
+   issuer withdrew stops its tokens then.
 
 `OAuthGuard` is the ASGI middleware that does 1 and authenticates every other request: it leaves
 its outcome (a `Grant` or a `Refusal`) in the ASGI scope under `AUTHORIZATION`, and the endpoint
@@ -34,6 +38,7 @@ PyJWT with `cryptography` (the `oauth` extra) is imported only when OAuth is con
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -68,6 +73,7 @@ LEEWAY_SECONDS = 60
 REFETCH_SECONDS = 10.0
 MAX_KEY_AGE_SECONDS = 3600.0
 FETCH_TIMEOUT_SECONDS = 5.0
+REMEMBERED_TOKENS = 4096
 MAX_DOCUMENT_BYTES = 1 << 20
 """The most a JWKS or metadata document may weigh: a larger one is a fault, not something to keep."""
 
@@ -122,6 +128,7 @@ class KeySet:
     keys: dict[str | None, list[Any]] = field(default_factory=dict)  # kid -> PyJWK (None: keys without a kid)
     fetched_at: float | None = None  # when the keys were last had
     tried_at: float | None = None  # when a fetch was last tried, successful or not
+    generation: int = 0  # how many times keys were had: a token remembered under an older one is checked again
     _lock: anyio.Lock | None = None
 
     def discover(self) -> str:
@@ -172,6 +179,7 @@ class KeySet:
                 keys.setdefault(kid if isinstance(kid, str) else None, []).append(key)
         self.keys = keys
         self.fetched_at = self.clock()
+        self.generation += 1
 
     async def candidates(self, kid: str | None, algorithm: str) -> list[Any]:
         """The keys that may have signed a token of `kid` and `algorithm`, refetched as statement 5 says."""
@@ -247,6 +255,9 @@ class ProtectedResource:
         self.scopes_supported = list(dict.fromkeys(scopes_supported))
         self.keys = keys or KeySet(issuer, jwks_url)
         self.leeway_seconds = leeway_seconds
+        self.clock: Callable[[], float] = time.time  # what exp and nbf are judged by
+        # statement 8: SHA-256 of a token -> (its grant, exp, nbf, the key generation it was checked under)
+        self._passed: dict[bytes, tuple[Grant, Any, Any, int]] = {}
         parts = urllib.parse.urlsplit(resource)
         self.resource_path = parts.path.rstrip("/")
         self.metadata_url = urllib.parse.urlunsplit(
@@ -278,7 +289,21 @@ class ProtectedResource:
         return Refusal(403, f"Forbidden: this call needs the scope {needed}, which the token does not grant",
                        self.challenge("insufficient_scope", f"the scope {needed} is required", needed))
 
-    # -- tokens (statements 2 and 3) --------------------------------------------------------------------
+    # -- tokens (statements 2, 3 and 8) ---------------------------------------------------------------
+
+    def _untimely(self, expires: Any, begins: Any) -> str | None:
+        """Why `exp` and `nbf` (None: absent) do not allow the token now, or None when they do."""
+        number = (int, float)
+        if not isinstance(expires, number) or isinstance(expires, bool):
+            return "the token's exp is not a time"
+        if begins is not None and (not isinstance(begins, number) or isinstance(begins, bool)):
+            return "the token's nbf is not a time"
+        now = self.clock()
+        if now >= expires + self.leeway_seconds:
+            return "the token has expired"
+        if begins is not None and now < begins - self.leeway_seconds:
+            return "the token is not valid yet"
+        return None
 
     async def authenticate(self, authorization: str | None) -> Grant | Refusal:
         if authorization is None:
@@ -287,11 +312,25 @@ class ProtectedResource:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return self.unauthorized("send the access token as Authorization: Bearer <token>")
+        digest = hashlib.sha256(token.encode("latin-1", "replace")).digest()
+        remembered = self._passed.get(digest)
+        if remembered is not None:
+            grant, expires, begins, generation = remembered
+            if generation == self.keys.generation:
+                late = self._untimely(expires, begins)
+                return grant if late is None else self.unauthorized(late)
+            del self._passed[digest]
         try:
-            return await self._validate(token)
+            outcome = await self._validate(token)
         except KeysUnavailable:
             return Refusal(503, "Service Unavailable: the authorization server's keys cannot be fetched; retry later",
                            [(b"retry-after", b"10")])
+        if isinstance(outcome, Grant):
+            claims = outcome.claims
+            if len(self._passed) >= REMEMBERED_TOKENS:
+                del self._passed[next(iter(self._passed))]  # the one remembered longest
+            self._passed[digest] = (outcome, claims["exp"], claims.get("nbf"), self.keys.generation)
+        return outcome
 
     async def _validate(self, token: str) -> Grant | Refusal:
         import jwt
@@ -317,7 +356,9 @@ class ProtectedResource:
             try:
                 claims = jwt.decode(token, key.key, algorithms=[algorithm], audience=self.resource,
                                     issuer=self.issuer, leeway=self.leeway_seconds,
-                                    options={"require": ["exp", "iss", "aud", "sub"]})
+                                    options={"require": ["exp", "iss", "aud", "sub"],
+                                             # judged below, on this resource's clock, as a remembered token is
+                                             "verify_exp": False, "verify_nbf": False})
                 break
             except jwt.InvalidSignatureError:
                 continue  # another key without a kid may have signed it
@@ -335,6 +376,8 @@ class ProtectedResource:
                 return self.unauthorized("the token is malformed")
         if claims is None:
             return self.unauthorized("the token's signature does not verify")
+        if (late := self._untimely(claims.get("exp"), claims.get("nbf"))) is not None:
+            return self.unauthorized(late)
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             return self.unauthorized("the token's sub is not a name")
