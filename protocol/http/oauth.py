@@ -61,7 +61,9 @@ Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-ScopeRule = Callable[[str, dict[str, Any]], "str | None"]
+Needed = str | tuple[str, ...] | None
+"""The scope a request needs: one, or any of several (the first is the one a challenge names), or None."""
+ScopeRule = Callable[[str, dict[str, Any]], Needed]
 """(JSON-RPC method, params) -> the scope the request needs, or None when any valid token will do."""
 
 AUTHORIZATION = "mcp.authorization"
@@ -214,8 +216,10 @@ class Grant:
     scopes: frozenset[str]
     claims: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
-    def covers(self, needed: str | None) -> bool:
-        return needed is None or needed in self.scopes
+    def covers(self, needed: Needed) -> bool:
+        if needed is None:
+            return True
+        return needed in self.scopes if isinstance(needed, str) else any(scope in self.scopes for scope in needed)
 
 
 @dataclass(frozen=True)
@@ -285,7 +289,9 @@ class ProtectedResource:
             return Refusal(401, "Unauthorized: a bearer token is required", self.challenge())
         return Refusal(401, f"Unauthorized: {description}", self.challenge("invalid_token", description))
 
-    def insufficient(self, needed: str) -> Refusal:
+    def insufficient(self, needed: Needed) -> Refusal:
+        if needed is None or not isinstance(needed, str):
+            needed = (needed or ("",))[0]
         return Refusal(403, f"Forbidden: this call needs the scope {needed}, which the token does not grant",
                        self.challenge("insufficient_scope", f"the scope {needed} is required", needed))
 
