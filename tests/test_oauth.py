@@ -24,6 +24,7 @@ from conftest import WAIT_SECONDS, initialize, modern_request, request
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from http_helpers import ACCEPT, HttpServers, free_port, http_servers, modern_headers  # noqa: F401
 from oauth_helpers import SigningKey, TestIdP, idp  # noqa: F401
+from postgres_helpers import database_url, memory_name  # noqa: F401
 
 from memory_server.app import build_server
 from memory_server.oauth_settings import oauth_from, required_scope
@@ -52,19 +53,31 @@ def environment(idp: TestIdP, **extra: str) -> dict[str, str]:
 
 @asynccontextmanager
 async def memory_client(tmp_path: Path, idp: TestIdP, *, clock: Clock | None = None, jwks_url: bool = True,
+                        database_url: str | None = None,
                         **app_options: Any) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
+    """The memory server's HTTP app under OAuth, on a memory file, or on a memory of `database_url`."""
     env = environment(idp, **({"MCP_MEMORY_OAUTH_JWKS_URL": idp.jwks_url} if jwks_url else {}))
     resource = oauth_from(env, "/mcp")
     assert resource is not None
     if clock is not None:
         resource.keys = KeySet(idp.issuer, resource.keys.jwks_url, clock=clock)
-    app = asgi_app(build_server(GraphStore(tmp_path / "memory.jsonl")), oauth=resource, required_scope=required_scope,
-                   **app_options)
+    if database_url is None:
+        store: Any = GraphStore(tmp_path / "memory.jsonl")
+    else:
+        from memory_server.storage.postgres import PostgresStore
+        store = PostgresStore(database_url, memory_name("oauth"))
+    app = asgi_app(build_server(store), oauth=resource, required_scope=required_scope, **app_options)
     async with app.lifespan():
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000",
                                      timeout=WAIT_SECONDS) as client:
             yield client, resource
+    store.close()
+
+
+def on(store: str, request: pytest.FixtureRequest) -> str | None:
+    """The database URL for a test parametrized over the stores, None on the file store."""
+    return str(request.getfixturevalue("database_url")) if store == "postgres" else None
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -275,10 +288,11 @@ async def test_an_authorization_that_is_not_a_bearer_token_is_refused(tmp_path: 
 # --- 4. scopes ------------------------------------------------------------------------------------------------
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("store", ["file", "postgres"])
 async def test_a_read_token_reads_and_a_write_gets_403_insufficient_scope_with_nothing_done(
-        tmp_path: Path, idp: TestIdP) -> None:
+        tmp_path: Path, idp: TestIdP, store: str, request: pytest.FixtureRequest) -> None:
     reader = idp.mint(RESOURCE, scope="memory:read")
-    async with memory_client(tmp_path, idp) as (client, _):
+    async with memory_client(tmp_path, idp, database_url=on(store, request)) as (client, _):
         for tool in ("create_entities", "create_relations", "add_observations", "delete_entities",
                      "delete_observations", "delete_relations"):
             refused = await call(client, reader, "tools/call", {"name": tool, "arguments": CREATE["arguments"]})
@@ -298,11 +312,12 @@ async def test_a_read_token_reads_and_a_write_gets_403_insufficient_scope_with_n
 
 
 @pytest.mark.anyio
-async def test_a_write_only_token_cannot_read_and_a_token_without_scopes_only_lists(tmp_path: Path,
-                                                                                    idp: TestIdP) -> None:
+@pytest.mark.parametrize("store", ["file", "postgres"])
+async def test_a_write_only_token_cannot_read_and_a_token_without_scopes_only_lists(
+        tmp_path: Path, idp: TestIdP, store: str, request: pytest.FixtureRequest) -> None:
     writer = idp.mint(RESOURCE, scope="memory:write")
     nothing = idp.mint(RESOURCE, scope=None)
-    async with memory_client(tmp_path, idp) as (client, _):
+    async with memory_client(tmp_path, idp, database_url=on(store, request)) as (client, _):
         assert (await call(client, writer, "tools/call", CREATE)).status_code == 200
         for token in (writer, nothing):
             for method, params in (("tools/call", READ), ("resources/read", {"uri": "memory://knowledge-graph"}),

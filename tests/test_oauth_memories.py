@@ -4,6 +4,7 @@ create it. Against a real PostgreSQL and the test IdP (tests/oauth_helpers.py)."
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -12,7 +13,7 @@ import anyio.to_thread
 import httpx
 import pytest
 from conftest import WAIT_SECONDS, initialize, modern_request, request
-from http_helpers import ACCEPT, modern_headers
+from http_helpers import ACCEPT, HttpServers, free_port, http_servers, modern_headers  # noqa: F401
 from oauth_helpers import TestIdP, idp  # noqa: F401
 from postgres_helpers import database_url, memory_name  # noqa: F401
 
@@ -168,3 +169,29 @@ async def test_with_the_shared_token_every_memory_that_exists_is_served_and_none
         assert (await call(client, alpha, "wrong", "read_graph", {})).status_code == 401  # once open, too
         assert (await call(client, absent, "team-token", "create_entities", create("x"))).status_code == 404
         assert not await anyio.to_thread.run_sync(memory_exists, database_url, absent)
+
+
+def test_a_real_server_serves_each_memory_of_its_database_to_the_tokens_for_it(
+        http_servers: HttpServers, database_url: str, idp: TestIdP) -> None:
+    alpha, beta, default = memory_name("alpha"), memory_name("beta"), memory_name("default")
+    made(database_url, alpha, "in alpha")
+    made(database_url, beta, "in beta")
+    port = free_port()
+    public = f"http://127.0.0.1:{port}"
+    server = http_servers.command([sys.executable, "-m", "memory_server", "--http", f"127.0.0.1:{port}"], port=port,
+                                  env={"MEMORY_DATABASE_URL": database_url, "MEMORY_NAME": default,
+                                       "MCP_MEMORY_OAUTH_ISSUER": idp.issuer, "MCP_MEMORY_PUBLIC_URL": public})
+    server.wait_ready()
+
+    def read(memory: str | None, token: str) -> httpx.Response:
+        return httpx.post(f"{public}{path_of(memory)}", timeout=WAIT_SECONDS,
+                          json=modern_request(1, "tools/call", {"name": "read_graph", "arguments": {}}),
+                          headers={**modern_headers("tools/call", "read_graph"), "authorization": f"Bearer {token}"})
+    for_alpha = idp.mint(f"{public}/memories/{alpha}/mcp", scope=f"memory:read:{alpha}")
+    assert names_in(read(alpha, for_alpha)) == ["in alpha"]
+    assert read(beta, for_alpha).status_code == 401
+    assert names_in(read(beta, idp.mint(f"{public}/memories/{beta}/mcp"))) == ["in beta"]
+    assert names_in(read(None, idp.mint(f"{public}/mcp"))) == []
+    metadata = httpx.get(f"{public}/.well-known/oauth-protected-resource/memories/{alpha}/mcp", timeout=WAIT_SECONDS)
+    assert metadata.json()["resource"] == f"{public}/memories/{alpha}/mcp"
+    server.kill()
