@@ -24,8 +24,8 @@
 7. No token, nor any part of one, is written to a log, an error or an answer.
 8. A token that passed is remembered by its SHA-256 (at most `REMEMBERED_TOKENS`), so that a
    client sending it again costs a lookup, not a signature check: it is served while its `exp`
-   and `nbf` allow (with the leeway), and forgotten when the keys are fetched again, so a key the
-   issuer withdrew stops its tokens then.
+   and `nbf` allow (with the leeway), and checked again in full once the keys have been fetched
+   again, so a key the issuer withdrew stops its tokens then.
 
 `OAuthGuard` is the ASGI middleware that does 1 and authenticates every other request: it leaves
 its outcome (a `Grant` or a `Refusal`) in the ASGI scope under `AUTHORIZATION`, and the endpoint
