@@ -33,12 +33,13 @@ ERAS: Final = ("legacy", "modern", "mixed", "none")
 DEFAULT_VOLATILE: Final = (
     "result.serverInfo.version",
     'result._meta["io.modelcontextprotocol/serverInfo"].version',
-    # The memory server's dates (issue 19): the day an answer was made, absent on the reference's side.
-    *(f"result.structuredContent.entities.*.{key}?" for key in ("createdAt", "updatedAt", "observationDates")),
+    # The memory server's dates (issue 19) and authors (issue 32), absent on the reference's side.
+    *(f"result.structuredContent.entities.*.{key}?" for key in ("createdAt", "updatedAt", "observationDates",
+                                                                "observationAuthors")),
     *(f"result.tools.*.inputSchema.properties.{list_name}.items.properties.happenedOn?"
       for list_name in ("entities", "observations")),
     *(f"result.tools.*.outputSchema.properties.entities.items.properties.{key}?"
-      for key in ("createdAt", "updatedAt", "observationDates", "partial")),
+      for key in ("createdAt", "updatedAt", "observationDates", "observationAuthors", "partial")),
     *(f"result.tools.*.inputSchema.properties.{key}?" for key in ("since", "until")),
 )
 # Replaced in header env values by a fresh temporary directory per transcript.

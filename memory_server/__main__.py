@@ -137,7 +137,8 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
             from .http import serve_http
 
             serve_http(server, http, allow_unauthenticated=allow_unauthenticated,
-                       allowed_origins=allowed_origins or [])
+                       allowed_origins=allowed_origins or [],
+                       database_url=database.url if database is not None else None)
             return
         from protocol import run_stdio
 

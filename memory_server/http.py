@@ -85,24 +85,58 @@ def limits_from(environment: Mapping[str, str]) -> dict[str, Any]:
 
 
 def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = False,
-               allowed_origins: list[str] | None = None) -> None:
+               allowed_origins: list[str] | None = None, database_url: str | None = None) -> None:
+    """Serve `server` at /mcp; on a database (`database_url`), every other memory of it at
+    /memories/{name}/mcp too (see memories.py)."""
+    from .oauth_settings import check_oauth_installed, oauth_from, required_scope
+
     try:
         host, port = parse_address(address)
         session_idle = session_idle_from(os.environ)
         limits = limits_from(os.environ)
+        oauth = oauth_from(os.environ, DEFAULT_PATH)
     except ValueError as error:
         raise SystemExit(f"mcp-server-memory: {error}") from None
+    if oauth is not None:
+        check_oauth_installed()
     token = os.environ.get(TOKEN_VARIABLE) or None
-    if token is None and not is_loopback(host) and not allow_unauthenticated:
+    if token is None and oauth is None and not is_loopback(host) and not allow_unauthenticated:
         raise SystemExit(
             f"mcp-server-memory: refusing to serve the memory on {host}, which other machines can reach, "
             f"without a token. Set {TOKEN_VARIABLE} (clients then send 'Authorization: Bearer <token>'), "
             "or pass --allow-unauthenticated if something else guards the network.")
-    app = asgi_app(server, path=DEFAULT_PATH, token=token, allowed_origins=allowed_origins or (),
-                   session_idle_seconds=session_idle, max_concurrent_requests=limits["requests"],
-                   max_concurrent_writes=limits["writes"], max_streams=limits["streams"],
-                   max_body_bytes_in_flight=limits["bodies_bytes"], body_idle_seconds=limits["body_idle_seconds"])
+    options: dict[str, Any] = dict(
+        token=token, allowed_origins=allowed_origins or (), session_idle_seconds=session_idle,
+        max_concurrent_requests=limits["requests"], max_concurrent_writes=limits["writes"],
+        max_streams=limits["streams"], max_body_bytes_in_flight=limits["bodies_bytes"],
+        body_idle_seconds=limits["body_idle_seconds"])
+    app: Any = asgi_app(server, path=DEFAULT_PATH, oauth=oauth, required_scope=required_scope, **options)
+    if database_url is not None:
+        app = memories_app(app, database_url, options, oauth)
     shown = f"[{host}]" if ":" in host else host
-    print(f"Knowledge Graph MCP Server: Streamable HTTP on http://{shown}:{port}{DEFAULT_PATH} "
-          f"({'bearer token required' if token else 'no token'})", file=sys.stderr, flush=True)
+    guard = f"OAuth, tokens of {oauth.issuer} for {oauth.resource}" if oauth else \
+        "bearer token required" if token else "no token"
+    print(f"Knowledge Graph MCP Server: Streamable HTTP on http://{shown}:{port}{DEFAULT_PATH} ({guard})",
+          file=sys.stderr, flush=True)
     run(app, host, port, max_connections=limits["connections"], header_seconds=limits["header_seconds"])
+
+
+def memories_app(default: Any, database_url: str, options: dict[str, Any], oauth: Any) -> Any:
+    """The default endpoint and every other memory of the database (see memories.py)."""
+    from .app import build_server
+    from .memories import Memories
+    from .model.dates import clock_from
+    from .oauth_settings import PUBLIC_URL_VARIABLE, SCOPES
+    from .storage.postgres import PostgresStore
+
+    clock = clock_from(os.environ)
+
+    def open_server(name: str) -> tuple[Server, Any]:
+        store = PostgresStore(database_url, name, clock=clock)
+        store.look_ahead()
+        return build_server(store), store
+
+    public_url = os.environ.get(PUBLIC_URL_VARIABLE, "").strip().rstrip("/") or None
+    return Memories(default, database_url=database_url, open_server=open_server, app_options=options,
+                    public_url=public_url if oauth is not None else None, keys=oauth.keys if oauth else None,
+                    issuer=oauth.issuer if oauth else None, scopes=SCOPES)

@@ -160,7 +160,7 @@ def _object(properties: dict[str, Any], *, closed: bool = False, optional: tuple
 
 
 def _entity() -> dict[str, Any]:
-    """An entity as answered: with the optional dates an answer shows where known (see model/dates.py)."""
+    """An entity as answered: with the optional dates and authors shown where known (model/dates.py, authors.py)."""
     return _object({
         "name": _string("The name of the entity"),
         "entityType": _string("The type of the entity"),
@@ -187,6 +187,9 @@ ANSWER_DATES: dict[str, Any] = {
     "observationDates": _list({"type": ["string", "null"]},
                               "Parallel to observations: the UTC day each was recorded, as \"2026-12-01\" or "
                               "\"happened 2023-05-07, recorded 2026-12-01\"; null where unknown"),
+    "observationAuthors": _list({"type": ["string", "null"]},
+                                "Parallel to observations: who wrote each (the signed-in user, or the client's "
+                                "name); null where unknown"),
 }
 GRAPH_OUTPUT = _object({"entities": _list(_entity()), "relations": _list(_relation())},
                        closed=True)
@@ -254,14 +257,14 @@ class MemoryTools:
         except ValueError as error:
             raise SystemExit(f"mcp-server-memory: {error}") from None
 
-    async def create_entities(self, arguments: CreateEntities) -> ToolResult:
-        return await self._write(self.store.create_entities, _plain(arguments.entities), _skipped_note)
+    async def create_entities(self, arguments: CreateEntities, context: RequestContext) -> ToolResult:
+        return await self._write(self.store.create_entities, _authored(arguments.entities, context), _skipped_note)
 
     async def create_relations(self, arguments: CreateRelations) -> ToolResult:
         return await self._write(self.store.create_relations, _plain(arguments.relations))
 
-    async def add_observations(self, arguments: AddObservations) -> ToolResult:
-        return await self._write(self.store.add_observations, _plain(arguments.observations))
+    async def add_observations(self, arguments: AddObservations, context: RequestContext) -> ToolResult:
+        return await self._write(self.store.add_observations, _authored(arguments.observations, context))
 
     async def delete_entities(self, arguments: DeleteEntities) -> ToolResult:
         return await self._write(self.store.delete_entities, arguments.entity_names)
@@ -386,6 +389,26 @@ class MemoryTools:
 def _plain(items: list[Any]) -> list[dict[str, Any]]:
     """Struct items as the dicts of the file's field names, the store's currency."""
     plain: list[dict[str, Any]] = msgspec.to_builtins(items)
+    return plain
+
+
+def author_of(context: RequestContext) -> str | None:
+    """Who writes (see model/authors.py): the signed-in user (OAuth's sub), else the name the client
+    gave in its clientInfo, else nobody known."""
+    if context.user:
+        return context.user
+    name = (context.client_info or {}).get("name")
+    return name if isinstance(name, str) and name.strip() else None
+
+
+def _authored(items: list[Any], context: RequestContext) -> list[dict[str, Any]]:
+    """The items as the store takes them, each naming its author (an argument cannot: the Structs
+    have no such field, so a client's own recordedBy is dropped with the other unknown fields)."""
+    plain = _plain(items)
+    author = author_of(context)
+    if author is not None:
+        for item in plain:
+            item["recordedBy"] = author
     return plain
 
 

@@ -30,6 +30,7 @@ class RequestContext:
     transport: str  # "stdio", "http", or whatever a custom transport calls itself
     session_id: str | None = None  # the HTTP Mcp-Session-Id of a legacy session
     client: str | None = None  # who asked, as the transport tells clients apart (HTTP: session, or address and credentials)
+    user: str | None = None  # who signed in, as the transport authenticated them (HTTP under OAuth: the token's sub)
     gone: bool = False  # the client itself went away (an HTTP disconnect), so nothing can reach it
     _cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
     _cancelled_async: anyio.Event = field(default_factory=anyio.Event, repr=False)

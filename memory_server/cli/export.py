@@ -35,7 +35,7 @@ def entity_dates(entity: Mapping[str, Any]) -> str:
 
 def has_dates(view: ExportView) -> bool:
     return any(key in entity for entity in view.entities for key in ("createdAt", "updatedAt", "recordedAt",
-                                                                     "happenedOn"))
+                                                                     "happenedOn", "recordedBy"))
 
 
 def dated_text(text: str, date: str | None) -> str:
@@ -133,7 +133,7 @@ GRAPHML_DATE_KEYS: Final = (
 
 def _graphml_dates(entity: Mapping[str, Any]) -> str:
     pieces = [f'<data key="{key}">{xml_text(entity[key])}</data>' for key in ("createdAt", "updatedAt") if key in entity]
-    if "recordedAt" in entity or "happenedOn" in entity:
+    if "recordedAt" in entity or "happenedOn" in entity or "recordedBy" in entity:
         lines = "\n".join(date or "" for date in observation_dates(entity))
         pieces.append(f'<data key="observationDates">{xml_text(lines)}</data>')
     return "".join(pieces)

@@ -43,7 +43,7 @@ def page_data(view: ExportView) -> dict[str, Any]:
     entities: list[list[Any]] = []
     for entity in view.entities:
         item = [entity["name"], type_number[entity["entityType"]], entity["observations"]]
-        if "recordedAt" in entity or "happenedOn" in entity:
+        if "recordedAt" in entity or "happenedOn" in entity or "recordedBy" in entity:
             item.append(observation_dates(entity))
         entities.append(item)
         view.tick()

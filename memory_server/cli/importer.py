@@ -18,7 +18,7 @@ from typing import Any, Final
 import msgspec
 
 from ..model.graph import IncomingEntity, IncomingRelation
-from ..model.records import BOM, DATE_KEYS, EntityRecord, Extended, Opaque, Rejected, RelationRecord
+from ..model.records import BOM, OPTIONAL_KEYS, EntityRecord, Extended, Opaque, Rejected, RelationRecord
 from .inspection import numbered_lines, why_unusable
 from .text import counted
 
@@ -96,7 +96,7 @@ def _dated(record: EntityRecord, item: Mapping[str, Any]) -> EntityRecord:
     """The record with the dates an exported entity carries (see model/dates.py); a date field of
     another type than the memory file's is left out, as it carries no date."""
     given: dict[str, Any] = {}
-    for key in DATE_KEYS:
+    for key in OPTIONAL_KEYS:
         value = item.get(key)
         if key in ("createdAt", "updatedAt"):
             if isinstance(value, str):

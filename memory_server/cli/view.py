@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..model import dates
+from ..model import authors, dates
 from ..model.graph import Graph
 from ..model.records import EntityRecord
 
@@ -20,11 +20,12 @@ def _nothing() -> None:
 
 def _exported(record: EntityRecord, view: Mapping[str, Any]) -> Mapping[str, Any]:
     """An entity as the exports take it: its answer object, or, when it has dates, its record's
-    fields with the dates as the memory file stores them (see model/dates.py)."""
-    if not dates.is_dated(record):
+    fields with the dates and authors as the memory file stores them (see model/dates.py, model/authors.py)."""
+    if not dates.is_dated(record) and record.recordedBy is None:
         return view
+    written_by = {"recordedBy": record.recordedBy} if record.recordedBy is not None else {}
     return {"name": record.name, "entityType": record.entityType, "observations": record.observations,
-            **dates.stored_dates(record)}
+            **dates.stored_dates(record), **written_by}
 
 
 @dataclass(frozen=True)
@@ -75,13 +76,21 @@ class ExportView:
 
 
 def entity_record(entity: Mapping[str, Any]) -> EntityRecord:
-    """The record of an exported entity, its dates included."""
+    """The record of an exported entity, its dates and authors included."""
     return EntityRecord(entity["name"], entity["entityType"], entity["observations"], entity.get("createdAt"),
-                        entity.get("updatedAt"), entity.get("recordedAt"), entity.get("happenedOn"))
+                        entity.get("updatedAt"), entity.get("recordedAt"), entity.get("happenedOn"),
+                        entity.get("recordedBy"))
 
 
 def observation_dates(entity: Mapping[str, Any]) -> list[str | None]:
-    """Each observation's dates as answers show them (None: unknown), for the formats made for people."""
+    """Each observation's dates as answers show them, then its author (`2026-12-01, by alice`; None:
+    neither known), for the formats made for people."""
     record = entity_record(entity)
-    return [dates.compact(recorded, happened)
-            for recorded, happened in zip(dates.recorded_dates(record), dates.happened_dates(record), strict=True)]
+    return [_with_author(dates.compact(recorded, happened), author) for recorded, happened, author
+            in zip(dates.recorded_dates(record), dates.happened_dates(record), authors.authors_of(record), strict=True)]
+
+
+def _with_author(date: str | None, author: str | None) -> str | None:
+    if author is None:
+        return date
+    return f"by {author}" if date is None else f"{date}, by {author}"

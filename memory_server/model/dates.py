@@ -190,6 +190,10 @@ def shown_dates(view: Mapping[str, Any], indexes: Sequence[int]) -> dict[str, An
         picked = [every[index] for index in indexes if 0 <= index < len(every)]
         if any(date is not None for date in picked):
             shown["observationDates"] = picked
+    if (written_by := view.get("observationAuthors")) is not None:  # the authors too (see .authors)
+        picked = [written_by[index] for index in indexes if 0 <= index < len(written_by)]
+        if any(author is not None for author in picked):
+            shown["observationAuthors"] = picked
     return shown
 
 
@@ -266,5 +270,6 @@ def incoming(record: EntityRecord) -> list[tuple[str, str | None, str | None]]:
 
 
 def undated(record: EntityRecord) -> EntityRecord:
-    """The record as the reference server saves it: its dates gone, every observation kept."""
-    return msgspec.structs.replace(record, createdAt=None, updatedAt=None, recordedAt=None, happenedOn=None)
+    """The record as the reference server saves it: its dates (and authors) gone, every observation kept."""
+    return msgspec.structs.replace(record, createdAt=None, updatedAt=None, recordedAt=None, happenedOn=None,
+                                   recordedBy=None)

@@ -23,7 +23,7 @@ import msgspec
 
 from ..index.search import TextChange, WordIndex, search_text
 from ..retrieval.paging import SUMMARY_CONNECTED, Listing, cut_summary, most_connected, ranked_types
-from . import dates
+from . import authors, dates
 from .records import (
     EntityRecord,
     Extended,
@@ -143,6 +143,8 @@ def node_view(record: EntityRecord) -> dict[str, Any]:
     if record.recordedAt is not None or record.createdAt is not None or record.updatedAt is not None \
             or record.happenedOn is not None:
         view.update(dates.answer_dates(record))
+    if record.recordedBy is not None:
+        view.update(authors.answer_authors(record))
     return view
 
 
@@ -201,6 +203,12 @@ def _with_record(node: Node, record: EntityRecord) -> Node:
 def _undated_view(node: Node) -> dict[str, Any]:
     view = node.view
     return {"name": view["name"], "entityType": view["entityType"], "observations": view["observations"]}
+
+
+def _grown(record: EntityRecord, added: Sequence[tuple[str, str | None, str | None]], now: str | None,
+           written_by: Sequence[str | None]) -> EntityRecord:
+    """The record with observations appended (see dates.with_added), each with its author."""
+    return authors.grown(record, dates.with_added(record, added, now), written_by)
 
 
 def _happened(item: Mapping[str, Any]) -> str | None:
@@ -610,6 +618,8 @@ def create_entities(graph: Graph, entities: Sequence[Mapping[str, Any]], now: st
             skipped[name] = None
             continue
         record = dates.created(name, item["entityType"], unique(item["observations"]), now, when)
+        if (author := authors.author_of(item, now)) is not None:
+            record = authors.with_authors(record, [author] * len(record.observations))
         fresh[name] = make_node(record, seq)
         seq += 1
     # The entities as given (as the reference answers): their dates show in reads.
@@ -656,20 +666,23 @@ def add_observations(graph: Graph, observations: Sequence[Mapping[str, Any]], no
         raise GraphError(f"{_missing_message(missing)}. No observations were added.")
     happened = [_happened(item) for item in observations]
     lists: dict[str, tuple[list[tuple[str, str | None, str | None]], set[str]]] = {}
+    written_by: dict[str, list[str | None]] = {}
     results = []
     for item, when in zip(observations, happened, strict=True):
         name = item["entityName"]
         if name not in lists:
             lists[name] = ([], set(graph.entities[name].record.observations))
         current, present = lists[name]
+        author = authors.author_of(item, now)
         added = []
         for content in item["contents"]:
-            if content not in present:
+            if content not in present:  # one already there keeps its first author
                 present.add(content)
                 current.append((content, now, when))
+                written_by.setdefault(name, []).append(author)
                 added.append(content)
         results.append({"entityName": name, "addedObservations": added})
-    grown = {name: _with_record(graph.entities[name], dates.with_added(graph.entities[name].record, current, now))
+    grown = {name: _with_record(graph.entities[name], _grown(graph.entities[name].record, current, now, written_by[name]))
              for name, (current, _) in lists.items() if current}
     value = {"results": results}
     if not grown:
@@ -744,7 +757,7 @@ def delete_observations(graph: Graph, deletions: Sequence[Mapping[str, Any]], no
         record = graph.entities[name].record
         keep = [observation not in doomed for observation in record.observations]
         if not all(keep):
-            shrunk[name] = _with_record(graph.entities[name], dates.with_kept(record, keep, now))
+            shrunk[name] = _with_record(graph.entities[name], authors.kept(record, dates.with_kept(record, keep, now), keep))
     count = sum(len(graph.entities[name].record.observations) - len(node.record.observations)
                 for name, node in shrunk.items())
     value = {"success": True, "message": f"Deleted {plural(count, 'observation', 'observations')}.",
@@ -818,12 +831,18 @@ def merge_graph(graph: Graph, entities: Sequence[IncomingEntity], relations: Seq
                     added.setdefault(name, []).append(content)
     seq = graph.next_seq
     fresh: dict[str, Node] = {}
+    written_by = authors.by_content(record for record, _ in entities)
+
+    def authors_for(name: str, observations: Dated) -> list[str | None]:
+        return [written_by.get(name, {}).get(content) for content, _, _ in observations]
     for name, (first, observations, _, extra) in created.items():
-        made = dates.with_added(EntityRecord(name, first.entityType, []), observations, first.updatedAt)
+        made = _grown(EntityRecord(name, first.entityType, []), observations, first.updatedAt,
+                      authors_for(name, observations))
         made = msgspec.structs.replace(made, createdAt=first.createdAt)
         fresh[name] = make_node(made, seq, extra)
         seq += 1
-    extended = {name: _with_record(graph.entities[name], dates.with_added(graph.entities[name].record, grown[name][0], now))
+    extended = {name: _with_record(graph.entities[name], _grown(graph.entities[name].record, grown[name][0], now,
+                                                                authors_for(name, grown[name][0])))
                 for name in added}
     everyone = {**graph.entities, **extended, **fresh}
 

@@ -10,6 +10,8 @@ hold is classified here so that nothing is ever silently lost:
   :class:`EntityRecord`, omitted when unknown, so an undated record encodes exactly as the
   reference writes it, and the reference, which reads only the keys it knows, ignores them;
 - a date field of the wrong JSON type is no date: it stays on the line as an extra field;
+- and the authors of its observations (``recordedBy``, parallel to ``observations``; see
+  :mod:`.authors`), optional in the same way;
 
 - a known record with extra fields -> :class:`Extended` (the extra fields are written back);
 - valid JSON that is not a usable record (unknown ``type``, wrong field types, not an
@@ -40,6 +42,7 @@ class EntityRecord(msgspec.Struct, tag_field="type", tag="entity", forbid_unknow
     updatedAt: str | None = None
     recordedAt: list[str | None] | None = None
     happenedOn: list[str | None] | None = None
+    recordedBy: list[str | None] | None = None
 
 
 class RelationRecord(msgspec.Struct, tag_field="type", tag="relation", forbid_unknown_fields=True, frozen=True):
@@ -91,6 +94,8 @@ Line: TypeAlias = Record | Extended | Opaque | Rejected
 ENTITY_KEYS: Final = frozenset({"type", "name", "entityType", "observations"})
 DATE_KEYS: Final = ("createdAt", "updatedAt", "recordedAt", "happenedOn")
 """The entity line's optional date fields, in the file's key order."""
+OPTIONAL_KEYS: Final = (*DATE_KEYS, "recordedBy")
+"""Every optional field of an entity line (the dates, then the authors), in the file's key order."""
 RELATION_KEYS: Final = frozenset({"type", "from", "to", "relationType"})
 BOM: Final = b"\xef\xbb\xbf"
 """The byte order mark editors on Windows like to start a file with; it is part of no record."""
@@ -102,7 +107,8 @@ _fields = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _text = msgspec.json.Decoder(str)
 _date_decoders: Final[dict[str, msgspec.json.Decoder[Any]]] = {"createdAt": _text, "updatedAt": _text,
                          "recordedAt": msgspec.json.Decoder(list[str | None]),
-                         "happenedOn": msgspec.json.Decoder(list[str | None])}
+                         "happenedOn": msgspec.json.Decoder(list[str | None]),
+                         "recordedBy": msgspec.json.Decoder(list[str | None])}
 _encoder = msgspec.json.Encoder()
 
 
@@ -162,7 +168,7 @@ def _classify(content: bytes, line: bytes, number: int) -> Line:
 def _with_dates(record: EntityRecord, extra: dict[str, msgspec.Raw]) -> tuple[EntityRecord, dict[str, msgspec.Raw]]:
     """The record with the date fields that have their JSON type; the others stay extra fields."""
     dates: dict[str, Any] = {}
-    for key in DATE_KEYS:
+    for key in OPTIONAL_KEYS:
         if (raw := extra.get(key)) is None:
             continue
         try:
@@ -213,7 +219,7 @@ def entity_with_extra(record: EntityRecord, extra: dict[str, msgspec.Raw]) -> di
     it held no date of the right type, and the record's own date replaces it)."""
     line: dict[str, Any] = {"type": "entity", "name": record.name, "entityType": record.entityType,
                             "observations": record.observations}
-    for key in DATE_KEYS:
+    for key in OPTIONAL_KEYS:
         if (value := getattr(record, key)) is not None:
             line[key] = value
     line.update((key, value) for key, value in extra.items() if key not in line)

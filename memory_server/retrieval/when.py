@@ -45,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
-from ..model import dates
+from ..model import authors, dates
 from ..model.dates import Span
 
 if TYPE_CHECKING:
@@ -348,7 +348,7 @@ def shown_within(node: Node, indexes: Sequence[int]) -> dict[str, Any]:
     order = sorted(indexes, key=lambda index: dates.latest(record, [index]), reverse=True)
     shown: dict[str, Any] = {"name": record.name, "entityType": record.entityType,
                              "observations": [record.observations[index] for index in order],
-                             **dates.answer_dates(record, order)}
+                             **dates.answer_dates(record, order), **authors.answer_authors(record, order)}
     if len(order) < len(record.observations):
         shown["partial"] = f"{len(order):,} of {len(record.observations):,} observations shown; open_nodes gives all"
     return shown

@@ -2,6 +2,7 @@
 
 - `app`: the ASGI application (`StreamableHTTP`, `asgi_app`): routing, sessions, listens, answers.
 - `security`: Host, Origin, CORS and the bearer token.
+- `oauth`: the endpoint as an OAuth resource server (metadata, JWT access tokens, scopes).
 - `limits`: the bounds on connections, header time, bodies in flight, requests and streams.
 - `serve`: `run(app, host, port)` with uvicorn (imported only then).
 

@@ -59,6 +59,7 @@ from .limits import (
     BodyBudget,
     Slots,
 )
+from .oauth import AUTHORIZATION, Grant, OAuthGuard, ProtectedResource, Refusal, ScopeRule
 from .security import (
     cors_headers,
     host_allowed,
@@ -134,6 +135,7 @@ class _LegacySession:
         self.inflight: dict[tuple[type, RequestId], tuple[anyio.CancelScope, RequestContext]] = {}
         self.streaming = False
         self.last_used = time.monotonic()
+        self.subject: str | None = None  # under OAuth, who opened it: no other token may use it
 
     def idle_for(self, now: float) -> float:
         """Seconds since its last request or GET stream ended; 0 while one is under way."""
@@ -164,7 +166,10 @@ class StreamableHTTP:
     """The ASGI application. Build it with `asgi_app(server, ...)`; the limits are those of `limits`.
 
     `allowed_hosts`: the Host names answered (None: any; `run` sets the loopback names for a
-    server bound to a loopback address). `allowed_origins`: the browser origins given CORS."""
+    server bound to a loopback address). `allowed_origins`: the browser origins given CORS.
+
+    `oauth`: the endpoint as an OAuth resource server instead of the shared `token` (see `oauth`);
+    `required_scope` then says which scope each JSON-RPC request needs (None: any valid token)."""
 
     def __init__(self, server: Server, *, path: str = DEFAULT_PATH, token: str | None = None,
                  allowed_origins: Iterable[str] = (), allowed_hosts: Iterable[str] | None = None,
@@ -174,7 +179,10 @@ class StreamableHTTP:
                  max_concurrent_writes: int = MAX_CONCURRENT_WRITES, max_streams: int = MAX_STREAMS,
                  max_body_bytes_in_flight: int = MAX_BODY_BYTES_IN_FLIGHT,
                  body_idle_seconds: float = BODY_IDLE_SECONDS,
-                 session_idle_seconds: float = SESSION_IDLE_SECONDS) -> None:
+                 session_idle_seconds: float = SESSION_IDLE_SECONDS,
+                 oauth: ProtectedResource | None = None, required_scope: ScopeRule | None = None) -> None:
+        if oauth is not None and token:
+            raise ValueError("a shared token and OAuth exclude each other: choose one")
         self.server = server
         self.path = "/" + path.strip("/") if path.strip("/") else ""
         self._token = token.encode() if token else None
@@ -193,6 +201,9 @@ class StreamableHTTP:
         self._write_slots = Slots(max_concurrent_writes)
         self._bodies = BodyBudget(max_body_bytes_in_flight)
         self.closing = False
+        self.oauth = oauth
+        self.required_scope = required_scope
+        self._entry = OAuthGuard(self._guarded, oauth, path=self.path or "/") if oauth is not None else self._guarded
 
     # -- lifetime -------------------------------------------------------------------------------------
 
@@ -240,6 +251,9 @@ class StreamableHTTP:
             return
         if scope["type"] != "http":
             return  # websockets: not ours; the ASGI server closes the connection
+        await self._entry(scope, receive, send)
+
+    async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = _headers(scope)
         origin = headers.get("origin")
         if origin is not None and normal_origin(origin) in self._origins:
@@ -261,13 +275,13 @@ class StreamableHTTP:
         if method == "OPTIONS":
             await self._options(headers, send)
             return
-        self._check_token(headers)
+        self._check_token(scope, headers)
         if method == "POST":
             await self._post(scope, headers, receive, send)
         elif method == "GET":
-            await self._get(headers, receive, send)
+            await self._get(scope, headers, receive, send)
         elif method == "DELETE":
-            self._session(headers, required=True)
+            self._session(scope, headers, required=True)
             session = self._sessions.pop(headers["mcp-session-id"])
             session.end()
             await send({"type": "http.response.start", "status": 204, "headers": []})
@@ -288,7 +302,13 @@ class StreamableHTTP:
         if origin is not None and not origin_allowed(origin, self._origins):
             raise _Reject(403, ProtocolError(INVALID_REQUEST, f"Forbidden: origin {origin!r} is not allowed"))
 
-    def _check_token(self, headers: dict[str, str]) -> None:
+    def _check_token(self, scope: Scope, headers: dict[str, str]) -> None:
+        if self.oauth is not None:
+            outcome = scope.get(AUTHORIZATION)
+            if not isinstance(outcome, Grant):
+                refusal = outcome if isinstance(outcome, Refusal) else self.oauth.unauthorized(None)
+                raise _Reject(refusal.status, ProtocolError(INVALID_REQUEST, refusal.message), headers=refusal.headers)
+            return
         if self._token is not None and not token_matches(headers.get("authorization"), self._token):
             raise _Reject(401, ProtocolError(INVALID_REQUEST, "Unauthorized: a valid bearer token is required"),
                           headers=[(b"www-authenticate", b'Bearer realm="mcp"')])
@@ -305,7 +325,18 @@ class StreamableHTTP:
 
     # -- sessions -------------------------------------------------------------------------------------
 
-    def _session(self, headers: dict[str, str], *, required: bool) -> _LegacySession | None:
+    def _check_scope(self, scope: Scope, request: Request) -> None:
+        """Under OAuth, a request the token's scopes do not cover is refused (403) before anything is done."""
+        grant = scope.get(AUTHORIZATION)
+        if self.oauth is None or self.required_scope is None or not isinstance(grant, Grant):
+            return
+        needed = self.required_scope(request.method, request.params)
+        if not grant.covers(needed):
+            assert needed is not None
+            refusal = self.oauth.insufficient(needed)
+            raise _Reject(refusal.status, ProtocolError(INVALID_REQUEST, refusal.message), request.id, refusal.headers)
+
+    def _session(self, scope: Scope, headers: dict[str, str], *, required: bool) -> _LegacySession | None:
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             if required:
@@ -318,7 +349,8 @@ class StreamableHTTP:
         if session is not None and session.idle_for(now) >= self.session_idle_seconds:
             self._end_idle(session, now)
             session = None
-        if session is None:
+        if session is None or session.subject != _subject(scope):
+            # Someone else's session is not found either: its id alone must not hand it over.
             raise _Reject(404, ProtocolError(INVALID_REQUEST, "Session not found: it ended or never existed; "
                                              "send initialize to start a new one"))
         session.last_used = now
@@ -328,7 +360,7 @@ class StreamableHTTP:
         log.info("ending session %s, idle for %.0f s", session.id, session.idle_for(now))
         self._sessions.pop(session.id).end()
 
-    def _new_session(self) -> _LegacySession:
+    def _new_session(self, scope: Scope) -> _LegacySession:
         # Sessions expire when next named, and here: so a server whose clients come and go keeps
         # no more of them than were used within the idle time, with no task watching the clock.
         now = time.monotonic()
@@ -340,6 +372,7 @@ class StreamableHTTP:
             log.info("ending session %s, unused for the longest, to make room", oldest.id)
             self._sessions.pop(oldest.id).end()
         session = _LegacySession(self.server, secrets.token_urlsafe(24))
+        session.subject = _subject(scope)
         self._sessions[session.id] = session
         return session
 
@@ -367,8 +400,10 @@ class StreamableHTTP:
             raise _Reject(400, ProtocolError(INVALID_REQUEST, "Invalid Request: the body is empty"))
         if isinstance(message, Invalid):
             raise _Reject(400, message.error, message.id)
-        session = self._session(headers, required=False) if not _modern_headers(headers) else \
+        session = self._session(scope, headers, required=False) if not _modern_headers(headers) else \
             self._sessions.get(headers.get("mcp-session-id", ""))
+        if session is not None and session.subject != _subject(scope):
+            session = None
         if isinstance(message, Notification | Response):
             if session is not None and isinstance(message, Notification):
                 _notice(session, message)
@@ -376,14 +411,16 @@ class StreamableHTTP:
             await send({"type": "http.response.body", "body": b""})
             return
         assert isinstance(message, Request)
+        self._check_scope(scope, message)
+        user = _subject(scope)
         if session is not None:
             self._check_legacy_version(headers, message)
             await self._answer(session.peer, message, receive, send, session=session, sse=_wants_sse(headers),
-                               client=f"session {session.id}")
+                               client=f"session {session.id}", user=user)
         elif message.method == "initialize":
-            session = self._new_session()
+            session = self._new_session(scope)
             await self._answer(session.peer, message, receive, send, session=session, created=True,
-                               sse=_wants_sse(headers), client=f"session {session.id}")
+                               sse=_wants_sse(headers), client=f"session {session.id}", user=user)
         else:
             modern = _carries_modern_meta(message)
             if modern:
@@ -397,7 +434,7 @@ class StreamableHTTP:
                 peer = Peer(self.server, _nowhere, transport="http", era=Era.MODERN if modern else None)
                 try:
                     await self._answer(peer, message, receive, send, strict=not modern, sse=_wants_sse(headers),
-                                       client=_stateless_client(scope, headers))
+                                       client=_stateless_client(scope, headers), user=user)
                 finally:
                     peer.close()
 
@@ -450,11 +487,12 @@ class StreamableHTTP:
 
     async def _answer(self, peer: Peer, request: Request, receive: Receive, send: Send, *,
                       session: _LegacySession | None = None, created: bool = False, strict: bool = False,
-                      sse: bool = False, client: str | None = None) -> None:
+                      sse: bool = False, client: str | None = None, user: str | None = None) -> None:
         """Serve one request while watching for the client going away; answer it as JSON, or as a
         one-event SSE stream to a client that accepts only that."""
         context = peer.context(request, None)
         context.client = client
+        context.user = user
         key = id_key(request.id)
         if session is not None and key in session.inflight:
             raise _Reject(400, ProtocolError(
@@ -579,8 +617,8 @@ class StreamableHTTP:
 
     # -- GET ------------------------------------------------------------------------------------------
 
-    async def _get(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
-        session = self._session(headers, required=True)
+    async def _get(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
+        session = self._session(scope, headers, required=True)
         assert session is not None
         if self.closing:
             await _plain(send, 503, b"Shutting down")
@@ -616,6 +654,12 @@ def _relative_path(scope: Scope) -> str:
     if root and path.startswith(root):
         path = path[len(root):]
     return path.rstrip("/") or "/"
+
+
+def _subject(scope: Scope) -> str | None:
+    """Who signed in (the token's subject under OAuth), else None."""
+    grant = scope.get(AUTHORIZATION)
+    return grant.subject if isinstance(grant, Grant) else None
 
 
 def _headers(scope: Scope) -> dict[str, str]:
