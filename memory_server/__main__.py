@@ -36,6 +36,9 @@ MEMORY_FILE_PATH and MEMORY_DATABASE_URL cannot both be set.
 MEMORY_ANSWER_BUDGET caps what one answer of read_graph, search_nodes or open_nodes
 gives the model, in characters (default 80000, at least 5000); a larger answer comes
 in pages, each with a nextCursor to pass back as cursor.
+
+Every MEMORY_* and MCP_MEMORY_* setting is checked at start: a bad one ends the server
+(or command) with one line naming it and what it accepts, and exit status 2.
 """
 
 
@@ -81,6 +84,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     args = parse_args(arguments)
     if args.command is not None:
+        from .settings import check_or_exit
+
+        check_or_exit(os.environ)
         from .cli.commands import run as run_command
         from .cli.database import where_the_memory_is
 
@@ -93,6 +99,10 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
     # Imports make many objects and no garbage worth a collection: the collector waits until they
     # are all done (a client waits for the first answer), and then leaves what they made alone.
     gc.disable()
+    from .settings import check_or_exit
+
+    # Every setting is checked before the memory is opened or a protocol message is read (settings.py 3.).
+    check_or_exit(os.environ)
     # Imported after argument parsing so that --help and --version touch nothing.
     from .model.dates import clock_from
     from .storage.choice import StoreChoiceError, database_from, open_database

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import Mapping
@@ -24,19 +23,18 @@ from protocol.http import (
     run,
 )
 
-TOKEN_VARIABLE = "MCP_MEMORY_HTTP_TOKEN"
-SESSION_IDLE_VARIABLE = "MCP_MEMORY_HTTP_SESSION_IDLE"
-LIMITS_VARIABLE = "MCP_MEMORY_HTTP_LIMITS"
+from .settings import HTTP_LIMIT_KINDS, HTTP_TOKEN_VARIABLE, http_limits_from, session_idle_from
+
 DEFAULT_HOST = "127.0.0.1"
-LIMITS: dict[str, tuple[type, float]] = {
-    # name in MCP_MEMORY_HTTP_LIMITS: (kind, default); see docs/http.md and protocol/http/limits.py
-    "connections": (int, MAX_CONNECTIONS),
-    "header_seconds": (float, HEADER_SECONDS),
-    "body_idle_seconds": (float, BODY_IDLE_SECONDS),
-    "bodies_bytes": (int, MAX_BODY_BYTES_IN_FLIGHT),
-    "requests": (int, MAX_CONCURRENT_REQUESTS),
-    "writes": (int, MAX_CONCURRENT_WRITES),
-    "streams": (int, MAX_STREAMS),
+DEFAULT_LIMITS: dict[str, float] = {
+    # the names of MCP_MEMORY_HTTP_LIMITS (settings.HTTP_LIMIT_KINDS); see docs/http.md and protocol/http/limits.py
+    "connections": MAX_CONNECTIONS,
+    "header_seconds": HEADER_SECONDS,
+    "body_idle_seconds": BODY_IDLE_SECONDS,
+    "bodies_bytes": MAX_BODY_BYTES_IN_FLIGHT,
+    "requests": MAX_CONCURRENT_REQUESTS,
+    "writes": MAX_CONCURRENT_WRITES,
+    "streams": MAX_STREAMS,
 }
 
 
@@ -49,54 +47,25 @@ def parse_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def session_idle_from(environment: Mapping[str, str]) -> float:
-    """Seconds a legacy session may stay idle (MCP_MEMORY_HTTP_SESSION_IDLE, default an hour)."""
-    text = environment.get(SESSION_IDLE_VARIABLE, "").strip()
-    if not text:
-        return SESSION_IDLE_SECONDS
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (seconds > 0 and math.isfinite(seconds)):
-        raise ValueError(f"{SESSION_IDLE_VARIABLE} must be a number of seconds above 0, got {text!r}")
-    return seconds
-
-
 def limits_from(environment: Mapping[str, str]) -> dict[str, Any]:
-    """The limits MCP_MEMORY_HTTP_LIMITS changes (`name=value,...`, names as in LIMITS), over the defaults."""
-    limits: dict[str, Any] = {name: kind(default) for name, (kind, default) in LIMITS.items()}
-    text = environment.get(LIMITS_VARIABLE, "").strip()
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, equals, value = (piece.strip() for piece in item.partition("="))
-        if name not in LIMITS or not equals:
-            raise ValueError(f"{LIMITS_VARIABLE} takes name=value pairs with the names {', '.join(LIMITS)}; "
-                             f"got {item!r}")
-        kind = LIMITS[name][0]
-        try:
-            number = kind(value)
-        except ValueError:
-            number = math.nan
-        if not (number > 0 and math.isfinite(number)):
-            raise ValueError(f"{LIMITS_VARIABLE}: {name} must be a{'n integer' if kind is int else ' number'} "
-                             f"above 0, got {value!r}")
-        limits[name] = number
-    return limits
+    """The HTTP limits: the defaults, with those MCP_MEMORY_HTTP_LIMITS changes (settings.http_limits_from)."""
+    limits: dict[str, Any] = {name: HTTP_LIMIT_KINDS[name](default) for name, default in DEFAULT_LIMITS.items()}
+    return {**limits, **http_limits_from(environment)}
 
 
 def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = False,
                allowed_origins: list[str] | None = None) -> None:
     try:
         host, port = parse_address(address)
-        session_idle = session_idle_from(os.environ)
+        session_idle = session_idle_from(os.environ) or SESSION_IDLE_SECONDS
         limits = limits_from(os.environ)
     except ValueError as error:
         raise SystemExit(f"mcp-server-memory: {error}") from None
-    token = os.environ.get(TOKEN_VARIABLE) or None
+    token = os.environ.get(HTTP_TOKEN_VARIABLE) or None
     if token is None and not is_loopback(host) and not allow_unauthenticated:
         raise SystemExit(
             f"mcp-server-memory: refusing to serve the memory on {host}, which other machines can reach, "
-            f"without a token. Set {TOKEN_VARIABLE} (clients then send 'Authorization: Bearer <token>'), "
+            f"without a token. Set {HTTP_TOKEN_VARIABLE} (clients then send 'Authorization: Bearer <token>'), "
             "or pass --allow-unauthenticated if something else guards the network.")
     app = asgi_app(server, path=DEFAULT_PATH, token=token, allowed_origins=allowed_origins or (),
                    session_idle_seconds=session_idle, max_concurrent_requests=limits["requests"],

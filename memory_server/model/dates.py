@@ -59,13 +59,15 @@ def now_stamp() -> str:
 
 
 DATES_VARIABLE: Final = "MEMORY_DATES"
-_OFF: Final = frozenset({"off", "0", "false", "no"})
 
 
 def clock_from(environ: Mapping[str, str]) -> Callable[[], str] | None:
     """The clock a server's writes record (UTC, see :func:`now_stamp`); None (no dates written,
-    lines exactly as the reference writes them) when MEMORY_DATES is off, 0, false or no."""
-    return None if environ.get(DATES_VARIABLE, "").strip().lower() in _OFF else now_stamp
+    lines exactly as the reference writes them) when MEMORY_DATES is off, 0, false or no.
+    settings.SettingError for a value that is neither on nor off."""
+    from ..settings import switch
+
+    return now_stamp if switch(environ, DATES_VARIABLE) else None
 
 
 # --------------------------------------------------------------------------------------------
