@@ -70,7 +70,7 @@ from .files import (
     staged,
     stat_signature,
 )
-from .loading import describe_load, graph_of, parse
+from .loading import decode, describe_load, graph_of, json_document
 from .lock import (
     LOCK_REFRESH_EVERY,
     LOCK_STALE_AFTER,
@@ -587,7 +587,11 @@ class GraphStore:
         """Publishes the graph of `data`, the file's bytes with that signature (under _loading).
         `pieces`: in the background, letting answers go first (loading.py L2). `lines`: the
         records already decoded from `data`, and `views` their answer objects (coldstart S2)."""
-        graph = parse(data, pieces=pieces) if lines is None else graph_of(lines, views)
+        if lines is None:
+            lines = decode(data, pieces=pieces)
+        if (document := json_document(self._file, data, lines)) is not None:
+            raise GraphError(document)  # no graph of it, so no write over it (loading L5)
+        graph = graph_of(lines, views)
         for message in describe_load(self._file, graph):
             log.warning("%s", message)
         self._snapshot = _Snapshot(graph, signature, (data,))
