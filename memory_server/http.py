@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +23,7 @@ from protocol.http import (
     is_loopback,
     run,
 )
+from protocol.http.limits import LISTEN_BACKLOG
 
 from .settings import HTTP_LIMIT_KINDS, HTTP_TOKEN_VARIABLE, http_limits_from, session_idle_from
 
@@ -72,6 +74,21 @@ def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = Fa
                    max_concurrent_writes=limits["writes"], max_streams=limits["streams"],
                    max_body_bytes_in_flight=limits["bodies_bytes"], body_idle_seconds=limits["body_idle_seconds"])
     shown = f"[{host}]" if ":" in host else host
+    # What is said comes true first: the extra is there and the address is ours, or one line says why not.
+    try:
+        import uvicorn  # noqa: F401  (run imports it again)
+    except ImportError:
+        raise SystemExit("mcp-server-memory: Streamable HTTP needs the http extra (uvicorn): "
+                         "pip install 'kg-memory-mcp[http]'") from None
+    try:
+        listening = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET,
+                                         backlog=LISTEN_BACKLOG)
+    except OSError as error:
+        raise SystemExit(f"mcp-server-memory: cannot serve on http://{shown}:{port}{DEFAULT_PATH}: "
+                         f"{os.strerror(error.errno) if error.errno else error}") from None
+    port = listening.getsockname()[1]
     print(f"Knowledge Graph MCP Server: Streamable HTTP on http://{shown}:{port}{DEFAULT_PATH} "
           f"({'bearer token required' if token else 'no token'})", file=sys.stderr, flush=True)
-    run(app, host, port, max_connections=limits["connections"], header_seconds=limits["header_seconds"])
+    with listening:
+        run(app, host, port, max_connections=limits["connections"], header_seconds=limits["header_seconds"],
+            sock=listening)
