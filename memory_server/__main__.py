@@ -26,8 +26,8 @@ Unset, it is {server_dir}/memory.jsonl,
 which a reinstall deletes: keep your memory outside the installation.
 Several clients may share one file: writes take turns through <file>.lock.
 
-A team's memory can live in PostgreSQL instead (needs the postgres extra:
-pip install 'kg-memory-mcp[postgres]'): set MEMORY_DATABASE_URL to a libpq URI,
+A team's memory can live in PostgreSQL instead (needs the postgres extra: from
+the clone, pip install '.[postgres]'): set MEMORY_DATABASE_URL to a libpq URI,
 postgresql://user:password@host:port/dbname, and MEMORY_NAME to pick one memory
 in that database (default "default"; letters, digits, - and _). Many servers may
 serve one memory, and many memories live side by side in one database.
@@ -65,7 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def add_http_options(parser: argparse.ArgumentParser) -> None:
-    http = parser.add_argument_group("Streamable HTTP (needs the http extra: pip install 'kg-memory-mcp[http]')")
+    http = parser.add_argument_group("Streamable HTTP (needs the http extra: from the clone, pip install '.[http]')")
     http.add_argument("--http", metavar="[HOST:]PORT",
                       help="serve one memory to many clients at http://HOST:PORT/mcp instead of stdio "
                            "(HOST defaults to 127.0.0.1); a bearer token is read from MCP_MEMORY_HTTP_TOKEN")
