@@ -64,6 +64,7 @@ def test_an_export_at_the_memory_path_is_refused_and_left_as_it_is(memory_server
     client = memory_servers.client(era, memory_file)
     refused_everywhere(client, memory_file)
     assert disk(home) == before, "nothing on disk changed: no .rejected, no fragments"
+    assert client.process.stderr.count("holds one JSON document") == 1, "said once on stderr"
 
 
 def test_a_large_indented_export_is_refused_too(memory_servers: MemoryServers, era: str, tmp_path: Path) -> None:

@@ -203,6 +203,8 @@ class GraphStore:
         self._closing = threading.Event()
         self._executor = ThreadPoolExecutor(max_workers=WORKERS,
                                             thread_name_prefix=f"memory-store[{self._file.name}]")
+        self._refused: tuple[Signature, str] | None = None
+        """The signature of a file refused as one JSON document, and why (see _load_bytes)."""
         self._made_directories: list[Path] = []
         """The folders made for the memory file by the write under way (see write)."""
         self._commits = GroupCommit(self._lock, self._lock_timeout, self._run_batch, self._create_directory)
@@ -587,10 +589,16 @@ class GraphStore:
         """Publishes the graph of `data`, the file's bytes with that signature (under _loading).
         `pieces`: in the background, letting answers go first (loading.py L2). `lines`: the
         records already decoded from `data`, and `views` their answer objects (coldstart S2)."""
+        refused = self._refused
+        if refused is not None and refused[0] == signature:
+            raise GraphError(refused[1])  # the same bytes: not decoded again at every poll
         if lines is None:
             lines = decode(data, pieces=pieces)
         if (document := json_document(self._file, data, lines)) is not None:
-            raise GraphError(document)  # no graph of it, so no write over it (loading L5)
+            # No graph of it, so no write over it (loading L5); said once on stderr, at every call to the client.
+            self._refused = (signature, document)
+            log.warning("%s", document)
+            raise GraphError(document)
         graph = graph_of(lines, views)
         for message in describe_load(self._file, graph):
             log.warning("%s", message)
