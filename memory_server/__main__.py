@@ -26,8 +26,8 @@ Unset, it is {server_dir}/memory.jsonl,
 which a reinstall deletes: keep your memory outside the installation.
 Several clients may share one file: writes take turns through <file>.lock.
 
-A team's memory can live in PostgreSQL instead (needs the postgres extra:
-pip install 'kg-memory-mcp[postgres]'): set MEMORY_DATABASE_URL to a libpq URI,
+A team's memory can live in PostgreSQL instead (needs the postgres extra: from
+the clone, pip install '.[postgres]'): set MEMORY_DATABASE_URL to a libpq URI,
 postgresql://user:password@host:port/dbname, and MEMORY_NAME to pick one memory
 in that database (default "default"; letters, digits, - and _). Many servers may
 serve one memory, and many memories live side by side in one database.
@@ -36,6 +36,9 @@ MEMORY_FILE_PATH and MEMORY_DATABASE_URL cannot both be set.
 MEMORY_ANSWER_BUDGET caps what one answer of read_graph, search_nodes or open_nodes
 gives the model, in characters (default 80000, at least 5000); a larger answer comes
 in pages, each with a nextCursor to pass back as cursor.
+
+Every MEMORY_* and MCP_MEMORY_* setting is checked at start: a bad one ends the server
+(or command) with one line naming it and what it accepts, and exit status 2.
 """
 
 
@@ -62,7 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def add_http_options(parser: argparse.ArgumentParser) -> None:
-    http = parser.add_argument_group("Streamable HTTP (needs the http extra: pip install 'kg-memory-mcp[http]')")
+    http = parser.add_argument_group("Streamable HTTP (needs the http extra: from the clone, pip install '.[http]')")
     http.add_argument("--http", metavar="[HOST:]PORT",
                       help="serve one memory to many clients at http://HOST:PORT/mcp instead of stdio "
                            "(HOST defaults to 127.0.0.1); a bearer token is read from MCP_MEMORY_HTTP_TOKEN")
@@ -81,6 +84,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     args = parse_args(arguments)
     if args.command is not None:
+        from .settings import check_or_exit
+
+        check_or_exit(os.environ)
         from .cli.commands import run as run_command
         from .cli.database import where_the_memory_is
 
@@ -93,6 +99,10 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
     # Imports make many objects and no garbage worth a collection: the collector waits until they
     # are all done (a client waits for the first answer), and then leaves what they made alone.
     gc.disable()
+    from .settings import check_or_exit
+
+    # Every setting is checked before the memory is opened or a protocol message is read (settings.py 3.).
+    check_or_exit(os.environ)
     # Imported after argument parsing so that --help and --version touch nothing.
     from .model.dates import clock_from
     from .storage.choice import StoreChoiceError, database_from, open_database

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import math
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -23,20 +23,20 @@ from protocol.http import (
     is_loopback,
     run,
 )
+from protocol.http.limits import LISTEN_BACKLOG
 
-TOKEN_VARIABLE = "MCP_MEMORY_HTTP_TOKEN"
-SESSION_IDLE_VARIABLE = "MCP_MEMORY_HTTP_SESSION_IDLE"
-LIMITS_VARIABLE = "MCP_MEMORY_HTTP_LIMITS"
+from .settings import HTTP_LIMIT_KINDS, HTTP_TOKEN_VARIABLE, http_limits_from, session_idle_from
+
 DEFAULT_HOST = "127.0.0.1"
-LIMITS: dict[str, tuple[type, float]] = {
-    # name in MCP_MEMORY_HTTP_LIMITS: (kind, default); see docs/http.md and protocol/http/limits.py
-    "connections": (int, MAX_CONNECTIONS),
-    "header_seconds": (float, HEADER_SECONDS),
-    "body_idle_seconds": (float, BODY_IDLE_SECONDS),
-    "bodies_bytes": (int, MAX_BODY_BYTES_IN_FLIGHT),
-    "requests": (int, MAX_CONCURRENT_REQUESTS),
-    "writes": (int, MAX_CONCURRENT_WRITES),
-    "streams": (int, MAX_STREAMS),
+DEFAULT_LIMITS: dict[str, float] = {
+    # the names of MCP_MEMORY_HTTP_LIMITS (settings.HTTP_LIMIT_KINDS); see docs/http.md and protocol/http/limits.py
+    "connections": MAX_CONNECTIONS,
+    "header_seconds": HEADER_SECONDS,
+    "body_idle_seconds": BODY_IDLE_SECONDS,
+    "bodies_bytes": MAX_BODY_BYTES_IN_FLIGHT,
+    "requests": MAX_CONCURRENT_REQUESTS,
+    "writes": MAX_CONCURRENT_WRITES,
+    "streams": MAX_STREAMS,
 }
 
 
@@ -49,39 +49,10 @@ def parse_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def session_idle_from(environment: Mapping[str, str]) -> float:
-    """Seconds a legacy session may stay idle (MCP_MEMORY_HTTP_SESSION_IDLE, default an hour)."""
-    text = environment.get(SESSION_IDLE_VARIABLE, "").strip()
-    if not text:
-        return SESSION_IDLE_SECONDS
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (seconds > 0 and math.isfinite(seconds)):
-        raise ValueError(f"{SESSION_IDLE_VARIABLE} must be a number of seconds above 0, got {text!r}")
-    return seconds
-
-
 def limits_from(environment: Mapping[str, str]) -> dict[str, Any]:
-    """The limits MCP_MEMORY_HTTP_LIMITS changes (`name=value,...`, names as in LIMITS), over the defaults."""
-    limits: dict[str, Any] = {name: kind(default) for name, (kind, default) in LIMITS.items()}
-    text = environment.get(LIMITS_VARIABLE, "").strip()
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, equals, value = (piece.strip() for piece in item.partition("="))
-        if name not in LIMITS or not equals:
-            raise ValueError(f"{LIMITS_VARIABLE} takes name=value pairs with the names {', '.join(LIMITS)}; "
-                             f"got {item!r}")
-        kind = LIMITS[name][0]
-        try:
-            number = kind(value)
-        except ValueError:
-            number = math.nan
-        if not (number > 0 and math.isfinite(number)):
-            raise ValueError(f"{LIMITS_VARIABLE}: {name} must be a{'n integer' if kind is int else ' number'} "
-                             f"above 0, got {value!r}")
-        limits[name] = number
-    return limits
+    """The HTTP limits: the defaults, with those MCP_MEMORY_HTTP_LIMITS changes (settings.http_limits_from)."""
+    limits: dict[str, Any] = {name: HTTP_LIMIT_KINDS[name](default) for name, default in DEFAULT_LIMITS.items()}
+    return {**limits, **http_limits_from(environment)}
 
 
 def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = False,
@@ -92,18 +63,18 @@ def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = Fa
 
     try:
         host, port = parse_address(address)
-        session_idle = session_idle_from(os.environ)
+        session_idle = session_idle_from(os.environ) or SESSION_IDLE_SECONDS
         limits = limits_from(os.environ)
         oauth = oauth_from(os.environ, DEFAULT_PATH)
     except ValueError as error:
         raise SystemExit(f"mcp-server-memory: {error}") from None
     if oauth is not None:
         check_oauth_installed()
-    token = os.environ.get(TOKEN_VARIABLE) or None
+    token = os.environ.get(HTTP_TOKEN_VARIABLE) or None
     if token is None and oauth is None and not is_loopback(host) and not allow_unauthenticated:
         raise SystemExit(
             f"mcp-server-memory: refusing to serve the memory on {host}, which other machines can reach, "
-            f"without a token. Set {TOKEN_VARIABLE} (clients then send 'Authorization: Bearer <token>'), "
+            f"without a token. Set {HTTP_TOKEN_VARIABLE} (clients then send 'Authorization: Bearer <token>'), "
             "or pass --allow-unauthenticated if something else guards the network.")
     options: dict[str, Any] = dict(
         token=token, allowed_origins=allowed_origins or (), session_idle_seconds=session_idle,
@@ -114,11 +85,26 @@ def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = Fa
     if database_url is not None:
         app = memories_app(app, database_url, options, oauth)
     shown = f"[{host}]" if ":" in host else host
+    # What is said comes true first: the extra is there and the address is ours, or one line says why not.
+    try:
+        import uvicorn  # noqa: F401  (run imports it again)
+    except ImportError:
+        raise SystemExit("mcp-server-memory: Streamable HTTP needs the http extra (uvicorn): "
+                         "pip install 'kg-memory-mcp[http]'") from None
+    try:
+        listening = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET,
+                                         backlog=LISTEN_BACKLOG)
+    except OSError as error:
+        raise SystemExit(f"mcp-server-memory: cannot serve on http://{shown}:{port}{DEFAULT_PATH}: "
+                         f"{os.strerror(error.errno) if error.errno else error}") from None
+    port = listening.getsockname()[1]
     guard = f"OAuth, tokens of {oauth.issuer} for {oauth.resource}" if oauth else \
         "bearer token required" if token else "no token"
     print(f"Knowledge Graph MCP Server: Streamable HTTP on http://{shown}:{port}{DEFAULT_PATH} ({guard})",
           file=sys.stderr, flush=True)
-    run(app, host, port, max_connections=limits["connections"], header_seconds=limits["header_seconds"])
+    with listening:
+        run(app, host, port, max_connections=limits["connections"], header_seconds=limits["header_seconds"],
+            sock=listening)
 
 
 def memories_app(default: Any, database_url: str, options: dict[str, Any], oauth: Any) -> Any:

@@ -33,22 +33,31 @@ GRAPH_URI = "memory://knowledge-graph"
 MAX_QUERY_WORDS = 1_000
 """Distinct words (whitespace-separated parts) a search_nodes query may hold: the work of a search
 grows with them, and one client's query must not keep the others waiting for seconds."""
+MAX_QUERY_CHARS = 100_000
+"""Characters a search_nodes query may hold: the work of a search also grows with its length (every
+step reads the whole query: the time phrase, the words, the match of the whole query), even when
+it repeats a few words over megabytes."""
 LONG_QUERY_CHARS = 4_096
 """A longer query is searched in a worker thread, so the event loop keeps serving meanwhile."""
 _WORD = re.compile(r"\S+")
 
 
 def bounded_query(query: str) -> str:
-    """`query`, or a ToolError when it holds more than MAX_QUERY_WORDS distinct words (counted
-    only as far as needed: a flood of words is refused after reading the first thousand)."""
+    """`query`, or a ToolError when it holds more than MAX_QUERY_WORDS distinct words, or is longer
+    than MAX_QUERY_CHARS. Both are checked before any search work, reading at most MAX_QUERY_CHARS
+    characters (the words counted only as far as needed: a flood of words is refused after the
+    first thousand)."""
     if len(query) <= 2 * MAX_QUERY_WORDS:
         return query  # too short to hold that many words
     seen: set[str] = set()
-    for word in _WORD.finditer(query):
+    for word in _WORD.finditer(query, 0, MAX_QUERY_CHARS):
         seen.add(word.group())
         if len(seen) > MAX_QUERY_WORDS:
             raise ToolError(f"The query holds more than {MAX_QUERY_WORDS} distinct words, the most a search takes. "
                             "Search with a few specific words (names, types, the words of an observation).")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ToolError(f"The query is {len(query):,} characters long; a search takes at most {MAX_QUERY_CHARS:,}. "
+                        "Search with a few specific words (names, types, the words of an observation).")
     return query
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from conftest import StdioProcess
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures)
     MemoryClient,
     MemoryServers,
@@ -34,6 +36,7 @@ from memory_server.model import graph as rules
 from memory_server.model.graph import EMPTY, graph_from_lines
 from memory_server.model.graph import file_lines as graph_lines
 from memory_server.model.records import EntityRecord, Extended, decode_file, join_lines
+from memory_server.retrieval import when
 from memory_server.storage.store import GraphStore
 
 DATED = {"MEMORY_DATES": "on"}
@@ -445,3 +448,81 @@ def test_the_database_store_keeps_dates_too(database_url: str) -> None:
         assert window is not None
         within = store.search_within("a", "a", window, explicit=True)
         assert within is not None and within["entities"][0]["observations"] == ["b"]
+
+
+# --- the whole range of years (0001 to 9999) ---------------------------------------------------------
+
+MOMENTS = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)).map(
+    lambda moment: moment.replace(microsecond=0, tzinfo=UTC))
+
+
+@settings(max_examples=400, deadline=None)
+@given(MOMENTS, MOMENTS)
+@example(datetime(999, 5, 7, 10, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC))
+@example(datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC), datetime(1, 1, 1, tzinfo=UTC))
+def test_every_moment_of_every_year_is_stored_read_back_and_sorts_as_text(first: datetime, second: datetime) -> None:
+    for moment in (first, second):
+        written = dates.stamp_of(moment)
+        assert STAMP.fullmatch(written), written
+        assert dates.parse_when(written) == ((moment, dates.stored_span(written)[1]), written)  # type: ignore[index]
+        assert dates.stored_span(written)[0] == moment  # type: ignore[index]
+        assert dates.compact_day(written) == moment.date().isoformat()
+    assert (dates.stamp_of(first) < dates.stamp_of(second)) == (first < second)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dates(min_value=datetime(1, 1, 1).date(), max_value=datetime(9999, 12, 31).date()))
+@example(datetime(9999, 12, 31).date())
+@example(datetime(999, 5, 7).date())
+def test_every_year_month_and_day_is_a_date_for_since_until_and_happened_on(day: Any) -> None:
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    for given_text in (f"{day.year:04d}", f"{day.year:04d}-{day.month:02d}", day.isoformat()):
+        (begins, ends), stored = dates.parse_when(given_text)
+        assert stored == given_text and begins <= start < ends
+        assert when.window_of(given_text, given_text) == (begins, ends)
+    made = rules.create_entities(EMPTY, [{**entity("Ann", "person", ["a"]), "happenedOn": day.isoformat()}], T0)
+    assert made.graph.entities["Ann"].record.happenedOn == [day.isoformat()]
+
+
+def test_the_edges_of_time_are_dates() -> None:
+    end = datetime.max.replace(tzinfo=UTC)
+    assert dates.parse_when("9999-12")[0] == (datetime(9999, 12, 1, tzinfo=UTC), end)
+    assert dates.parse_when("9999-12-31")[0] == (datetime(9999, 12, 31, tzinfo=UTC), end)
+    assert dates.parse_when("9999-12-31T23:59:59Z")[0][1] == end
+    assert when.window_of("9999-12", "9999-12-31") == (datetime(9999, 12, 1, tzinfo=UTC), end)
+    assert dates.parse_when("0999-05-07T10:00+00:00")[1] == "0999-05-07T10:00:00Z"
+    for outside in ("0001-01-01T00:30+01:00", "9999-12-31T23:30-01:00"):
+        with pytest.raises(ValueError, match="falls outside the years 0001 to 9999"):
+            dates.parse_when(outside)
+    for wrong in ("999-05-07", "0000", "10000-01-01"):
+        with pytest.raises(ValueError, match="is not a date"):
+            dates.parse_when(wrong)
+
+
+def test_a_stamp_an_earlier_version_wrote_for_a_year_before_1000_is_read_as_that_moment() -> None:
+    assert dates.stored_span("999-05-07T10:00:00Z") == dates.stored_span("0999-05-07T10:00:00Z") is not None
+    assert dates.compact_day("999-05-07T10:00:00Z") == "0999-05-07"
+    record = EntityRecord("Ann", "person", ["a"], None, None, ["999-05-07T10:00:00Z"])
+    assert dates.latest(record) == "0999-05-07T10:00:00Z"
+
+
+def test_the_server_keeps_dates_before_the_year_1000_and_in_the_year_9999(memory_servers: MemoryServers, era: str,
+                                                                          tmp_path: Path) -> None:
+    memory_file = tmp_path / "memory.jsonl"
+    client = memory_servers.client(era, memory_file, env=DATED)
+    client.ok("create_entities", {"entities": [entity("Rome", "city", ["founded"])]})
+    client.ok("add_observations", {"observations": [
+        {"entityName": "Rome", "contents": ["sacked by the Vandals"], "happenedOn": "0455-06-02T12:00:00+00:00"},
+        {"entityName": "Rome", "contents": ["Charlemagne crowned"], "happenedOn": "0800-12-25"},
+        {"entityName": "Rome", "contents": ["still standing"], "happenedOn": "9999-12-31"}]})
+    rome = records_of(memory_file)[0]
+    assert rome["happenedOn"] == [None, "0455-06-02T12:00:00Z", "0800-12-25", "9999-12-31"]
+    sacked = client.ok("search_nodes", {"query": "Vandals", "since": "0455", "until": "0455-06"})
+    assert names(sacked) == ["Rome"] and sacked["entities"][0]["observations"] == ["sacked by the Vandals"]
+    crowned = client.ok("search_nodes", {"query": "crowned", "since": "0800-12-25", "until": "0800-12-25"})
+    assert crowned["entities"][0]["observations"] == ["Charlemagne crowned"]
+    last = client.ok("search_nodes", {"query": "standing", "since": "9999-12", "until": "9999-12-31"})
+    assert last["entities"][0]["observations"] == ["still standing"]
+    shown = client.ok("open_nodes", {"names": ["Rome"]})["entities"][0]["observationDates"]
+    assert [date.split(",")[0] for date in shown[1:]] == ["happened 0455-06-02", "happened 0800-12-25",
+                                                          "happened 9999-12-31"]

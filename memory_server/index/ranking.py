@@ -141,7 +141,9 @@ def terms(text: str) -> list[str]:
 
 def query_terms(query: str, *, question_words: bool = True) -> list[str]:
     """The distinct terms of a query, in order. Question words are dropped when others remain."""
-    tokens = _TOKEN.findall(query.lower())
+    # Each distinct token once, in the order it first comes (counted in C): a query of a few
+    # words repeated over megabytes costs the scan, not a call per repeat.
+    tokens = dict.fromkeys(_TOKEN.findall(query.lower()))
     if question_words and (topical := [term for token in tokens for term in _query_terms(token)]):
         return list(dict.fromkeys(topical))
     return list(dict.fromkeys(term for token in tokens for term in _index_terms(token)))

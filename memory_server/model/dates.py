@@ -42,16 +42,24 @@ ACCEPTED: Final = ("an ISO 8601 date or date-time: 2023, 2023-05, 2023-05-07, 20
                    "2023-05-07T14:30:00Z or 2023-05-07T14:30:00+02:00 (no offset: UTC)")
 """What a date given to a tool may look like; every error about a date says it."""
 
-_STAMP: Final = "%Y-%m-%dT%H:%M:%SZ"
+_END_OF_TIME: Final = datetime.max.replace(tzinfo=UTC)
 _DATE: Final = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
 _DATE_TIME: Final = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|z|[+-]\d{2}:?\d{2})?")
 
 
 def stamp_of(moment: datetime) -> str:
-    """The stored form of a moment: UTC, to the second."""
+    """The stored form of a moment: UTC, to the second, the year in four digits (strftime's %Y
+    writes the year 999 as ``999``, which no date pattern reads back and which sorts after 2026)."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime(_STAMP)
+    m = moment.astimezone(UTC)
+    return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}Z"
+
+
+def _after(start: datetime, length: timedelta) -> datetime:
+    """The end of a span that starts at `start`: the last day, month or second of the year 9999
+    ends at the end of time, which datetime cannot pass."""
+    return start + length if _END_OF_TIME - start >= length else _END_OF_TIME
 
 
 def now_stamp() -> str:
@@ -59,13 +67,15 @@ def now_stamp() -> str:
 
 
 DATES_VARIABLE: Final = "MEMORY_DATES"
-_OFF: Final = frozenset({"off", "0", "false", "no"})
 
 
 def clock_from(environ: Mapping[str, str]) -> Callable[[], str] | None:
     """The clock a server's writes record (UTC, see :func:`now_stamp`); None (no dates written,
-    lines exactly as the reference writes them) when MEMORY_DATES is off, 0, false or no."""
-    return None if environ.get(DATES_VARIABLE, "").strip().lower() in _OFF else now_stamp
+    lines exactly as the reference writes them) when MEMORY_DATES is off, 0, false or no.
+    settings.SettingError for a value that is neither on nor off."""
+    from ..settings import switch
+
+    return now_stamp if switch(environ, DATES_VARIABLE) else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -77,35 +87,51 @@ def parse_when(text: str) -> tuple[Span, str]:
     """A date given to a tool: the span it covers and its stored form.
 
     ``2023`` is that year, ``2023-05`` that month, ``2023-05-07`` that day (stored as written);
-    a date-time is that second (stored as a UTC stamp). ValueError, saying what is accepted, otherwise."""
+    a date-time is that second (stored as a UTC stamp). Every year from 0001 to 9999 is one (the
+    last day of 9999 ends at the end of time). ValueError, saying what is accepted, otherwise."""
     cleaned = text.strip()
+    moment: datetime | None = None
     try:
         if (day := _DATE.fullmatch(cleaned)) is not None:
             year, month, date = int(day[1]), int(day[2] or 1), int(day[3] or 1)
             start = datetime(year, month, date, tzinfo=UTC)
             if day[3]:
-                end = start + timedelta(days=1)
+                end = _after(start, timedelta(days=1))
             elif day[2]:
-                end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+                end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC) if (year, month) < (9999, 12) \
+                    else _END_OF_TIME
             else:
-                end = datetime(year + 1, 1, 1, tzinfo=UTC) if year < 9999 else datetime.max.replace(tzinfo=UTC)
+                end = datetime(year + 1, 1, 1, tzinfo=UTC) if year < 9999 else _END_OF_TIME
             return (start, end), cleaned
         if _DATE_TIME.fullmatch(cleaned) is not None:
             moment = datetime.fromisoformat(cleaned.replace(" ", "T").replace("z", "Z").replace(",", "."))
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=UTC)
             moment = moment.astimezone(UTC).replace(microsecond=0)
-            return (moment, moment + timedelta(seconds=1)), stamp_of(moment)
+            return (moment, _after(moment, timedelta(seconds=1))), stamp_of(moment)
     except (ValueError, OverflowError):
-        pass
+        if moment is not None:  # read, but its offset moves it out of the years datetime holds
+            raise ValueError(f"{text!r} falls outside the years 0001 to 9999 in UTC; give it in UTC "
+                             "(Z, or no offset)") from None
     raise ValueError(f"{text!r} is not a date; expected {ACCEPTED}")
+
+
+_SHORT_YEAR_STAMP: Final = re.compile(r"(\d{1,3})(-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")
+
+
+def _four_digit_year(stored: str) -> str:
+    """A stamp as an earlier version wrote a year before 1000 (``999-05-07T10:00:00Z``, strftime's
+    %Y unpadded) in the form written now; any other text as it is."""
+    if (short := _SHORT_YEAR_STAMP.fullmatch(stored)) is None:
+        return stored
+    return f"{int(short[1]):04d}{short[2]}"
 
 
 @lru_cache(maxsize=65_536)
 def stored_span(text: str) -> Span | None:
     """The span of a stored date (a stamp, or a date as the model gave it); None: not a date."""
     try:
-        return parse_when(text)[0]
+        return parse_when(_four_digit_year(text))[0]
     except ValueError:
         return None
 
@@ -122,6 +148,7 @@ def compact_day(stamp: str | None) -> str | None:
         return stamp[:10]  # every load shows the day of each stamp: the shape is checked in C, no parse
     if stored_span(stamp) is None:
         return None
+    stamp = _four_digit_year(stamp)
     return stamp[:10] if "T" in stamp else stamp
 
 

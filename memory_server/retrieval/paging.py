@@ -43,6 +43,9 @@ KEPT_ANSWERS: Final = 16
 """Cut answers kept for each client's cursors; its oldest is forgotten (its cursors expire) after this many."""
 KEPT_ANSWERS_IN_ALL: Final = 256
 """Cut answers kept for all clients together; beyond it the one unused for longest is forgotten."""
+KEPT_ANSWER_BYTES: Final = 64 << 20
+"""Bytes the kept answers may hold of their own (see :func:`footprint`), all clients together;
+beyond it the one unused for longest is forgotten (the newest is always kept)."""
 
 SUMMARY_TYPES: Final = 20
 SUMMARY_CONNECTED: Final = 10
@@ -366,8 +369,25 @@ def take_fitting(units: list[Any], start: int, stop: int, room: int) -> tuple[li
 
 
 def request_key(tool: str, arguments: Mapping[str, Any]) -> bytes:
-    """What a cursor must be used with again: the tool and its arguments but the cursor."""
-    return _encoder.encode([tool, {key: arguments[key] for key in sorted(arguments) if key != "cursor"}])
+    """What a cursor must be used with again: the tool and its arguments but the cursor, as the
+    sha256 of their JSON (a kept answer holds 32 bytes of its call, not a query of megabytes)."""
+    encoded = _encoder.encode([tool, {key: arguments[key] for key in sorted(arguments) if key != "cursor"}])
+    return hashlib.sha256(encoded).digest()
+
+
+_REFERENCE: Final = 8
+"""Bytes of one reference in a list."""
+
+
+def footprint(answer: Answer) -> int:
+    """About how many bytes a kept answer holds of its own: its call's key, its summary, the JSON
+    of units read from the index cache (msgspec.Raw, copies of the file's bytes), and a reference
+    per unit and per fact (the objects they refer to are the graph's)."""
+    size = len(answer.request) + len(answer.summary or b"") + _REFERENCE * len(answer.units)
+    size += sum(len(unit) for unit in answer.units if type(unit) is msgspec.Raw)
+    if (facts := answer.facts) is not None:
+        size += _REFERENCE * (len(facts.entities) + len(facts.relations)) + 2 * _REFERENCE * len(facts.order)
+    return size
 
 
 # --------------------------------------------------------------------------------------------
@@ -381,12 +401,17 @@ class Pager:
     Safe to share between threads."""
 
     def __init__(self, budget: int = DEFAULT_BUDGET, *, keep: int = KEPT_ANSWERS,
-                 keep_in_all: int = KEPT_ANSWERS_IN_ALL, key: bytes | None = None) -> None:
+                 keep_in_all: int = KEPT_ANSWERS_IN_ALL, keep_bytes: int = KEPT_ANSWER_BYTES,
+                 key: bytes | None = None) -> None:
         if budget < MINIMUM_BUDGET:
             raise ValueError(f"the answer budget must be at least {MINIMUM_BUDGET}")
         self.budget = budget
         self.keep = keep
         self.keep_in_all = keep_in_all
+        self.keep_bytes = keep_bytes
+        self._sizes: dict[int, int] = {}  # each kept answer's footprint
+        self.kept_bytes = 0
+        """The footprints of the answers kept now, added up."""
         self._key = key if key is not None else secrets.token_bytes(32)
         self._answers: OrderedDict[int, Answer] = OrderedDict()  # least recently used first
         # Each client's answers, least recently used first, and whose each answer is: one client
@@ -429,18 +454,21 @@ class Pager:
 
     def _keep(self, answer_id: int, answer: Answer, client: str | None) -> None:
         """Under the lock: keep `answer`, forgetting its client's oldest beyond `keep` and the
-        oldest of all beyond `keep_in_all`."""
+        oldest of all beyond `keep_in_all`, or while all of them hold more than `keep_bytes`."""
         self._answers[answer_id] = answer
         self._client_of[answer_id] = client
+        self._sizes[answer_id] = size = footprint(answer)
+        self.kept_bytes += size
         mine = self._of_client.setdefault(client, OrderedDict())
         mine[answer_id] = None
         while len(mine) > self.keep:
             self._forget(next(iter(mine)))
-        while len(self._answers) > self.keep_in_all:
+        while len(self._answers) > self.keep_in_all or (self.kept_bytes > self.keep_bytes and len(self._answers) > 1):
             self._forget(next(iter(self._answers)))
 
     def _forget(self, answer_id: int) -> None:
         del self._answers[answer_id]
+        self.kept_bytes -= self._sizes.pop(answer_id)
         client = self._client_of.pop(answer_id)
         theirs = self._of_client[client]
         del theirs[answer_id]
@@ -479,8 +507,8 @@ class Pager:
                 self._of_client[self._client_of[answer_id]].move_to_end(answer_id)
         if answer is None:
             raise CursorError(f"This cursor has expired: the server keeps the pages of each client's last {self.keep} "
-                              f"cut answers ({self.keep_in_all} in all) and forgets them all when it restarts. "
-                              f"{start_again}")
+                              f"cut answers ({self.keep_in_all} in all, fewer when they are large) and forgets them all "
+                              f"when it restarts. {start_again}")
         if answer.tool != tool:
             raise CursorError(f"This cursor continues an answer of {answer.tool}, not of {tool}: pass it to "
                               f"{answer.tool} with the same arguments as before, or call {tool} without a cursor.")

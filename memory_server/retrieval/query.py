@@ -38,6 +38,11 @@ if TYPE_CHECKING:
 
 _Match = TypeVar("_Match")
 
+MODEL_QUERY_CHARS: Final = 32_768
+"""The start of a query the semantic model is given: it reads at most 256 tokens, and a token is
+made of at most about a hundred characters, so the rest of a long query could not change its
+vector; given whole, a pasted text of megabytes would cost seconds before it is cut."""
+
 
 def search(graph: Graph, query: str, *, characters: int = answers.DEFAULT_CHARACTERS,
            limit: int | None = None, ranked: Callable[[Graph], Graph] | None = None) -> Facts:
@@ -75,7 +80,7 @@ def semantic_nearest(graph: Graph) -> answers.Nearest | None:
     nearest: Callable[[Graph, str, int], list[tuple[str, int, float]] | None] | None = getattr(semantic, "nearest", None)
     if nearest is None:
         return None
-    return lambda query, k: nearest(graph, query, k)
+    return lambda query, k: nearest(graph, query[:MODEL_QUERY_CHARS], k)
 
 
 def rule(containing: Callable[[str], Sequence[_Match] | None], by_words: Callable[[str], Sequence[_Match]],

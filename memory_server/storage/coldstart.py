@@ -69,7 +69,7 @@ from ..model.records import EntityRecord, Extended, Line
 from ..retrieval import query as retrieval
 from . import index_cache
 from .files import Signature, read_file, stat_signature
-from .loading import decode
+from .loading import decode, json_document
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +248,8 @@ class ColdStart:
         cold: FirstSource | None = cached
         if read is not None and cold is None and index_cache.worth_caching(read.signature):
             read.lines = decode(read.data)  # and of these records (S2, S4)
-            cold = FirstRecords(read, read.lines)
+            if json_document(self._file, read.data, read.lines) is None:  # else the graph refuses it (loading L5)
+                cold = FirstRecords(read, read.lines)
         if read is not None and cold is not None:
             self.state, self._cold, self._checked = State.COLD, cold, read.signature
             return

@@ -347,23 +347,41 @@ def fsync_directory(directory: Path) -> None:
             os.close(fd)
 
 
-def create_private_directories(directory: Path) -> None:
-    """``directory`` and its missing parents, each created mode 0700 whatever the umask.
-    Directories that already exist are left as they are."""
+def create_private_directories(directory: Path) -> list[Path]:
+    """``directory`` and its missing parents, each created mode 0700 whatever the umask; the ones
+    made, outermost first. Directories that already exist are left as they are. When one cannot be
+    made, the ones this call made are removed again (when still empty) and the OSError raised."""
     missing = []
     for candidate in (directory, *directory.parents):
         if candidate.is_dir():
             break
         missing.append(candidate)
-    for candidate in reversed(missing):
+    made: list[Path] = []
+    try:
+        for candidate in reversed(missing):
+            try:
+                os.mkdir(candidate, PRIVATE_DIRECTORY)
+            except FileExistsError:
+                if not candidate.is_dir():
+                    raise
+                continue  # made by another process meanwhile: theirs, as they made it
+            made.append(candidate)
+            # mkdir's mode passes through the umask, which can only narrow it; a umask of 0o700 would lock us out.
+            os.chmod(candidate, PRIVATE_DIRECTORY)
+    except OSError:
+        remove_empty_directories(made)
+        raise
+    return made
+
+
+def remove_empty_directories(made: Sequence[Path]) -> None:
+    """The directories of `made` (outermost first) that are still empty, removed innermost first;
+    one another process has put something in stays, and so do the ones outside it."""
+    for directory in reversed(made):
         try:
-            os.mkdir(candidate, PRIVATE_DIRECTORY)
-        except FileExistsError:
-            if not candidate.is_dir():
-                raise
-            continue  # made by another process meanwhile: theirs, as they made it
-        # mkdir's mode passes through the umask, which can only narrow it; a umask of 0o700 would lock us out.
-        os.chmod(candidate, PRIVATE_DIRECTORY)
+            os.rmdir(directory)
+        except OSError:
+            return
 
 
 # -- side files ----------------------------------------------------------------------------------------

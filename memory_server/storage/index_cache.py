@@ -95,6 +95,14 @@ def worth_caching(signature: tuple[int, int, int, int] | None) -> bool:
     return signature is not None and signature[1] >= WORTH_CACHING
 
 
+def _dated(line: bytes) -> bool:
+    """Whether a line in the record's own encoding holds dates (createdAt, updatedAt, recordedAt,
+    happenedOn), which its answer object shows compacted (model.dates.answer_dates), not as stored.
+    In that encoding `At":` and `On":` end only those keys: inside a string a quote is escaped, and a
+    string value is never followed by a colon."""
+    return b'At":' in line or b'On":' in line
+
+
 def cache_path(memory_file: Path) -> Path:
     return memory_file.with_name(memory_file.name + ".index")
 
@@ -489,7 +497,8 @@ class ColdIndex:
 
     @staticmethod
     def entity_view(record: EntityRecord) -> dict[str, Any]:
-        return {"name": record.name, "entityType": record.entityType, "observations": record.observations}
+        # The graph's own answer object, dates shown as the graph shows them: the cache answers as the graph does.
+        return rules.node_view(record)
 
     @staticmethod
     def relation_view(record: RelationRecord) -> dict[str, Any]:
@@ -498,7 +507,7 @@ class ColdIndex:
     def _raw(self, spans: array[int], number: int, plain: int, tag: bytes,
              decoded: Callable[[int], dict[str, Any]]) -> msgspec.Raw:
         line = self._line(spans, number)
-        if self._plain[plain] and line.startswith(tag):
+        if self._plain[plain] and line.startswith(tag) and not _dated(line):
             # The record's own encoding: its answer object is the line without the type tag.
             return msgspec.Raw(b"{" + line[len(tag):])
         return msgspec.Raw(msgspec.json.encode(decoded(number)))

@@ -14,6 +14,9 @@ L3. The cyclic collector is paused while a load runs (counted, for loads in seve
     and a full collection still frees any cycle among them.
 L4. :func:`decode` and :func:`graph_of` split :func:`parse` in two, for a caller that answers from
     the records before the graph is made (coldstart S4): the same graph, decoded once.
+L5. A file that holds one JSON document (an export, `export --format json`, pretty-printed or on
+    one line) where the memory's JSON Lines were expected is no memory file: :func:`json_document`
+    says so, the store neither answers from it nor writes over it, and the message says to import it.
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
+
+import msgspec
 
 from ..model import graph as rules
 from ..model.graph import Graph
-from ..model.records import BOM, Line, Rejected, decode_file
+from ..model.records import BOM, Line, Opaque, Rejected, decode_file
 from .files import rejected_path_for
 
 PIECE: Final = 1 << 21
@@ -102,6 +107,30 @@ def graph_of(lines: list[Line], views: rules.Views | None = None) -> Graph:
 def parse(data: bytes, *, pieces: bool = False) -> Graph:
     with collector_paused():
         return graph_of(decode(data, pieces=pieces))
+
+
+def json_document(file: Path, data: bytes, lines: list[Line]) -> str | None:
+    """Why `data` (with its records `lines`) is no memory file but one JSON document (L5), or None.
+
+    Recognised: a first line that is only `{` or `[` (an indented document: no memory file has
+    such a line), or a whole file that is one object with "entities" or "relations" (an export
+    written on one line). Only a file with a line that is no record is looked at twice."""
+    if not lines or not (type(lines[0]) is Rejected or (len(lines) == 1 and type(lines[0]) is Opaque)):
+        return None
+    first = data.removeprefix(BOM).lstrip().split(b"\n", 1)[0].strip()
+    spread = first in (b"{", b"[")
+    if not spread:
+        try:
+            whole: Any = msgspec.json.decode(data.removeprefix(BOM))
+        except msgspec.DecodeError:
+            return None
+        if not (isinstance(whole, dict) and "type" not in whole and ("entities" in whole or "relations" in whole)):
+            return None
+    aside = file.with_name(file.name + ".export.json")
+    return (f"The memory file {file} holds one JSON document (as `mcp-server-memory export --format json` writes "
+            "it), not JSON Lines (one entity or relation a line), so this server neither reads nor writes it; "
+            f"nothing was changed. To make it the memory, move it aside (mv {file} {aside}) and import it: "
+            f"mcp-server-memory import {aside} (with MEMORY_FILE_PATH set as for the server).")
 
 
 def describe_load(file: Path, graph: Graph) -> list[str]:

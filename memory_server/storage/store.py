@@ -65,11 +65,12 @@ from .files import (
     read_file,
     rejected_path_for,
     remove_debris,
+    remove_empty_directories,
     remove_old_spare,
     staged,
     stat_signature,
 )
-from .loading import describe_load, graph_of, parse
+from .loading import decode, describe_load, graph_of, json_document
 from .lock import (
     LOCK_REFRESH_EVERY,
     LOCK_STALE_AFTER,
@@ -202,6 +203,10 @@ class GraphStore:
         self._closing = threading.Event()
         self._executor = ThreadPoolExecutor(max_workers=WORKERS,
                                             thread_name_prefix=f"memory-store[{self._file.name}]")
+        self._refused: tuple[Signature, str] | None = None
+        """The signature of a file refused as one JSON document, and why (see _load_bytes)."""
+        self._made_directories: list[Path] = []
+        """The folders made for the memory file by the write under way (see write)."""
         self._commits = GroupCommit(self._lock, self._lock_timeout, self._run_batch, self._create_directory)
         self._coldstart = ColdStart(self._file, self._executor, self._warm_up)
         if not cache:
@@ -444,31 +449,48 @@ class GraphStore:
 
     def write(self, operation: Operation, *, abandon: threading.Event | None = None) -> WriteResult:
         """`operation` (a pure function of the graph, see model/graph.py) on the file's current
-        graph, saved; `abandon` set while it still waits for its turn gives it up (commit W4)."""
-        return self._commits.write(operation, abandon)
+        graph, saved; `abandon` set while it still waits for its turn gives it up (commit W4).
+
+        Where the memory file's folder is missing, nothing is created for a write that cannot
+        succeed: such a folder holds no memory, so the write is first worked out on the empty
+        graph, and one that fails, or changes nothing, is answered from that without a folder
+        made. The folders made for a write that then fails are removed again, when still empty."""
+        if self._file.parent.is_dir():
+            return self._commits.write(operation, abandon)
+        change = operation(rules.EMPTY)  # a broken rule raises here, as it would under the lock
+        if not change.changed:
+            return WriteResult(change.value, False, [])
+        try:
+            return self._commits.write(operation, abandon)
+        except BaseException:
+            if not self._commits.queued:  # a write still waiting may need the folders this one made
+                remove_empty_directories(self._made_directories)
+            raise
+        finally:
+            self._made_directories = []
 
     def create_entities(self, entities: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._commits.write(lambda graph: rules.create_entities(graph, entities, self._now()), abandon)
+        return self.write(lambda graph: rules.create_entities(graph, entities, self._now()), abandon=abandon)
 
     def create_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._commits.write(lambda graph: rules.create_relations(graph, relations), abandon)
+        return self.write(lambda graph: rules.create_relations(graph, relations), abandon=abandon)
 
     def add_observations(self, observations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._commits.write(lambda graph: rules.add_observations(graph, observations, self._now()), abandon)
+        return self.write(lambda graph: rules.add_observations(graph, observations, self._now()), abandon=abandon)
 
     def delete_entities(self, entity_names: list[str], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._commits.write(lambda graph: rules.delete_entities(graph, entity_names), abandon)
+        return self.write(lambda graph: rules.delete_entities(graph, entity_names), abandon=abandon)
 
     def delete_observations(self, deletions: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._commits.write(lambda graph: rules.delete_observations(graph, deletions, self._now()), abandon)
+        return self.write(lambda graph: rules.delete_observations(graph, deletions, self._now()), abandon=abandon)
 
     def delete_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self._commits.write(lambda graph: rules.delete_relations(graph, relations), abandon)
+        return self.write(lambda graph: rules.delete_relations(graph, relations), abandon=abandon)
 
     def merge(self, entities: list[rules.IncomingEntity], relations: list[rules.IncomingRelation]) -> WriteResult:
         """Another graph merged in (see graph.merge_graph) in one locked write, so that servers
         sharing the file see one change."""
-        return self._commits.write(lambda graph: rules.merge_graph(graph, entities, relations, self._now()))
+        return self.write(lambda graph: rules.merge_graph(graph, entities, relations, self._now()))
 
     @property
     def saves(self) -> int:
@@ -567,7 +589,17 @@ class GraphStore:
         """Publishes the graph of `data`, the file's bytes with that signature (under _loading).
         `pieces`: in the background, letting answers go first (loading.py L2). `lines`: the
         records already decoded from `data`, and `views` their answer objects (coldstart S2)."""
-        graph = parse(data, pieces=pieces) if lines is None else graph_of(lines, views)
+        refused = self._refused
+        if refused is not None and refused[0] == signature:
+            raise GraphError(refused[1])  # the same bytes: not decoded again at every poll
+        if lines is None:
+            lines = decode(data, pieces=pieces)
+        if (document := json_document(self._file, data, lines)) is not None:
+            # No graph of it, so no write over it (loading L5); said once on stderr, at every call to the client.
+            self._refused = (signature, document)
+            log.warning("%s", document)
+            raise GraphError(document)
+        graph = graph_of(lines, views)
         for message in describe_load(self._file, graph):
             log.warning("%s", message)
         self._snapshot = _Snapshot(graph, signature, (data,))
@@ -652,7 +684,7 @@ class GraphStore:
 
     def _create_directory(self) -> None:
         try:
-            create_private_directories(self._file.parent)
+            self._made_directories += create_private_directories(self._file.parent)
         except OSError as error:
             raise GraphError(f"Cannot create the directory {self._file.parent} for the memory file: "
                              f"{error.strerror}. Nothing was changed.") from error

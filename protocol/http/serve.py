@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import socket
 from typing import Any
 
 from .app import StreamableHTTP
@@ -38,12 +39,13 @@ def is_loopback(host: str) -> bool:
 
 
 def run(app: StreamableHTTP, host: str, port: int, *, max_connections: int = MAX_CONNECTIONS,
-        header_seconds: float = HEADER_SECONDS) -> None:
+        header_seconds: float = HEADER_SECONDS, sock: socket.socket | None = None) -> None:
     """Serve `app` with uvicorn until SIGTERM or SIGINT; every listen then gets its graceful closure.
 
     At most `max_connections` connections are open at once (lowered to fit the open-file limit),
     each given `header_seconds` for its request's headers (see `limits`). Bound to a loopback
-    address, an app that names no allowed hosts answers only for the loopback names."""
+    address, an app that names no allowed hosts answers only for the loopback names. `sock`: a
+    socket already listening on that address (its caller could say it serves only once bound)."""
     try:
         import uvicorn
         from uvicorn.protocols.http.auto import AutoHTTPProtocol
@@ -78,7 +80,7 @@ def run(app: StreamableHTTP, host: str, port: int, *, max_connections: int = MAX
 
     async def serve() -> None:
         loop.append(asyncio.get_running_loop())
-        await server.serve()
+        await server.serve(sockets=None if sock is None else [sock])
 
     # uvicorn re-raises the signal it caught once it has stopped, to the handler found before it
     # started: a handler that does nothing makes that a clean exit 0, as on stdio.
