@@ -282,12 +282,24 @@ def entrypoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = root / "venv"
     run_checked([sys.executable, "-m", "venv", str(venv)], cwd=root)
     (install,) = [run for run in values_of(dockerfile_stages()[-1], "RUN") if "pip install" in run]
-    extras = "[http]" if "[http]" in install else ""
+    extras = extras_of(install)
     run_checked([str(venv / "bin" / "python"), "-m", "pip", "install",
                  "--disable-pip-version-check", f"{wheel}{extras}"], cwd=root)
     command = venv / "bin" / json.loads(values_of(dockerfile_stages()[-1], "ENTRYPOINT")[0])[0]
     assert command.is_file()
     return command
+
+
+def extras_of(install: str) -> str:
+    """The extras the image's `pip install` line gives the wheel (`[http,semantic]`), or ''."""
+    found = re.search(r"\.whl\)?\"?(\[[A-Za-z0-9_,-]+\])", install)
+    return found.group(1) if found else ""
+
+
+def test_the_image_installs_the_readme_default_and_what_a_team_needs():
+    (install,) = [run for run in values_of(dockerfile_stages()[-1], "RUN") if "pip install" in run]
+    extras = set(extras_of(install).strip("[]").split(","))
+    assert {"semantic", "http", "postgres", "oauth"} <= extras, install
 
 
 class StdioPeer:
@@ -387,6 +399,23 @@ def test_installed_entrypoint_serves_a_legacy_client_and_keeps_memory_in_the_fil
     records = memory_records(tmp_path / "volume" / "memory.jsonl")
     # Its line as the reference writes it, and the dates this server adds to it.
     assert any({"type": "entity", **entity}.items() <= record.items() for record in records), records
+
+
+def test_installed_entrypoint_searches_by_meaning(peer: StdioPeer):
+    """The image answers as the README's install does: `dog` finds a fact that never says dog."""
+    peer.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"_meta": MODERN_META, "name": "create_entities", "arguments": {"entities": [
+                   {"name": "Biscuit", "entityType": "pet", "observations": ["a border collie, three years old"]},
+                   {"name": "Oslo", "entityType": "city", "observations": ["capital of Norway"]}]}}})
+    created = peer.response(1)
+    assert "error" not in created and not created["result"].get("isError"), created
+    peer.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"_meta": MODERN_META, "name": "search_nodes", "arguments": {"query": "dog"}}})
+    found = peer.response(2)
+    assert "error" not in found, found
+    names = [entity["name"] for entity in found["result"]["structuredContent"]["entities"]]
+    assert names == ["Biscuit"], found
+    assert peer.finish() == 0, peer.stderr_tail()
 
 
 def test_installed_entrypoint_serves_a_modern_client(peer: StdioPeer):
