@@ -86,6 +86,25 @@ def nearest(graph: Graph, query: str, k: int) -> list[tuple[str, int, float]] | 
     return engine.nearest(graph, query, k)
 
 
+def embed(texts: Sequence[str]) -> np.ndarray | None:
+    """The vectors of `texts`, in order: a float32 array of shape (len(texts), :data:`DIMENSIONS`),
+    each row of unit length (so a dot product is the cosine similarity); None when no model can be
+    used (guarantee 2). Each text is cut to its first :data:`MAX_TOKENS` tokens, as the model was
+    trained. Runs in the calling thread, on the model's one thread: call it off the request path.
+    Equal texts give equal vectors, in every process of the same model file."""
+    engine = _engine(os.environ)
+    if engine is None:
+        return None
+    return engine.encode(texts)
+
+
+def model_digest() -> str | None:
+    """The sha256 of the model file in use (vectors of another model are not comparable), or None
+    when no model can be used."""
+    engine = _engine(os.environ)
+    return None if engine is None else engine.digest
+
+
 def warm(graph: Graph) -> None:
     """Load the model and embed `graph` in the background, so that the first search does not wait.
 
@@ -199,7 +218,7 @@ def _load(path: Path | str, digest: str | None, limit: int) -> Engine | str:
     inputs = {item.name for item in session.get_inputs()}
     if not {"input_ids", "attention_mask"} <= inputs:
         return f"the model {str(path)!r} does not take input_ids and attention_mask, as all-MiniLM-L6-v2 does"
-    return Engine(session, inputs, tokenizer, limit)
+    return Engine(session, inputs, tokenizer, limit, sha256)
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,7 +318,7 @@ class _Layout:
 class Engine:
     """A loaded model with its table of vectors (text -> row of `matrix`) and its background embedder."""
 
-    def __init__(self, session: Any, inputs: set[str], tokenizer: WordPiece, limit: int) -> None:
+    def __init__(self, session: Any, inputs: set[str], tokenizer: WordPiece, limit: int, digest: str) -> None:
         import numpy as np
 
         self._np = np
@@ -307,6 +326,7 @@ class Engine:
         self.inputs = inputs
         self.tokenizer = tokenizer
         self.limit = limit
+        self.digest = digest
         self.lock = threading.Lock()
         """Guards the table (rows, matrix, count, version) and the background thread's state."""
         self.rows: dict[str, int] = {}
