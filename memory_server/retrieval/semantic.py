@@ -30,13 +30,13 @@ Guarantees:
 4. Memory is bounded: at most ``MEMORY_SEMANTIC_MAX`` vectors are kept. When the table is full,
    it keeps the texts of the graph being searched and forgets the others.
 5. No call waits on the embedding of the memory. A search embeds in its own thread only its
-   query (cut to :data:`MAX_CHARACTERS` characters, then to :data:`MAX_TOKENS` tokens) and texts
-   of the graph not yet embedded when they are at most :data:`SYNC_CHARACTERS` characters in all
-   (a write of a few facts, searched at once). More are embedded by a worker of the process's
-   Background, a batch of :data:`BATCH` at a time, the newest graph asked about first; it
-   checks ``stopping`` between batches, so the process's close joins it within one batch.
-   Until it is done, :func:`nearest` answers from the observations already embedded (the
-   caller's words answer for the rest).
+   query (cut to :data:`MAX_CHARACTERS` characters, then to :data:`MAX_TOKENS` tokens) and, of
+   the graph's texts not yet embedded, those that fit in :data:`SYNC_CHARACTERS` characters (a
+   few facts just written, searched at once). The rest are embedded by a worker of the
+   process's Background, in steps of at most :data:`BATCH` texts and :data:`STEP_CHARACTERS`
+   characters, the newest graph asked about first; it checks ``stopping`` between steps, so
+   the process's close joins it within one step. Until it is done, :func:`nearest` answers
+   from the observations already embedded (the caller's words answer for the rest).
 6. The answer: at most `k` observations of `graph`, most similar first, each as (entity name,
    index in that entity's observations, cosine similarity), only those at least
    :data:`MIN_SIMILARITY` similar (an unrelated query finds nothing rather than noise).
@@ -83,13 +83,16 @@ MIN_SIMILARITY: Final = 0.2
 """Cosine similarity below which an observation is not an answer. Unrelated short texts score
 about 0 to 0.15 with this model; a fact that answers a keyword query about 0.25 to 0.6."""
 BATCH: Final = 32
-"""Texts embedded in one run of the model: the background's step between two checks of `stopping`."""
+"""Texts embedded in one run of the model, at most."""
 MAX_TOKENS: Final = 256
 """all-MiniLM-L6-v2 was trained on at most 256 tokens: a longer observation is embedded by its start."""
 MAX_CHARACTERS: Final = MAX_TOKENS * 8
 """Characters of a text that are tokenized: more than MAX_TOKENS tokens of any text (a WordPiece
 token covers at least one character; words of English average under 8 characters a token), so
 the cut changes no vector, and a text of megabytes costs what its start costs."""
+STEP_CHARACTERS: Final = 2 * MAX_CHARACTERS
+"""Characters the background embeds between two checks of `stopping` (two long texts, or up to
+BATCH short ones): one step is a small fraction of the process's close timeout even on a loaded machine."""
 DIMENSIONS: Final = 384
 QUERIES_KEPT: Final = 256
 """Query vectors kept (paging a search asks for the same query again)."""
@@ -415,6 +418,23 @@ def words(text: str) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
+def _steps(texts: Sequence[str]) -> Sequence[list[str]]:
+    """`texts` in steps of at most BATCH texts and about STEP_CHARACTERS characters (each at least one text)."""
+    steps: list[list[str]] = []
+    step: list[str] = []
+    size = 0
+    for text in texts:
+        cost = min(len(text), MAX_CHARACTERS)
+        if step and (len(step) >= BATCH or size + cost > STEP_CHARACTERS):
+            steps.append(step)
+            step, size = [], 0
+        step.append(text)
+        size += cost
+    if step:
+        steps.append(step)
+    return steps
+
+
 def text_key(text: str) -> bytes:
     """The key of a text's vector in the side file: the first 16 bytes of its UTF-8 sha256."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
@@ -695,11 +715,11 @@ class Engine:
                     break
                 layout = self._layout(graph)
                 missing = self._missing(layout) if layout.distinct <= self.limit else []
-                for start in range(0, len(missing), BATCH):
+                for batch in _steps(missing):
                     if stopping.is_set():
                         return
                     with self.lock:
-                        batch = [t for t in missing[start:start + BATCH] if t not in self.rows]
+                        batch = [t for t in batch if t not in self.rows]
                     self._add(batch, layout.texts)
                     added += len(batch)
                     if added >= CHECKPOINT:
@@ -735,9 +755,16 @@ class Engine:
         rows, matrix, scales, count = self._snapshot(layout)
         if (rows < 0).any():
             missing = self._missing(layout)
-            if missing and sum(map(len, missing)) <= SYNC_CHARACTERS:
-                self._add(missing, layout.texts)
-            elif missing:
+            now: list[str] = []
+            budget = SYNC_CHARACTERS
+            for text in missing:
+                if (cost := min(len(text), MAX_CHARACTERS)) <= budget:
+                    now.append(text)
+                    budget -= cost
+                elif budget < 16:
+                    break
+            self._add(now, layout.texts)
+            if len(now) < len(missing):
                 self.embed_in_background(graph)
             rows, matrix, scales, count = self._snapshot(layout)
         vector = self.query_vector(query)
