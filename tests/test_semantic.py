@@ -313,3 +313,29 @@ def test_wordpiece_splits_as_bert_does() -> None:
     assert [pieces[i] for i in ids][0] == "[CLS]" and [pieces[i] for i in ids][-1] == "[SEP]"
     assert "".join(pieces[i].removeprefix("##") for i in ids[1:-1]) == "levothyroxine"
     assert len(tokenizer.encode("word " * 1000)) == semantic.MAX_TOKENS
+
+
+def test_query_vectors_are_kept_by_digest_and_by_count(model_environment: None) -> None:
+    graph = embedded(rules.create_entities(EMPTY, [{"name": "u", "entityType": "person",
+                                                    "observations": ["Has a border collie named Biscuit"]}]).graph)
+    engine = semantic._engine(os.environ)
+    assert engine is not None
+    long_query = "dog " * 1_000_000  # a 4 MB query: its vector is kept, not its text
+    assert semantic.nearest(graph, long_query, 5) is not None
+    for number in range(semantic.QUERIES_KEPT + 20):
+        semantic.nearest(graph, f"dog {number}", 1)
+    assert len(engine.queries) == semantic.QUERIES_KEPT
+    assert all(isinstance(key, bytes) and len(key) == 16 for key in engine.queries)
+    # The same query again is answered from its kept vector, equal to a fresh one.
+    again = semantic.nearest(graph, f"dog {semantic.QUERIES_KEPT + 19}", 1)
+    assert again == semantic.nearest(graph, f"dog {semantic.QUERIES_KEPT + 19}", 1)
+
+
+def test_a_text_is_cut_by_characters_before_it_is_tokenized(model_environment: None) -> None:
+    # One word of MAX_CHARACTERS letters is a single unknown token: what follows it would add
+    # tokens (within MAX_TOKENS) if it were tokenized, and changes nothing because it is cut first.
+    start = "a" * semantic.MAX_CHARACTERS
+    vectors = semantic.embed([start, start + " dog walks" * 1_000_000, start[:-20] + " dog walks"])
+    assert vectors is not None
+    assert float(vectors[0] @ vectors[1]) > 0.9999
+    assert float(vectors[0] @ vectors[2]) < 0.99  # the words would have counted

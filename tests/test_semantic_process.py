@@ -233,3 +233,61 @@ def test_a_model_path_that_is_not_a_regular_file_is_words_only_at_once_with_one_
     assert errors.count("semantic search is off, words only: cannot read the model") == 1, errors
     assert ("a FIFO" if kind == "fifo" else "a directory") in errors
     own_lines_only(errors)
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+def test_ctrl_c_while_embedding_exits_0_with_nothing_from_onnxruntime(tmp_path: Path, servers: list[Server],
+                                                                       run: int) -> None:
+    memory = tmp_path / "memory.jsonl"
+    memory_of(memory, 1200, long=True)
+    server = Server(memory)
+    servers.append(server)
+    assert "result" in server.answer(server.call("search_nodes", query="dog"))
+    assert not vectors_path(memory).exists()  # still embedding
+    status, errors = server.end(signal_number=signal.SIGINT)
+    assert status in (0, -signal.SIGINT), errors
+    own_lines_only(errors)
+
+
+def test_over_http_a_search_and_another_request_answer_while_embedding_and_sigterm_then_ends_cleanly(tmp_path: Path) -> None:
+    import httpx
+    from conftest import modern_request
+    from http_helpers import free_port, modern_headers
+
+    memory = tmp_path / "memory.jsonl"
+    memory_of(memory, 1200, long=True)
+    port = free_port()
+    environment = server_environment(memory)
+    for variable in (semantic.ENABLE_VARIABLE, semantic.MAX_VARIABLE, semantic.MODEL_VARIABLE, "MCP_MEMORY_HTTP_TOKEN"):
+        environment.pop(variable, None)
+    process = subprocess.Popen([sys.executable, "-m", "memory_server", "--http", f"127.0.0.1:{port}"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env=environment)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        with httpx.Client(timeout=WAIT_SECONDS) as client:
+            deadline = time.monotonic() + WAIT_SECONDS
+            while True:  # until the server listens
+                try:
+                    searched = client.post(url, json=modern_request(1, "tools/call", {
+                        "name": "search_nodes", "arguments": {"query": "dog"}}),
+                        headers=modern_headers("tools/call", "search_nodes"))
+                    break
+                except httpx.ConnectError:
+                    assert process.poll() is None and time.monotonic() < deadline
+                    select.select([], [], [], 0.05)
+            assert searched.status_code == 200, searched.text
+            # The modern era has no ping: the lightest request there is.
+            pong = client.post(url, json=modern_request(2, "tools/list"), headers=modern_headers("tools/list"))
+            assert pong.status_code == 200 and pong.json()["result"]["tools"], pong.text
+            assert not vectors_path(memory).exists()  # both answered while the memory was being embedded
+        process.send_signal(signal.SIGTERM)
+        status = process.wait(timeout=WAIT_SECONDS)
+        assert process.stderr is not None
+        errors = process.stderr.read().decode(errors="replace")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert status in (0, -signal.SIGTERM), errors
+    assert not any(noise in errors for noise in NATIVE_NOISE), errors
