@@ -99,8 +99,8 @@ QUERIES_KEPT: Final = 256
 CHECKPOINT: Final = 4096
 """Vectors embedded in the background between two saves of the side file (so that a process
 killed while it embeds a large memory leaves most of the work on disk)."""
-CHUNK: Final = 4096
-"""Rows of the table scored at a time (their float32 copy is the only temporary of a search)."""
+CHUNK: Final = 65_536
+"""Rows of the table scored at a time (bounds the temporaries of a search)."""
 
 VOCABULARY: Final = Path(__file__).with_name("minilm_vocab.txt")
 _OFF: Final = frozenset({"off", "0", "false", "no"})
@@ -530,6 +530,19 @@ class Engine:
         peak = np.maximum(np.abs(vectors).max(axis=1), 1e-12).astype(np.float32)
         return np.rint(vectors * (127.0 / peak)[:, None]).astype(np.int8), peak / 127.0
 
+    def scores(self, matrix: Any, scales: Any, count: int, vector: np.ndarray) -> np.ndarray:
+        """The cosine similarity of `vector` to each of the first `count` rows: an exact scan of the
+        int8 table against the query, itself as int8, summed in int32 (docs/semantic.md: why a scan)."""
+        np = self._np
+        (query,), (scale,) = self.quantize(vector[None, :])
+        scores = np.empty(count, dtype=np.float32)
+        for start in range(0, count, CHUNK):
+            end = min(start + CHUNK, count)
+            scores[start:end] = np.einsum("ij,j->i", matrix[start:end], query, dtype=np.int32)
+        scores *= scales[:count]
+        scores *= scale
+        return scores
+
     def query_vector(self, query: str) -> np.ndarray:
         key = _query_key(query)
         with self.lock:
@@ -768,11 +781,7 @@ class Engine:
                 self.embed_in_background(graph)
             rows, matrix, scales, count = self._snapshot(layout)
         vector = self.query_vector(query)
-        scores = np.empty(count, dtype=np.float32)
-        for start in range(0, count, CHUNK):
-            end = min(start + CHUNK, count)
-            np.matmul(matrix[start:end].astype(np.float32), vector, out=scores[start:end])
-            scores[start:end] *= scales[start:end]
+        scores = self.scores(matrix, scales, count, vector)
         if (known := rows >= 0).all():
             similarity = scores[rows]
         else:
