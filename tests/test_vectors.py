@@ -4,7 +4,9 @@ numbered guarantees V1 to V6, with the real model, real files and real server pr
 from __future__ import annotations
 
 import os
+import select
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -221,3 +223,18 @@ def test_v5_something_not_ours_at_the_name_is_neither_read_nor_replaced(tmp_path
         assert side.is_symlink()
     else:
         assert os.lstat(side).st_nlink == 2
+
+
+def test_v4_a_search_that_finds_texts_gone_has_the_file_rewritten_without_them(tmp_path: Path) -> None:
+    side = tmp_path / "memory.jsonl.vectors"
+    engine = saved(side, FACTS)
+    engine.nearest(graph_of(FACTS), "dog", 3)
+    assert text_key(DOG) in side.read_bytes()
+    found = engine.nearest(graph_of(FACTS[1:]), "dog", 3)  # the dog's fact was deleted by a write
+    assert found is not None and all(index < len(FACTS) - 1 for _, index, _ in found)
+    deadline = time.monotonic() + WAIT_SECONDS
+    while text_key(DOG) in side.read_bytes():  # the save comes SAVE_DELAY later, in the Background
+        assert time.monotonic() < deadline, "the side file still holds the deleted fact's vector"
+        select.select([], [], [], 0.05)
+    assert text_key(FACTS[1]) in side.read_bytes()
+    assert VectorFile(side, "memory.jsonl").read(engine.digest) is not None

@@ -74,8 +74,10 @@ MODEL_VARIABLE: Final = "MEMORY_SEMANTIC_MODEL"
 MAX_VARIABLE: Final = "MEMORY_SEMANTIC_MAX"
 DEFAULT_MAX: Final = 1_000_000
 """Vectors kept, at most: 388 MB of int8 vectors (see docs/semantic.md for the whole cost)."""
-LOAD_WAIT: Final = 5.0
-"""Seconds the first call waits for the model (and the side file) to load before it answers by words."""
+LOAD_WAIT: Final = 30.0
+"""Seconds the first call waits for the model (and the side file) to load before it answers by
+words: once per process, work of a fixed size (a fraction of a second on a quiet core), bounded
+so that a starved machine still answers."""
 SYNC_CHARACTERS: Final = 1024
 """Characters of not yet embedded observations a search embeds itself (a few facts just written);
 more go to the background."""
@@ -99,6 +101,9 @@ QUERIES_KEPT: Final = 256
 CHECKPOINT: Final = 4096
 """Vectors embedded in the background between two saves of the side file (so that a process
 killed while it embeds a large memory leaves most of the work on disk)."""
+SAVE_DELAY: Final = 1.0
+"""Seconds after a search that finds texts gone before the side file is written without them
+(writes come in bursts: one save for the burst)."""
 CHUNK: Final = 65_536
 """Rows of the table scored at a time (bounds the temporaries of a search)."""
 
@@ -490,6 +495,7 @@ class Engine:
         self.saved: frozenset[bytes] | None = None
         """The keys the side file holds, as this engine last read or wrote it."""
         self.saving = threading.Lock()
+        self.save_due = False
 
     def describe(self) -> str:
         with self.lock:
@@ -641,6 +647,21 @@ class Engine:
             if self.file.write(self.digest, keys, matrix[:count], scales[:count]):
                 self.saved = frozenset(keys)
 
+    def _save_later(self) -> None:
+        """A save after SAVE_DELAY seconds, once for a burst of writes and searches."""
+        with self.lock:
+            if self.file is None or self.save_due:
+                return
+            self.save_due = True
+
+        def run() -> None:
+            with self.lock:
+                self.save_due = False
+            self.save()
+        if background.process().later(SAVE_DELAY, run) is None:
+            with self.lock:
+                self.save_due = False
+
     def _save_soon(self) -> None:
         stopping = background.process().stopping
         if not stopping.is_set():
@@ -764,7 +785,10 @@ class Engine:
             return None
         if k <= 0 or not layout.texts or not query.strip():
             return []
-        self.live = layout
+        if layout is not self.live:
+            self.live = layout
+            if self.count > layout.distinct:  # some texts are gone: their vectors leave the side file (V4)
+                self._save_later()
         rows, matrix, scales, count = self._snapshot(layout)
         if (rows < 0).any():
             missing = self._missing(layout)
