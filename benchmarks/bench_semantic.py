@@ -64,11 +64,12 @@ def main() -> int:
     parser.add_argument("--observations", type=int, default=3)
     parser.add_argument("--scan", type=int, nargs="*")
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--reuse", type=Path, help="with --fresh: a folder a former --fresh run left (skips the embedding)")
     arguments = parser.parse_args()
     if arguments.scan:
         return scan(arguments.scan)
     if arguments.fresh:
-        return fresh(arguments.entities, arguments.observations)
+        return fresh(arguments.entities, arguments.observations, arguments.reuse)
 
     start_rss = rss_mb()
     started = time.perf_counter()
@@ -173,7 +174,7 @@ def scan(sizes: list[int]) -> int:
     return 0
 
 
-def fresh(entities: int, observations: int) -> int:
+def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
     import json
     import os
     import select
@@ -183,11 +184,12 @@ def fresh(entities: int, observations: int) -> int:
     from memory_server.retrieval.vectors import vectors_path
     made = synthetic(entities, observations)
     made.append({"name": "Ann", "entityType": "person", "observations": ["Has a border collie named Biscuit"]})
-    folder = Path(tempfile.mkdtemp(prefix="bench-semantic-"))
+    folder = reuse or Path(tempfile.mkdtemp(prefix="bench-semantic-"))
     memory = folder / "memory.jsonl"
-    with memory.open("w", encoding="utf-8") as file:
-        for item in made:
-            file.write(json.dumps({"type": "entity", **item}) + "\n")
+    if reuse is None:
+        with memory.open("w", encoding="utf-8") as file:
+            for item in made:
+                file.write(json.dumps({"type": "entity", **item}) + "\n")
     environment = {**os.environ, "MEMORY_FILE_PATH": str(memory), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     hello = (json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}) + "\n"
@@ -240,8 +242,9 @@ def fresh(entities: int, observations: int) -> int:
 
     started = time.perf_counter()
     serve(until_saved=True)
-    print(f"{entities} entities x {observations} observations: embedded by a first server and saved in "
-          f"{time.perf_counter() - started:.0f} s; side file {vectors_path(memory).stat().st_size} bytes")
+    if reuse is None:
+        print(f"{entities} entities x {observations} observations: embedded by a first server and saved in "
+              f"{time.perf_counter() - started:.0f} s; side file {vectors_path(memory).stat().st_size} bytes")
     for _ in range(5):
         took, rss, found = serve(until_saved=False)
         print(f", by meaning: {found}, RSS {rss:.0f} MB")
