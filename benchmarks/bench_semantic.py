@@ -1,6 +1,14 @@
 """What semantic search costs: model load, memory, embeddings per second, time per query.
 
     python benchmarks/bench_semantic.py [--entities 10000] [--observations 3]
+    python benchmarks/bench_semantic.py --scan 50000 500000 1000000
+    python benchmarks/bench_semantic.py --fresh [--entities 10000] [--observations 5]
+
+--scan: the exact scan of a table of that many int8 vectors (random ones: the cost does not
+depend on what they mean), median of 20 queries, and the resident memory the table adds.
+--fresh: a memory file of that size is embedded once by a real server (until its side file of
+vectors is written), then each of five fresh servers is timed from spawn to its first answer by
+meaning, and its resident memory then.
 
 Runs in one process, in this order: import of the module, first load of the model, the
 profile of tests/test_semantic.py (about 300 facts on default_user) embedded and asked the five
@@ -54,7 +62,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--observations", type=int, default=3)
+    parser.add_argument("--scan", type=int, nargs="*")
+    parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--reuse", type=Path, help="with --fresh: a folder a former --fresh run left (skips the embedding)")
     arguments = parser.parse_args()
+    if arguments.scan:
+        return scan(arguments.scan)
+    if arguments.fresh:
+        return fresh(arguments.entities, arguments.observations, arguments.reuse)
 
     start_rss = rss_mb()
     started = time.perf_counter()
@@ -111,9 +126,7 @@ def main() -> int:
     first = semantic.nearest(big, "dog", 40)
     print(f"  first query: {1000 * (time.perf_counter() - started):.0f} ms, {len(first or [])} candidates "
           "(answered from what is embedded so far; the rest goes to the background)")
-    worker = engine.worker
-    if worker is not None:
-        worker.join()
+    semantic.ready(big, 24 * 3600)
     took = time.perf_counter() - started
     print(f"  all {total} observations embedded in the background in {took:.1f} s ({total / took:.0f}/s), "
           f"RSS +{rss_mb() - before:.0f} MB -> {rss_mb():.0f} MB; {semantic.status()}")
@@ -128,6 +141,113 @@ def main() -> int:
     started = time.perf_counter()
     semantic.nearest(later, "dog", 40)
     print(f"  first query after a write (one new observation): {1000 * (time.perf_counter() - started):.1f} ms")
+    return 0
+
+
+def scan(sizes: list[int]) -> int:
+    import numpy as np
+
+    from memory_server.retrieval import semantic
+    engine = semantic._engine({})
+    if engine is None:
+        print("no model:", semantic.status())
+        return 1
+    rng = np.random.default_rng(7)
+    for size in sizes:
+        before = rss_mb()
+        vectors = rng.standard_normal((size, semantic.DIMENSIONS), dtype=np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        matrix, scales = engine.quantize(vectors)
+        del vectors
+        table_mb = rss_mb() - before
+        queries = engine.encode([f"question number {number}" for number in range(20)])
+        times = []
+        for query in queries:
+            started = time.perf_counter()
+            scores = engine.scores(matrix, scales, size, query)
+            np.argpartition(-scores, 39)[:40]
+            times.append(time.perf_counter() - started)
+        print(f"exact scan of {size} int8 vectors: median {1000 * statistics.median(times):.1f} ms, "
+              f"min {1000 * min(times):.1f} ms; the table {matrix.nbytes + scales.nbytes} bytes "
+              f"({(matrix.nbytes + scales.nbytes) / size:.0f} per vector), RSS +{table_mb:.0f} MB")
+        del matrix, scales
+    return 0
+
+
+def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
+    import json
+    import os
+    import select
+    import subprocess
+    import tempfile
+
+    from memory_server.retrieval.vectors import vectors_path
+    made = synthetic(entities, observations)
+    made.append({"name": "Ann", "entityType": "person", "observations": ["Has a border collie named Biscuit"]})
+    folder = reuse or Path(tempfile.mkdtemp(prefix="bench-semantic-"))
+    memory = folder / "memory.jsonl"
+    if reuse is None:
+        with memory.open("w", encoding="utf-8") as file:
+            for item in made:
+                file.write(json.dumps({"type": "entity", **item}) + "\n")
+    environment = {**os.environ, "MEMORY_FILE_PATH": str(memory), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    hello = (json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}) + "\n"
+        + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
+        + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "search_nodes", "arguments": {"query": "dog"}}}) + "\n").encode()
+
+    def serve(until_saved: bool) -> tuple[float, float, bool]:
+        started = time.perf_counter()
+        process = subprocess.Popen([sys.executable, "-m", "memory_server"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment)
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(hello)
+        process.stdin.flush()
+        searches, found, first = 0, False, 0.0
+        # Until an answer by meaning (the first ones may come from the index cache, by words alone).
+        while not found and searches < 200:
+            searches += 1
+            if searches > 1:
+                process.stdin.write((json.dumps({"jsonrpc": "2.0", "id": searches, "method": "tools/call", "params": {
+                    "name": "search_nodes", "arguments": {"query": "dog"}}}) + "\n").encode())
+                process.stdin.flush()
+            while True:
+                answer = json.loads(process.stdout.readline())
+                if answer.get("id") == searches:
+                    break
+            if searches == 1:
+                first = time.perf_counter() - started
+            found = "border collie" in json.dumps(answer)
+        took = time.perf_counter() - started
+        rss = float("nan")
+        for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) / 1024
+        while until_saved and saved_count() < sum(len(item["observations"]) for item in made):  # type: ignore[arg-type, misc]
+            select.select([], [], [], 0.5)
+        process.stdin.close()
+        process.wait()
+        print(f"  spawn to first answer {first:.2f} s; to the first by meaning {took:.2f} s "
+              f"({searches} searches)" if not until_saved else "", end="")
+        return took, rss, found
+
+    def saved_count() -> int:
+        try:
+            with vectors_path(memory).open("rb") as file:
+                file.readline()
+                return int(json.loads(file.readline())["count"])
+        except (OSError, ValueError, KeyError):
+            return 0
+
+    started = time.perf_counter()
+    serve(until_saved=True)
+    if reuse is None:
+        print(f"{entities} entities x {observations} observations: embedded by a first server and saved in "
+              f"{time.perf_counter() - started:.0f} s; side file {vectors_path(memory).stat().st_size} bytes")
+    for _ in range(5):
+        took, rss, found = serve(until_saved=False)
+        print(f", by meaning: {found}, RSS {rss:.0f} MB")
     return 0
 
 

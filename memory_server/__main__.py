@@ -15,6 +15,8 @@ from . import __version__
 if TYPE_CHECKING:
     import argparse
 
+    from .storage.interface import MemoryStore
+
 DESCRIPTION = """\
 Knowledge-graph memory for MCP clients, served over stdio to both protocol eras
 (2025-11-25 and older with initialize; 2026-07-28 with per-request _meta).
@@ -106,7 +108,6 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
     # Imported after argument parsing so that --help and --version touch nothing.
     from .model.dates import clock_from
     from .storage.choice import StoreChoiceError, database_from, open_database
-    from .storage.interface import MemoryStore
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -133,6 +134,19 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
         if warning := fragile_location_warning(path, server_dir):
             log(warning)
         store = GraphStore(path, clock=clock_from(os.environ))
+        from .retrieval.semantic import keep_vectors_at
+        from .retrieval.vectors import vectors_path
+
+        real = Path(os.path.realpath(path))
+        keep_vectors_at(vectors_path(real), real.name)
+    try:
+        _serve_store(store, http, allow_unauthenticated, allowed_origins)
+    finally:
+        _close_background(store)
+
+
+def _serve_store(store: MemoryStore, http: str | None, allow_unauthenticated: bool,
+                 allowed_origins: list[str] | None) -> None:
     # Closed when serving ends (end of input, SIGTERM): its background work stops, and a cache
     # made stale by this run's writes is written for the next process (storage/coldstart.py K2).
     with store:
@@ -153,6 +167,17 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
         from protocol import run_stdio
 
         run_stdio(server)
+
+
+def _close_background(store: MemoryStore) -> None:
+    """After serving: every thread of the process's Background is stopped and joined (no thread may
+    be inside onnxruntime when the interpreter ends), then the vectors' side file is written from
+    the memory as the store holds it now (retrieval/vectors.py V4)."""
+    from .background import close_process
+
+    close_process()
+    if (semantic := sys.modules.get(f"{__package__}.retrieval.semantic")) is not None:
+        semantic.close(getattr(store, "graph_in_memory", None))
 
 
 if __name__ == "__main__":

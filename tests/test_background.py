@@ -1,0 +1,105 @@
+"""memory_server/background.py: one owner for the memory's threads (B1 to B4), with real threads and
+real processes; every wait is on an event, none on a clock."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from memory_server.background import Background
+
+REPO = Path(__file__).resolve().parents[1]
+WAIT_SECONDS = 60.0
+
+
+def test_b1_b2_work_runs_in_named_workers_no_more_than_asked() -> None:
+    background = Background(workers=2)
+    seen: set[str] = set()
+    release = threading.Event()
+    started = threading.Barrier(3)
+
+    def work() -> None:
+        seen.add(threading.current_thread().name)
+        started.wait(WAIT_SECONDS)
+        release.wait(WAIT_SECONDS)
+
+    assert background.submit(work) and background.submit(work)
+    started.wait(WAIT_SECONDS)  # both run at once
+    assert background.submit(work)  # a third waits for a worker
+    assert len(background.running) == 2
+    release.set()
+    assert background.close(WAIT_SECONDS) == []
+    assert seen == {"memory-background-1", "memory-background-2"}
+
+
+def test_b2_later_runs_after_its_delay_unless_cancelled() -> None:
+    background = Background()
+    done = threading.Event()
+    never = threading.Event()
+    handle = background.later(60.0, never.set)
+    assert handle is not None
+    handle.cancel()
+    assert background.later(0.0, done.set) is not None
+    assert done.wait(WAIT_SECONDS)
+    assert background.close(WAIT_SECONDS) == []
+    assert not never.is_set()
+
+
+def test_b2_b3_close_stops_long_work_between_steps_drops_waiting_work_and_refuses_more() -> None:
+    background = Background(workers=1)
+    step = threading.Event()
+    steps: list[int] = []
+    dropped = threading.Event()
+
+    def long_work() -> None:
+        for number in range(1_000_000):
+            if background.stopping.is_set():
+                return
+            steps.append(number)
+            step.set()
+
+    assert background.submit(long_work)
+    assert background.submit(dropped.set)
+    assert step.wait(WAIT_SECONDS)
+    assert background.close(WAIT_SECONDS) == []
+    assert len(steps) < 1_000_000 and not dropped.is_set()
+    assert background.running == []
+    assert not background.submit(dropped.set) and background.later(0.0, dropped.set) is None
+    assert background.close(WAIT_SECONDS) == []  # closing twice is closing once
+
+
+def test_b3_a_thread_that_does_not_stop_is_named_on_stderr(capsys: object) -> None:
+    background = Background(name="stubborn")
+    release = threading.Event()
+    running = threading.Event()
+
+    def ignores_stopping() -> None:
+        running.set()
+        release.wait(WAIT_SECONDS)
+
+    assert background.submit(ignores_stopping)
+    assert running.wait(WAIT_SECONDS)
+    assert background.close(0.0) == ["stubborn-1"]
+    release.set()
+    assert "the background thread stubborn-1 did not stop within 0 s" in capsys.readouterr().err  # type: ignore[attr-defined]
+
+
+def test_b4_a_process_that_never_closes_it_is_closed_at_exit() -> None:
+    code = (
+        "import threading\n"
+        "from memory_server import background\n"
+        "b = background.process()\n"
+        "started = threading.Event()\n"
+        "def work():\n"
+        "    started.set()\n"
+        "    b.stopping.wait()\n"
+        "    print('stopped', flush=True)\n"
+        "b.submit(work)\n"
+        "started.wait()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT_SECONDS,
+                            env={"PYTHONPATH": str(REPO)}, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "stopped\n" and result.stderr == ""
