@@ -140,13 +140,14 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
         real = Path(os.path.realpath(path))
         keep_vectors_at(vectors_path(real), real.name)
     try:
-        _serve_store(store, http, allow_unauthenticated, allowed_origins)
+        _serve_store(store, http, allow_unauthenticated, allowed_origins,
+                     database_url=database.url if database is not None else None)
     finally:
         _close_background(store)
 
 
 def _serve_store(store: MemoryStore, http: str | None, allow_unauthenticated: bool,
-                 allowed_origins: list[str] | None) -> None:
+                 allowed_origins: list[str] | None, *, database_url: str | None) -> None:
     # Closed when serving ends (end of input, SIGTERM): its background work stops, and a cache
     # made stale by this run's writes is written for the next process (storage/coldstart.py K2).
     with store:
@@ -162,7 +163,7 @@ def _serve_store(store: MemoryStore, http: str | None, allow_unauthenticated: bo
 
             serve_http(server, http, allow_unauthenticated=allow_unauthenticated,
                        allowed_origins=allowed_origins or [],
-                       database_url=database.url if database is not None else None)
+                       database_url=database_url)
             return
         from protocol import run_stdio
 
