@@ -217,7 +217,7 @@ def memories(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def both_ways(database_url: str, pgvector_url: str) -> dict[str, str]:  # noqa: F811
+def both_ways(database_url: str, pgvector_url: str) -> dict[str, str]:
     return {"plain": database_url, "pgvector": pgvector_url}
 
 
