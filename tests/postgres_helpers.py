@@ -136,9 +136,23 @@ def pgvector_binaries() -> Path:
 def pgvector_url() -> object:
     """A cluster of the PostgreSQL with pgvector, for the whole session (whatever
     MEMORY_TEST_DATABASE_URL names: that one is Debian's, without pgvector)."""
-    cluster = PostgresCluster(binaries=pgvector_binaries())
+    binaries, copy = pgvector_binaries(), None
+    if os.geteuid() == 0 and not _open_to_all(binaries):
+        # The server runs as an unprivileged user, who may not read a clone under root's home.
+        copy = Path(tempfile.mkdtemp(prefix="kg-memory-pgvector-"))
+        copy.chmod(0o755)
+        shutil.copytree(binaries.parent, copy / "pginstall", symlinks=True)
+        binaries = copy / "pginstall" / "bin"
+    cluster = PostgresCluster(binaries=binaries)
     cluster.start()
     try:
         yield cluster.url
     finally:
         cluster.remove()
+        if copy is not None:
+            shutil.rmtree(copy, ignore_errors=True)
+
+
+def _open_to_all(path: Path) -> bool:
+    """Whether every directory down to `path` lets anyone through."""
+    return all(part.stat().st_mode & 0o001 for part in [path, *path.parents])

@@ -10,9 +10,11 @@ M1. One vector per distinct observation text of a memory and model. ``kg_meaning
     each distinct text of a memory once, keyed by its sha256; ``kg_meaning_holders`` which
     entities hold it; ``kg_meaning_vectors`` its vector for each model (the sha256 of the model
     file), as float16: 768 bytes a vector.
-M2. A text is embedded once, by one server: a server embeds only texts it has claimed (``FOR
-    UPDATE`` of their rows, ``SKIP LOCKED`` in the background) and found without a vector once it
-    held them, and inserts their vectors in the transaction that holds the claim.
+M2. A text is embedded once, by one server: a server embeds only texts it has claimed (``FOR NO
+    KEY UPDATE`` of their rows, ``SKIP LOCKED`` in the background) and found without a vector once
+    it held them, and inserts their vectors in the transaction that holds the claim. A claim
+    waits for nothing a write holds (a write adding holders of a claimed text does not wait for
+    it; one deleting it waits for the claim's batch), so the two never deadlock.
 M3. What is deleted is gone: the write that removes the last holder of a text in a memory deletes
     the text and its vectors in the same transaction (P1); no vector outlives its observation.
 M4. Off the request path: texts are embedded by the store's embedder thread (started with the
@@ -93,8 +95,10 @@ _TABLES: Final = (
         PRIMARY KEY (memory, entity, digest),
         FOREIGN KEY (memory, digest) REFERENCES kg_meaning_texts (memory, digest) ON DELETE CASCADE)""",
     "CREATE INDEX IF NOT EXISTS kg_meaning_holders_by_digest ON kg_meaning_holders (memory, digest)",
+    # No foreign key: its check would lock the memory's row, which a write holds while it waits
+    # for an embedder's texts (a deadlock); the row of a memory deleted by hand is two numbers.
     """CREATE TABLE IF NOT EXISTS kg_meaning_state (
-        memory text PRIMARY KEY REFERENCES kg_memories (name) ON DELETE CASCADE,
+        memory text PRIMARY KEY,
         revision bigint NOT NULL DEFAULT 0,
         removals bigint NOT NULL DEFAULT 0)""",
 )
@@ -141,13 +145,13 @@ _CLAIM: Final = """SELECT t.revision, t.digest, t.text FROM kg_meaning_texts AS 
     WHERE t.memory = %(memory)s AND (t.revision, t.digest) > (%(revision)s, %(digest)s)
     AND NOT EXISTS (SELECT 1 FROM kg_meaning_vectors AS v
                     WHERE v.memory = t.memory AND v.digest = t.digest AND v.model = %(model)s)
-    ORDER BY t.revision, t.digest LIMIT %(limit)s FOR UPDATE OF t SKIP LOCKED"""
+    ORDER BY t.revision, t.digest LIMIT %(limit)s FOR NO KEY UPDATE OF t SKIP LOCKED"""
 _RECENT: Final = """SELECT t.digest FROM kg_meaning_texts AS t WHERE t.memory = %(memory)s AND t.revision > %(revision)s
     AND NOT EXISTS (SELECT 1 FROM kg_meaning_vectors AS v
                     WHERE v.memory = t.memory AND v.digest = t.digest AND v.model = %(model)s)
     LIMIT %(limit)s"""
 _HOLD: Final = """SELECT t.revision, t.digest, t.text FROM kg_meaning_texts AS t
-    WHERE t.memory = %s AND t.digest = ANY(%s) ORDER BY t.digest FOR UPDATE"""
+    WHERE t.memory = %s AND t.digest = ANY(%s) ORDER BY t.digest FOR NO KEY UPDATE"""
 _EMBEDDED: Final = "SELECT digest FROM kg_meaning_vectors WHERE memory = %s AND model = %s AND digest = ANY(%s)"
 _PUT_PGVECTOR: Final = """INSERT INTO kg_meaning_vectors (memory, digest, model, stamp, embedding)
     SELECT %s, fresh.digest, %s, %s, fresh.embedding::halfvec FROM unnest(%s::bytea[], %s::text[]) AS fresh (digest, embedding)
