@@ -134,8 +134,7 @@ def test_no_text_is_embedded_twice_by_two_servers(url: str) -> None:
     memory = memory_name()
     texts = [f"Fact number {number} about the garden shed" for number in range(300)]
     with PostgresStore(url, memory) as first, PostgresStore(url, memory) as second:
-        first.look_ahead()
-        second.look_ahead()
+        second.search_nodes("garden", characters=CHARACTERS)  # (its embedder starts)
         first.create_entities([entity(f"E{number}", "thing", texts[number::10]) for number in range(10)])
         second._meaning.wake()
         _until_embedded(url, memory, len(texts))
@@ -152,7 +151,7 @@ def test_a_server_without_the_model_writes_texts_another_embeds(url: str, monkey
     assert _rows(url, memory) == (1, 1, 0)
     monkeypatch.delenv("MEMORY_SEMANTIC")
     with PostgresStore(url, memory) as with_model:
-        with_model.look_ahead()
+        with_model.search_nodes("which dog does she own", characters=CHARACTERS)  # (its embedder starts)
         _until_embedded(url, memory, 1)
         assert _names(with_model.search_nodes("which dog does she own", characters=CHARACTERS)) == ["Alice"]
 
@@ -181,6 +180,7 @@ def test_a_version_2_database_is_upgraded_with_its_texts(url: str) -> None:
     with PostgresStore(url, memory) as store:
         assert store.read_graph()["entities"] == [entity("Alice", "person", ["Has a border collie named Biscuit"])]
         assert _rows(url, memory)[:2] == (1, 1)  # (the upgrade made the tables, with the texts there were)
+        store.search_nodes("which dog does she own", characters=CHARACTERS)  # (its embedder starts)
         _until_embedded(url, memory, 1)
         assert _names(store.search_nodes("which dog does she own", characters=CHARACTERS)) == ["Alice"]
     with psycopg.connect(url) as connection:

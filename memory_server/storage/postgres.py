@@ -615,7 +615,6 @@ class PostgresStore:
         if not self._opened:
             self._opened = True
             self._pool.open(wait=False)
-            self._meaning.start()
 
     def close(self) -> None:
         with self._statistics_lock:

@@ -17,8 +17,8 @@ M2. A text is embedded once, by one server: a server embeds only texts it has cl
     it; one deleting it waits for the claim's batch), so the two never deadlock.
 M3. What is deleted is gone: the write that removes the last holder of a text in a memory deletes
     the text and its vectors in the same transaction (P1); no vector outlives its observation.
-M4. Off the request path: texts are embedded by the store's embedder thread (started with the
-    store, stopped and joined by ``close``), a batch at a time, written by this server or by any
+M4. Off the request path: texts are embedded by the store's embedder thread (started by its
+    first write or search by meaning, stopped and joined by ``close``), a batch at a time, written by this server or by any
     other (it looks again when the memory's revision moves). A search waits for no more than the
     texts written since this server started, and only when they are at most SYNC_TEXTS (so that a
     fact just written is found by meaning at once, as on a file); else it answers from the
@@ -288,7 +288,9 @@ class Meaning:
             worker.join()
 
     def wake(self) -> None:
-        """After a write's commit: the embedder looks at once."""
+        """After a write's commit: the embedder (started by the first write or search, not by a
+        command that only reads rows) looks at once."""
+        self.start()
         self._wake.set()
 
     def model(self) -> str | None:
