@@ -146,10 +146,12 @@ _CLAIM: Final = """SELECT t.revision, t.digest, t.text FROM kg_meaning_texts AS 
     AND NOT EXISTS (SELECT 1 FROM kg_meaning_vectors AS v
                     WHERE v.memory = t.memory AND v.digest = t.digest AND v.model = %(model)s)
     ORDER BY t.revision, t.digest LIMIT %(limit)s FOR NO KEY UPDATE OF t SKIP LOCKED"""
-_RECENT: Final = """SELECT t.digest FROM kg_meaning_texts AS t WHERE t.memory = %(memory)s AND t.revision > %(revision)s
-    AND NOT EXISTS (SELECT 1 FROM kg_meaning_vectors AS v
+# The texts written after a revision (as many as a search may embed, and one more), each with
+# whether it has no vector yet: a search's look costs that many index entries at most.
+_RECENT: Final = """SELECT t.digest, NOT EXISTS (SELECT 1 FROM kg_meaning_vectors AS v
                     WHERE v.memory = t.memory AND v.digest = t.digest AND v.model = %(model)s)
-    LIMIT %(limit)s"""
+    FROM (SELECT memory, digest FROM kg_meaning_texts WHERE memory = %(memory)s AND revision > %(revision)s
+          LIMIT %(limit)s) AS t"""
 _HOLD: Final = """SELECT t.revision, t.digest, t.text FROM kg_meaning_texts AS t
     WHERE t.memory = %s AND t.digest = ANY(%s) ORDER BY t.digest FOR NO KEY UPDATE"""
 _EMBEDDED: Final = "SELECT digest FROM kg_meaning_vectors WHERE memory = %s AND model = %s AND digest = ANY(%s)"
@@ -420,10 +422,11 @@ class Meaning:
         with self._store._connection() as connection:
             if self._floor is None:
                 self._floor = floor = _revision(connection, self._store.memory)
-            recent = [bytes(digest) for (digest,) in connection.execute(
-                _RECENT, {"memory": self._store.memory, "revision": floor, "model": self._model, "limit": limit + 1})]
-            if not recent or len(recent) > limit:
-                return
+            written = connection.execute(_RECENT, {"memory": self._store.memory, "revision": floor,
+                                                   "model": self._model, "limit": limit + 1}).fetchall()
+            recent = [bytes(digest) for digest, missing in written if missing]
+            if not recent or len(written) > limit:
+                return  # (more written since: the embedders' work, in the background)
             try:
                 with connection.transaction():
                     connection.execute(f"SET LOCAL lock_timeout = {SYNC_LOCK_MILLISECONDS}")
