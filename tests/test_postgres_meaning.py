@@ -106,6 +106,19 @@ def test_a_search_of_another_server_finds_its_writes_by_meaning(url: str) -> Non
         assert _names(reader.search_nodes("which dog does she own", characters=CHARACTERS)) == ["Alice"]
 
 
+def test_a_server_that_searched_before_finds_what_is_written_after(url: str) -> None:
+    """M5: the vectors a server keeps (without pgvector) are brought up to date by the meaning
+    revision: a fact written after its last search is found by its next."""
+    memory = memory_name()
+    with PostgresStore(url, memory) as writer, PostgresStore(url, memory) as reader:
+        writer.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
+        assert _names(reader.search_nodes("which dog does she own", characters=CHARACTERS)) == ["Alice"]
+        writer.create_entities([entity("Bob", "person", ["Takes levothyroxine every morning"])])
+        assert "Bob" in _names(reader.search_nodes("what medicine does he take", characters=CHARACTERS))
+        writer.delete_entities(["Alice"])
+        assert "Alice" not in _names(reader.search_nodes("which dog does she own", characters=CHARACTERS))
+
+
 def test_deleted_observations_and_entities_leave_no_vector(url: str) -> None:
     """M3: a text's vector goes with its last holder, in the write that removes it; a text two
     entities hold stays while one does."""

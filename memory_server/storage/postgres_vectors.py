@@ -19,10 +19,10 @@ M3. What is deleted is gone: the write that removes the last holder of a text in
     the text and its vectors in the same transaction (P1); no vector outlives its observation.
 M4. Off the request path: texts are embedded by the store's embedder thread (started by its
     first write or search by meaning, stopped and joined by ``close``), a batch at a time, written by this server or by any
-    other (it looks again when the memory's revision moves). A search waits for no more than the
-    texts written since this server started, and only when they are at most SYNC_TEXTS (so that a
-    fact just written is found by meaning at once, as on a file); else it answers from the
-    vectors there are.
+    other (it looks again when the memory's revision moves). A search embeds the texts written
+    since the embedder last walked the memory (the whole memory before its first walk) that have
+    no vector yet, only when those texts are at most SYNC_TEXTS (so that a fact just written is
+    found by meaning at once, as on a file); else it answers from the vectors there are.
 M5. The same answers with pgvector or without. Where the ``vector`` extension is there (or can be
     made), the vectors are a ``halfvec(384)`` column with an HNSW index (inner product: the
     vectors are of unit length), which gives the candidates; without it they are a ``bytea``
@@ -262,7 +262,6 @@ class Meaning:
         self._lock = threading.Lock()
         self._model: str | None = None
         self._model_known = threading.Event()
-        self._floor: int | None = None  # texts of a revision above it were written since this server started
         self._scanned = -1  # every text of a revision up to it was claimed or embedded
         self._pgvector: bool | None = None
         self._iterative = False
@@ -313,8 +312,6 @@ class Meaning:
     def written(self, connection: psycopg.Connection[Any], before: Graph, rows: RowChanges, revision: int) -> None:
         """M1, M3: the texts and holders of what a write changed."""
         memory = self._store.memory
-        if self._floor is None:
-            self._floor = revision - 1
         added: list[tuple[bytes, str]] = []
         removed: list[tuple[bytes, bytes]] = []
         for node in rows.entities:
@@ -356,8 +353,6 @@ class Meaning:
             try:
                 with self._store._connection() as connection:
                     revision = _revision(connection, self._store.memory)
-                    if self._floor is None:
-                        self._floor = revision
                     if revision != self._scanned:
                         place: tuple[int, bytes] = (-1, b"")
                         while not self._stop.is_set():
@@ -412,16 +407,15 @@ class Meaning:
         self.embedded += len(wanted)
 
     def settle(self) -> None:
-        """M4: the texts written since this server started that have no vector yet, embedded
-        within the search when they are at most SYNC_TEXTS (waiting for those another embedder
-        holds, SYNC_LOCK_MILLISECONDS at most); more are left to the embedders."""
+        """M4: the texts written since this server's embedder last walked the memory (all of them
+        before its first walk) that have no vector yet, embedded within the search when those
+        texts are at most SYNC_TEXTS (waiting for those another embedder holds,
+        SYNC_LOCK_MILLISECONDS at most); more are left to the embedders."""
         limit = _sync_texts()
-        floor = max(self._floor if self._floor is not None else -1, self._scanned)
+        floor = self._scanned  # (-1 until the embedder has walked the memory once: every text)
         if limit <= 0 or self._model is None:
             return
         with self._store._connection() as connection:
-            if self._floor is None:
-                self._floor = floor = _revision(connection, self._store.memory)
             written = connection.execute(_RECENT, {"memory": self._store.memory, "revision": floor,
                                                    "model": self._model, "limit": limit + 1}).fetchall()
             recent = [bytes(digest) for digest, missing in written if missing]
