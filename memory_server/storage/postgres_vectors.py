@@ -64,6 +64,8 @@ BATCH: Final = 32
 """Texts claimed and embedded in one transaction: the claim is held while they are embedded."""
 POLL_SECONDS: Final = 5.0
 """How often an idle embedder looks whether another server wrote texts to embed."""
+RETRY_SECONDS: Final = 0.5
+"""How soon an embedder walks again texts it found held by another (which may have stopped)."""
 CANDIDATES: Final = 2
 """Candidates read per observation wanted, before they are scored again (M5)."""
 EF_SEARCH: Final = 100
@@ -152,6 +154,14 @@ _RECENT: Final = """SELECT t.digest, NOT EXISTS (SELECT 1 FROM kg_meaning_vector
                     WHERE v.memory = t.memory AND v.digest = t.digest AND v.model = %(model)s)
     FROM (SELECT memory, digest FROM kg_meaning_texts WHERE memory = %(memory)s AND revision > %(revision)s
           LIMIT %(limit)s) AS t"""
+# Whether a text written between two revisions still has no vector (held by another embedder
+# while this one walked): the walk is then not done, and a search still embeds or waits for it.
+_LEFT: Final = """SELECT 1 FROM kg_meaning_texts AS t
+    WHERE t.memory = %(memory)s AND t.revision > %(after)s AND t.revision <= %(upto)s
+    AND NOT EXISTS (SELECT 1 FROM kg_meaning_vectors AS v
+                    WHERE v.memory = t.memory AND v.digest = t.digest AND v.model = %(model)s)
+    LIMIT 1"""
+_AFTER_ALL: Final = b"\xff" * 33
 _HOLD: Final = """SELECT t.revision, t.digest, t.text FROM kg_meaning_texts AS t
     WHERE t.memory = %s AND t.digest = ANY(%s) ORDER BY t.digest FOR NO KEY UPDATE"""
 _EMBEDDED: Final = "SELECT digest FROM kg_meaning_vectors WHERE memory = %s AND model = %s AND digest = ANY(%s)"
@@ -348,27 +358,34 @@ class Meaning:
         if self.model() is None:
             return
         failing = False
+        wait = POLL_SECONDS
         while not self._stop.is_set():
             self._wake.clear()
             try:
                 with self._store._connection() as connection:
                     revision = _revision(connection, self._store.memory)
+                    wait = POLL_SECONDS
                     if revision != self._scanned:
-                        place: tuple[int, bytes] = (-1, b"")
+                        # From the texts written after the last walk (a digest sorts below AFTER_ALL).
+                        place: tuple[int, bytes] = (self._scanned, _AFTER_ALL)
                         while not self._stop.is_set():
                             found = self._claim_and_embed(connection, place)
                             if found is None:
                                 break
                             place = found
-                        if not self._stop.is_set():
+                        left = connection.execute(_LEFT, {"memory": self._store.memory, "after": self._scanned,
+                                                          "upto": revision, "model": self._model}).fetchone()
+                        if left is None and not self._stop.is_set():
                             self._scanned = revision
+                        elif left is not None:  # held by another embedder now: walked again soon
+                            wait = RETRY_SECONDS
                 failing = False
             except (GraphError, psycopg.Error) as error:
                 if not failing:
                     log.warning("%s: cannot embed the memory's texts now (%s); trying again", self._store.where,
                                 _reason(error))
                 failing = True
-            self._wake.wait(POLL_SECONDS)
+            self._wake.wait(wait if not failing else POLL_SECONDS)
 
     def _claim_and_embed(self, connection: psycopg.Connection[Any], place: tuple[int, bytes]) -> tuple[int, bytes] | None:
         """One batch of the texts after `place` that have no vector, claimed, embedded and written
