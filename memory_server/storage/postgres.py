@@ -23,9 +23,9 @@ P4. Memories are apart: every statement names its memory by a parameter; rows of
     are never read or written by a server of another.
 P5. SQL is parameterised, always: no name, observation or memory name is ever formatted into a
     statement (the statements below are constants).
-P6. The schema is made on first use and its version recorded; a database of the previous version
-    (1) is upgraded in place, in one transaction, keeping every row; a database whose schema is
-    newer than this server understands is refused before anything is written.
+P6. The schema is made on first use and its version recorded; a database of a previous version
+    (1 or 2) is upgraded in place, in one transaction, keeping every row; a database whose schema
+    is newer than this server understands is refused before anything is written.
 P7. The database going away is a fault, not a crash: a call that cannot reach it within
     CONNECT_SECONDS ends with a GraphError that says so; the pool reconnects by itself when the
     database is back, and never lends a connection whose session the database ended (it looks at
@@ -38,7 +38,7 @@ P7. The database going away is a fault, not a crash: a call that cannot reach it
     and is then told the server is busy.
 P8. Deleted rows are deleted (``DELETE``), not marked: what remains of them until VACUUM is
     PostgreSQL's own dead tuples (see docs/postgres.md for what an operator runs to purge them).
-P9. The same query over the same graph answers the same on both stores (words only: see P11).
+P9. The same query over the same graph answers the same on both stores (by words; by meaning: P11).
     A search reads a superset of its matches from the database: for the whole query, the rows
     whose ``haystack`` (the entity's lower-cased search text, NUL mapped to U+0001, a mapping
     character by character, which keeps containment) contains the mapped query; for words, the
@@ -48,8 +48,11 @@ P10. A write's rule sees every row it reads: the entities it names (an entity's 
     create_entities, create_relations and the merge read of others), the relations it names, and
     for delete_entities every relation touching a deleted name; ``next_seq`` comes from the
     memory's row. So a write on those rows changes exactly what it changes on the whole graph.
-P11. Semantic search is not used on this store (yet): answers are by words, as a file store's
-    without the model.
+P11. Meaning, as on a file: the observations' vectors are kept in the database, one per distinct
+    text and model, made once by one server in the background, and searched by pgvector's HNSW
+    index where the extension is there, else by each server over the memory's vectors; the
+    candidates are fused with the words by the file store's code (storage/postgres_vectors.py,
+    M1-M6).
 P12. A whole read of a memory (read_graph) made again after writes decodes only the rows written
     since the one before and shares every other entity and relation with it (see
     :func:`graph_again`): the cut answers a pager keeps of one memory hold its objects once, and
@@ -103,6 +106,7 @@ from ..model.graph import Change, Edge, Graph, GraphError, Node, RowChanges, Tri
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_file, decode_line
 from ..retrieval import query as retrieval
 from ..retrieval.paging import Facts
+from . import postgres_vectors
 from .choice import StoreChoiceError
 from .postgres_names import DEFAULT_MEMORY, memory_name_from, without_fragments, without_password
 from .store import NotInMemory, WriteResult
@@ -118,8 +122,9 @@ except ImportError as error:  # pragma: no cover - exercised by a subprocess wit
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION: Final = 2
-"""The version of the tables below; version 1 is upgraded, a newer one is refused (P6)."""
+SCHEMA_VERSION: Final = 3
+"""The version of the tables below (3: the meaning tables of postgres_vectors.py); versions 1 and 2
+are upgraded, a newer one is refused (P6)."""
 CONNECT_SECONDS: Final = 5.0
 """How long a call waits for a connection before it says the database is unreachable (P7)."""
 STATEMENT_MILLISECONDS: Final = 30_000
@@ -763,6 +768,7 @@ class PostgresStore:
         self._entities_written = 0  # the memory's entity count after this server's last write
         self._statistics_lock = threading.Lock()
         self._statistics: threading.Thread | None = None  # the check running now, if any (ours: joined at close)
+        self._meaning = postgres_vectors.Meaning(self)  # P11: the vectors' writes, embedder and searches
 
     def _connection_class(self) -> type[psycopg.Connection[Any]]:
         """psycopg's connection, which records in this store how each attempt to connect ended (the
@@ -795,6 +801,7 @@ class PostgresStore:
             statistics = self._statistics
         if statistics is not None:
             statistics.join()  # it ends within STATEMENT_MILLISECONDS at worst; the pool closes after it
+        self._meaning.close()  # after the batch it is embedding (P11)
         self._pool.close()
 
     def __enter__(self) -> PostgresStore:
@@ -898,6 +905,9 @@ class PostgresStore:
                     # open write (an import of a million rows) before it looks.
                     for statement in _SCHEMA:
                         connection.execute(statement)
+                    postgres_vectors.make_schema(connection, self.where)
+                if version in (1, 2):
+                    postgres_vectors.upgrade(connection)
                 if version is None:
                     connection.execute(_RECORD_VERSION, (SCHEMA_VERSION,))
                 self._trigrams = self._make_trigram_index(connection)
@@ -1020,7 +1030,7 @@ class PostgresStore:
     def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
                      in_memory: bool = False) -> dict[str, Any] | Facts:
         """The matches (see retrieval.query.matches); with `characters`, the answer made of their
-        facts (retrieval.query.search), by words only (P11)."""
+        facts (retrieval.query.search), with the candidates by meaning (P11)."""
         if in_memory:
             raise NotInMemory
         # Most queries are answered by the whole query, from one statement; the others are read
@@ -1039,7 +1049,7 @@ class PostgresStore:
                      "relations": found.touching({node.record.name for node in matched})}
             if characters is None:
                 return value
-            return retrieval.answer_of(None, query, value, characters=characters, limit=limit)
+            return self._meaning.answer(query, value, characters=characters, limit=limit)
 
     def _matched(self, snapshot: _Snapshot, query: str) -> tuple[_Read, Sequence[Node]]:
         """Rules 1 and 2 (retrieval.query.rule) on the candidates the database gives (P9): the rows
@@ -1255,6 +1265,7 @@ class PostgresStore:
                         removals += 1
                     entities, total_length = self._write_rows(connection, before, rows, revision,
                                                               entities, total_length)
+                    self._meaning.written(connection, before, rows, revision)
                     written = connection.execute(_NEW_STATE, (revision, removals, change.graph.next_seq, entities,
                                                               total_length, self.memory)).fetchone()
                     assert written is not None  # the row locked above
@@ -1277,6 +1288,7 @@ class PostgresStore:
             finally:
                 if reporting:
                     self._report_lock.release()
+        self._meaning.wake()
         self._entities_written = entities
         if not unbounded:  # (see merge)
             self._look_at_statistics(len(rows.entities) + len(rows.relations), entities)

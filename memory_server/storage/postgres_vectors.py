@@ -1,0 +1,627 @@
+"""Meaning on PostgreSQL (postgres.py's P11): the observations' vectors kept in the database.
+
+A search by meaning on the team store finds what it finds on a file (retrieval/semantic.py, the
+same model, the same fusion with the words in retrieval/answer.py's ``shape``): only where the
+vectors live differs. They live in the database, so that no server embeds what another has.
+
+Guarantees (each has a test in tests/test_postgres_meaning.py):
+
+M1. One vector per distinct observation text of a memory and model. ``kg_meaning_texts`` holds
+    each distinct text of a memory once, keyed by its sha256; ``kg_meaning_holders`` which
+    entities hold it; ``kg_meaning_vectors`` its vector for each model (the sha256 of the model
+    file), as float16: 768 bytes a vector.
+M2. A text is embedded once, by one server: a server embeds only texts it has claimed (``FOR NO
+    KEY UPDATE`` of their rows, ``SKIP LOCKED`` in the background) and found without a vector once
+    it held them, and inserts their vectors in the transaction that holds the claim. A claim
+    waits for nothing a write holds (a write adding holders of a claimed text does not wait for
+    it; one deleting it waits for the claim's batch), so the two never deadlock.
+M3. What is deleted is gone: the write that removes the last holder of a text in a memory deletes
+    the text and its vectors in the same transaction (P1); no vector outlives its observation.
+M4. Off the request path: texts are embedded by the store's embedder thread (started by its
+    first write or search by meaning, stopped and joined by ``close``), a batch at a time, written by this server or by any
+    other (it looks again when the memory's revision moves). A search embeds the texts written
+    since the embedder last walked the memory (the whole memory before its first walk) that have
+    no vector yet, only when those texts are at most SYNC_TEXTS (so that a fact just written is
+    found by meaning at once, as on a file); else it answers from the vectors there are.
+M5. The same answers with pgvector or without. Where the ``vector`` extension is there (or can be
+    made), the vectors are a ``halfvec(384)`` column with an HNSW index (inner product: the
+    vectors are of unit length), which gives the candidates; without it they are a ``bytea``
+    column, which each server reads into its own memory (kept across searches, brought up to
+    date by the memory's meaning revision: only vectors added since are read) and searches by
+    brute force. Either way the candidates are scored again in the same way (the stored float16
+    vector against the float32 query, in float64), the best ``k`` observations kept (at least
+    MIN_SIMILARITY), and the answer is ``retrieval.answer.shape``'s on them, as a file's.
+M6. The tables are made by the store's schema (postgres.py, P6): a database of version 1 or 2
+    gets them in its upgrade, filled with the texts of every entity there, whose vectors the
+    embedders then make in the background. Which column the vectors have is chosen when the
+    table is made; the memories of a database share it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import psycopg
+
+from ..model.graph import Graph, GraphError, RowChanges
+from ..retrieval import answer as answers
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..retrieval.paging import Facts
+    from .postgres import PostgresStore
+
+log = logging.getLogger(__name__)
+
+DIMENSIONS: Final = 384
+"""all-MiniLM-L6-v2's (retrieval/semantic.py): the column's type is made with it."""
+BATCH: Final = 32
+"""Texts claimed and embedded in one transaction: the claim is held while they are embedded."""
+POLL_SECONDS: Final = 5.0
+"""How often an idle embedder looks whether another server wrote texts to embed."""
+RETRY_SECONDS: Final = 0.5
+"""How soon an embedder walks again texts it found held by another (which may have stopped)."""
+CANDIDATES: Final = 2
+"""Candidates read per observation wanted, before they are scored again (M5)."""
+EF_SEARCH: Final = 100
+"""pgvector's hnsw.ef_search, at least (its default, 40, is the number of candidates a search asks)."""
+SYNC_LOCK_MILLISECONDS: Final = 2_000
+"""How long a search waits for texts another embedder holds (M4) before it answers without them."""
+CHUNK: Final = 10_000
+"""Rows per statement when a write (an import) adds or removes many texts."""
+
+
+def _sync_texts() -> int:
+    from ..retrieval import semantic
+
+    return int(getattr(semantic, "SYNC_LIMIT", 512))
+
+
+_TABLES: Final = (
+    """CREATE TABLE IF NOT EXISTS kg_meaning_texts (
+        memory text NOT NULL REFERENCES kg_memories (name) ON DELETE CASCADE,
+        digest bytea NOT NULL,
+        revision bigint NOT NULL,
+        text bytea NOT NULL,
+        PRIMARY KEY (memory, digest))""",
+    "CREATE INDEX IF NOT EXISTS kg_meaning_texts_by_revision ON kg_meaning_texts (memory, revision, digest)",
+    """CREATE TABLE IF NOT EXISTS kg_meaning_holders (
+        memory text NOT NULL,
+        entity bytea NOT NULL,
+        digest bytea NOT NULL,
+        PRIMARY KEY (memory, entity, digest),
+        FOREIGN KEY (memory, digest) REFERENCES kg_meaning_texts (memory, digest) ON DELETE CASCADE)""",
+    "CREATE INDEX IF NOT EXISTS kg_meaning_holders_by_digest ON kg_meaning_holders (memory, digest)",
+    # No foreign key: its check would lock the memory's row, which a write holds while it waits
+    # for an embedder's texts (a deadlock); the row of a memory deleted by hand is two numbers.
+    """CREATE TABLE IF NOT EXISTS kg_meaning_state (
+        memory text PRIMARY KEY,
+        revision bigint NOT NULL DEFAULT 0,
+        removals bigint NOT NULL DEFAULT 0)""",
+)
+_VECTORS: Final = """CREATE TABLE IF NOT EXISTS kg_meaning_vectors (
+        memory text NOT NULL,
+        digest bytea NOT NULL,
+        model text NOT NULL,
+        stamp bigint NOT NULL,
+        embedding {column} NOT NULL,
+        PRIMARY KEY (memory, digest, model),
+        FOREIGN KEY (memory, digest) REFERENCES kg_meaning_texts (memory, digest) ON DELETE CASCADE)"""
+_VECTORS_PGVECTOR: Final = _VECTORS.format(column=f"halfvec({DIMENSIONS})")
+_VECTORS_PLAIN: Final = _VECTORS.format(column="bytea")
+_VECTORS_BY_STAMP: Final = "CREATE INDEX IF NOT EXISTS kg_meaning_vectors_by_stamp ON kg_meaning_vectors (memory, model, stamp)"
+_VECTORS_BY_MEANING: Final = ("CREATE INDEX IF NOT EXISTS kg_meaning_vectors_by_meaning ON kg_meaning_vectors "
+                              "USING hnsw (embedding halfvec_ip_ops)")
+_HAS_VECTORS_TABLE: Final = "SELECT to_regclass('kg_meaning_vectors') IS NOT NULL"
+_HAS_PGVECTOR: Final = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+_PGVECTOR: Final = "CREATE EXTENSION IF NOT EXISTS vector"
+_COLUMN_TYPE: Final = """SELECT format_type(attribute.atttypid, attribute.atttypmod) FROM pg_attribute AS attribute
+    WHERE attribute.attrelid = to_regclass('kg_meaning_vectors') AND attribute.attname = 'embedding'"""
+_VERSION_3: Final = "UPDATE kg_schema SET version = 3"
+
+_ADD_TEXTS: Final = """INSERT INTO kg_meaning_texts (memory, digest, revision, text)
+    SELECT %s, fresh.digest, %s, fresh.text FROM unnest(%s::bytea[], %s::bytea[]) AS fresh (digest, text)
+    ON CONFLICT DO NOTHING"""
+_ADD_HOLDERS: Final = """INSERT INTO kg_meaning_holders (memory, entity, digest)
+    SELECT %s, fresh.entity, fresh.digest FROM unnest(%s::bytea[], %s::bytea[]) AS fresh (entity, digest)
+    ON CONFLICT DO NOTHING"""
+_DROP_HOLDERS_OF: Final = "DELETE FROM kg_meaning_holders WHERE memory = %s AND entity = ANY(%s) RETURNING digest"
+_DROP_HOLDERS: Final = """DELETE FROM kg_meaning_holders AS holder
+    USING unnest(%s::bytea[], %s::bytea[]) AS gone (entity, digest)
+    WHERE holder.memory = %s AND holder.entity = gone.entity AND holder.digest = gone.digest"""
+_DROP_UNHELD: Final = """DELETE FROM kg_meaning_texts AS t WHERE t.memory = %s AND t.digest = ANY(%s)
+    AND NOT EXISTS (SELECT 1 FROM kg_meaning_holders AS holder WHERE holder.memory = t.memory AND holder.digest = t.digest)"""
+_COUNT_REMOVAL: Final = """INSERT INTO kg_meaning_state (memory, removals) VALUES (%s, 1)
+    ON CONFLICT (memory) DO UPDATE SET removals = kg_meaning_state.removals + 1"""
+_NEW_STAMP: Final = """INSERT INTO kg_meaning_state (memory, revision) VALUES (%s, 1)
+    ON CONFLICT (memory) DO UPDATE SET revision = kg_meaning_state.revision + 1 RETURNING revision"""
+_STATE: Final = "SELECT revision, removals FROM kg_meaning_state WHERE memory = %s"
+_MEMORY_REVISION: Final = "SELECT revision FROM kg_memories WHERE name = %s"
+# The texts to embed after a place (revision, digest), in that order: a backlog is walked once.
+_CLAIM: Final = """SELECT t.revision, t.digest, t.text FROM kg_meaning_texts AS t
+    WHERE t.memory = %(memory)s AND (t.revision, t.digest) > (%(revision)s, %(digest)s)
+    AND NOT EXISTS (SELECT 1 FROM kg_meaning_vectors AS v
+                    WHERE v.memory = t.memory AND v.digest = t.digest AND v.model = %(model)s)
+    ORDER BY t.revision, t.digest LIMIT %(limit)s FOR NO KEY UPDATE OF t SKIP LOCKED"""
+# The texts written after a revision (as many as a search may embed, and one more), each with
+# whether it has no vector yet: a search's look costs that many index entries at most.
+_RECENT: Final = """SELECT t.digest, NOT EXISTS (SELECT 1 FROM kg_meaning_vectors AS v
+                    WHERE v.memory = t.memory AND v.digest = t.digest AND v.model = %(model)s)
+    FROM (SELECT memory, digest FROM kg_meaning_texts WHERE memory = %(memory)s AND revision > %(revision)s
+          LIMIT %(limit)s) AS t"""
+# Whether a text written between two revisions still has no vector (held by another embedder
+# while this one walked): the walk is then not done, and a search still embeds or waits for it.
+_LEFT: Final = """SELECT 1 FROM kg_meaning_texts AS t
+    WHERE t.memory = %(memory)s AND t.revision > %(after)s AND t.revision <= %(upto)s
+    AND NOT EXISTS (SELECT 1 FROM kg_meaning_vectors AS v
+                    WHERE v.memory = t.memory AND v.digest = t.digest AND v.model = %(model)s)
+    LIMIT 1"""
+_AFTER_ALL: Final = b"\xff" * 33
+_HOLD: Final = """SELECT t.revision, t.digest, t.text FROM kg_meaning_texts AS t
+    WHERE t.memory = %s AND t.digest = ANY(%s) ORDER BY t.digest FOR NO KEY UPDATE"""
+_EMBEDDED: Final = "SELECT digest FROM kg_meaning_vectors WHERE memory = %s AND model = %s AND digest = ANY(%s)"
+_PUT_PGVECTOR: Final = """INSERT INTO kg_meaning_vectors (memory, digest, model, stamp, embedding)
+    SELECT %s, fresh.digest, %s, %s, fresh.embedding::halfvec FROM unnest(%s::bytea[], %s::text[]) AS fresh (digest, embedding)
+    ON CONFLICT DO NOTHING"""
+_PUT_PLAIN: Final = """INSERT INTO kg_meaning_vectors (memory, digest, model, stamp, embedding)
+    SELECT %s, fresh.digest, %s, %s, fresh.embedding FROM unnest(%s::bytea[], %s::bytea[]) AS fresh (digest, embedding)
+    ON CONFLICT DO NOTHING"""
+_NEAREST_PGVECTOR: Final = """SELECT digest, embedding FROM kg_meaning_vectors
+    WHERE memory = %s AND model = %s ORDER BY embedding <#> %s::halfvec LIMIT %s"""
+_ALL_VECTORS: Final = "SELECT digest, embedding, stamp FROM kg_meaning_vectors WHERE memory = %s AND model = %s"
+_VECTORS_SINCE: Final = ("SELECT digest, embedding, stamp FROM kg_meaning_vectors "
+                         "WHERE memory = %s AND model = %s AND stamp > %s")
+_VECTORS_OF: Final = "SELECT digest, embedding FROM kg_meaning_vectors WHERE memory = %s AND model = %s AND digest = ANY(%s)"
+_HOLDERS: Final = """SELECT holder.digest, t.text, e.seq, e.line FROM kg_meaning_holders AS holder
+    JOIN kg_meaning_texts AS t ON t.memory = holder.memory AND t.digest = holder.digest
+    JOIN kg_entities AS e ON e.memory = holder.memory AND e.name = holder.entity
+    WHERE holder.memory = %s AND holder.digest = ANY(%s)"""
+_UPGRADE_ENTITIES: Final = "SELECT memory, name, revision, line FROM kg_entities"
+
+
+def digest_of(text: str) -> bytes:
+    """The key of a text (M1): the sha256 of its UTF-8 (a lone surrogate kept as written)."""
+    return hashlib.sha256(_utf8(text)).digest()
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _reason(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+# --------------------------------------------------------------------------------------------
+# Schema (called by postgres.py's, in its transaction)
+# --------------------------------------------------------------------------------------------
+
+
+def make_schema(connection: psycopg.Connection[Any], where: str) -> None:
+    """The meaning tables (M6), made where they are not: the vectors in pgvector's halfvec with an
+    HNSW index where the extension is there or can be made, else in bytea."""
+    for statement in _TABLES:
+        connection.execute(statement)
+    row = connection.execute(_HAS_VECTORS_TABLE).fetchone()
+    if row is not None and row[0]:
+        return
+    try:
+        with connection.transaction():  # a savepoint: without pgvector, the plain column
+            if connection.execute(_HAS_PGVECTOR).fetchone() is None:
+                connection.execute(_PGVECTOR)
+            connection.execute(_VECTORS_PGVECTOR)
+            connection.execute(_VECTORS_BY_MEANING)
+    except psycopg.Error as error:
+        log.info("%s: no pgvector (%s); each server searches the vectors itself. An operator can run "
+                 "CREATE EXTENSION vector before the tables are made.", where, _reason(error))
+        connection.execute(_VECTORS_PLAIN)
+    connection.execute(_VECTORS_BY_STAMP)
+
+
+def upgrade(connection: psycopg.Connection[Any]) -> None:
+    """A database of version 2 made version 3 (M6), in the caller's transaction: the texts and
+    holders of every entity there, from its line; their vectors are made in the background."""
+    from . import postgres
+
+    connection.execute("SET LOCAL statement_timeout = 0")
+    with connection.cursor(name="kg_meaning_upgrade") as rows, connection.cursor() as writer:
+        rows.execute(_UPGRADE_ENTITIES)
+        while batch := rows.fetchmany(5_000):
+            by_memory: dict[tuple[str, int], list[tuple[bytes, list[str]]]] = {}
+            for memory, name, revision, line in batch:
+                node = postgres._node_from(0, bytes(line))
+                by_memory.setdefault((memory, int(revision)), []).append((bytes(name), list(node.record.observations)))
+            for (memory, revision), entities in by_memory.items():
+                _add(writer, memory, revision, [(name, text) for name, texts in entities for text in texts])
+    connection.execute(_VERSION_3)
+
+
+def _add(cursor: psycopg.Cursor[Any], memory: str, revision: int, held: Sequence[tuple[bytes, str]]) -> None:
+    """Texts held by entities (name, text), written with their holders."""
+    texts = {digest_of(text): text for _, text in held}
+    digests = list(texts)
+    for start in range(0, len(digests), CHUNK):
+        part = digests[start:start + CHUNK]
+        cursor.execute(_ADD_TEXTS, (memory, revision, part, [_utf8(texts[digest]) for digest in part]))
+    pairs = list(dict.fromkeys((name, digest_of(text)) for name, text in held))
+    for start in range(0, len(pairs), CHUNK):
+        chunk = pairs[start:start + CHUNK]
+        cursor.execute(_ADD_HOLDERS, (memory, [name for name, _ in chunk], [digest for _, digest in chunk]))
+
+
+# --------------------------------------------------------------------------------------------
+# The store's meaning: its writes' texts, its embedder, its searches
+# --------------------------------------------------------------------------------------------
+
+
+class Meaning:
+    """The meaning of one PostgresStore's memory: what its writes add and remove (M1, M3), its
+    embedder thread (M2, M4), and the semantic candidates of its searches (M5)."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._worker: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._model: str | None = None
+        self._model_known = threading.Event()
+        self._scanned = -1  # every text of a revision up to it was claimed or embedded
+        self._pgvector: bool | None = None
+        self._iterative = False
+        self._kept: _Kept | None = None  # the memory's vectors, without pgvector (M5)
+        self._kept_lock = threading.Lock()
+        self.embedded = 0
+        """Texts this store embedded (M2 counts them across servers)."""
+
+    # ----- life
+
+    def start(self) -> None:
+        """The embedder started (once); it loads the model first, off the request path."""
+        with self._lock:
+            if self._worker is None and not self._stop.is_set():
+                self._worker = threading.Thread(target=self._work, name="kg-memory-meaning", daemon=True)
+                self._worker.start()
+
+    def close(self) -> None:
+        """The embedder stopped after the batch it is embedding, and joined."""
+        self._stop.set()
+        self._wake.set()
+        with self._lock:
+            worker = self._worker
+        if worker is not None:
+            worker.join()
+
+    def wake(self) -> None:
+        """After a write's commit: the embedder (started by the first write or search, not by a
+        command that only reads rows) looks at once."""
+        self.start()
+        self._wake.set()
+
+    def model(self) -> str | None:
+        """The model this server embeds with, loading it when not yet loaded; None: words only."""
+        if not self._model_known.is_set():
+            from ..retrieval import semantic
+
+            try:
+                self._model = semantic.model_identity()
+            except Exception as error:  # a model that fails to load is words only, as on a file
+                log.warning("%s: no semantic search (%s)", self._store.where, _reason(error))
+                self._model = None
+            self._model_known.set()
+        return self._model
+
+    # ----- writes (in the write's transaction, under the memory's lock: P1)
+
+    def written(self, connection: psycopg.Connection[Any], before: Graph, rows: RowChanges, revision: int) -> None:
+        """M1, M3: the texts and holders of what a write changed."""
+        memory = self._store.memory
+        added: list[tuple[bytes, str]] = []
+        removed: list[tuple[bytes, bytes]] = []
+        for node in rows.entities:
+            name = node.record.name
+            old = before.entities.get(name)
+            had = set(old.record.observations) if old is not None else set()
+            has = set(node.record.observations)
+            added += [(_utf8(name), text) for text in node.record.observations if text not in had]
+            removed += [(_utf8(name), digest_of(text)) for text in had - has]
+        with connection.cursor() as cursor:
+            gone: list[bytes] = []
+            if rows.gone_entities:
+                names = [_utf8(name) for name in rows.gone_entities]
+                for start in range(0, len(names), CHUNK):
+                    cursor.execute(_DROP_HOLDERS_OF, (memory, names[start:start + CHUNK]))
+                    gone += [bytes(digest) for (digest,) in cursor.fetchall()]
+            for start in range(0, len(removed), CHUNK):
+                part = removed[start:start + CHUNK]
+                cursor.execute(_DROP_HOLDERS, ([name for name, _ in part], [digest for _, digest in part], memory))
+                gone += [digest for _, digest in part]
+            if added:
+                _add(cursor, memory, revision, added)
+            dropped = 0
+            unique = list(dict.fromkeys(gone))
+            for start in range(0, len(unique), CHUNK):
+                cursor.execute(_DROP_UNHELD, (memory, unique[start:start + CHUNK]))
+                dropped += max(cursor.rowcount, 0)
+            if dropped:
+                cursor.execute(_COUNT_REMOVAL, (memory,))
+
+    # ----- the embedder (M2, M4)
+
+    def _work(self) -> None:
+        if self.model() is None:
+            return
+        failing = False
+        wait = POLL_SECONDS
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                with self._store._connection() as connection:
+                    revision = _revision(connection, self._store.memory)
+                    wait = POLL_SECONDS
+                    if revision != self._scanned:
+                        # From the texts written after the last walk (a digest sorts below AFTER_ALL).
+                        place: tuple[int, bytes] = (self._scanned, _AFTER_ALL)
+                        while not self._stop.is_set():
+                            found = self._claim_and_embed(connection, place)
+                            if found is None:
+                                break
+                            place = found
+                        left = connection.execute(_LEFT, {"memory": self._store.memory, "after": self._scanned,
+                                                          "upto": revision, "model": self._model}).fetchone()
+                        if left is None and not self._stop.is_set():
+                            self._scanned = revision
+                        elif left is not None:  # held by another embedder now: walked again soon
+                            wait = RETRY_SECONDS
+                failing = False
+            except (GraphError, psycopg.Error) as error:
+                if not failing:
+                    log.warning("%s: cannot embed the memory's texts now (%s); trying again", self._store.where,
+                                _reason(error))
+                failing = True
+            self._wake.wait(wait if not failing else POLL_SECONDS)
+
+    def _claim_and_embed(self, connection: psycopg.Connection[Any], place: tuple[int, bytes]) -> tuple[int, bytes] | None:
+        """One batch of the texts after `place` that have no vector, claimed, embedded and written
+        (M2); the place of its last text, or None when there was none."""
+        with connection.transaction():
+            claimed = connection.execute(_CLAIM, {"memory": self._store.memory, "revision": place[0],
+                                                  "digest": place[1], "model": self._model,
+                                                  "limit": BATCH}).fetchall()
+            if not claimed:
+                return None
+            self._embed_held(connection, [(bytes(digest), bytes(text)) for _, digest, text in claimed])
+        return int(claimed[-1][0]), bytes(claimed[-1][1])
+
+    def _embed_held(self, connection: psycopg.Connection[Any], held: list[tuple[bytes, bytes]]) -> None:
+        """Texts whose rows this transaction holds, embedded and written, but those that got a
+        vector before they were held (a statement begun after the claim sees it: M2)."""
+        from ..retrieval import semantic
+
+        memory, model = self._store.memory, self._model
+        done = {bytes(digest) for (digest,) in connection.execute(_EMBEDDED, (memory, model, [d for d, _ in held]))}
+        wanted = [(digest, text) for digest, text in held if digest not in done]
+        if not wanted:
+            return
+        vectors = semantic.embed([text.decode("utf-8", "surrogatepass") for _, text in wanted])
+        if vectors is None:
+            return
+        stored = vectors.astype("<f2")
+        row = connection.execute(_NEW_STAMP, (memory,)).fetchone()
+        assert row is not None  # (an upsert returns its row)
+        digests = [digest for digest, _ in wanted]
+        if self._uses_pgvector(connection):
+            connection.execute(_PUT_PGVECTOR, (memory, model, row[0], digests,
+                                               ["[" + ",".join(map(repr, vector.tolist())) + "]" for vector in stored]))
+        else:
+            connection.execute(_PUT_PLAIN, (memory, model, row[0], digests, [vector.tobytes() for vector in stored]))
+        self.embedded += len(wanted)
+
+    def settle(self) -> None:
+        """M4: the texts written since this server's embedder last walked the memory (all of them
+        before its first walk) that have no vector yet, embedded within the search when those
+        texts are at most SYNC_TEXTS (waiting for those another embedder holds,
+        SYNC_LOCK_MILLISECONDS at most); more are left to the embedders."""
+        limit = _sync_texts()
+        floor = self._scanned  # (-1 until the embedder has walked the memory once: every text)
+        if limit <= 0 or self._model is None:
+            return
+        with self._store._connection() as connection:
+            written = connection.execute(_RECENT, {"memory": self._store.memory, "revision": floor,
+                                                   "model": self._model, "limit": limit + 1}).fetchall()
+            recent = [bytes(digest) for digest, missing in written if missing]
+            if not recent or len(written) > limit:
+                return  # (more written since: the embedders' work, in the background)
+            try:
+                with connection.transaction():
+                    connection.execute(f"SET LOCAL lock_timeout = {SYNC_LOCK_MILLISECONDS}")
+                    held = connection.execute(_HOLD, (self._store.memory, recent)).fetchall()
+                    self._embed_held(connection, [(bytes(digest), bytes(text)) for _, digest, text in held])
+            except psycopg.errors.LockNotAvailable:
+                pass  # another server is embedding them: this answer goes without them
+            except psycopg.errors.DeadlockDetected:
+                pass
+
+    # ----- searches (M5)
+
+    def _uses_pgvector(self, connection: psycopg.Connection[Any]) -> bool:
+        if self._pgvector is None:
+            row = connection.execute(_COLUMN_TYPE).fetchone()
+            self._pgvector = row is not None and str(row[0]).startswith("halfvec")
+            if self._pgvector:
+                version = connection.execute(_HAS_PGVECTOR).fetchone()
+                parts = tuple(int(part) for part in str(version[0]).split(".")[:2]) if version else (0, 0)
+                self._iterative = parts >= (0, 8)  # iterative scans: a memory's own among many
+        return self._pgvector
+
+    def uses_pgvector(self) -> bool:
+        """Whether this memory's vectors are searched by pgvector's index (else by this server)."""
+        with self._store._connection() as connection:
+            return self._uses_pgvector(connection)
+
+    def answer(self, query: str, value: dict[str, Any], *, characters: int, limit: int | None) -> Facts:
+        """Rule 3 (retrieval.query.answer_of) on what the words matched, with this memory's
+        semantic candidates when a model can be used and the whole query did not match."""
+        entities = value["entities"]
+        nearest = lookup = None
+        if not (entities and answers.whole_query_matches(query, entities[0])) and self.model() is not None:
+            self.start()
+            found = _Found(self)
+            nearest, lookup = found.nearest, found.view
+        return answers.shape(query, entities, value["relations"], characters, limit=limit, nearest=nearest,
+                             lookup=lookup)
+
+    def nearest(self, query: str, k: int) -> tuple[list[tuple[str, int, float]], dict[str, Any]]:
+        """The `k` observations nearest `query` (entity name, index, similarity), best first, and
+        the views of the entities holding them."""
+        import numpy as np
+
+        from ..retrieval import semantic
+        from . import postgres
+
+        if k <= 0 or not query.strip():
+            return [], {}
+        vector = semantic.query_vector(query)
+        if vector is None:
+            return [], {}
+        self.settle()
+        memory, model = self._store.memory, self._model
+        wanted = CANDIDATES * k
+        with self._store._connection() as connection, connection.transaction():
+            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            if self._uses_pgvector(connection):
+                connection.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(EF_SEARCH, wanted)),))
+                if self._iterative:
+                    connection.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
+                text = "[" + ",".join(map(repr, vector.astype(np.float32).tolist())) + "]"
+                rows = connection.execute(_NEAREST_PGVECTOR, (memory, model, text, wanted), binary=True).fetchall()
+                digests = [bytes(digest) for digest, _ in rows]
+                matrix = np.array([_halfvec(bytes(embedding)) for _, embedding in rows], dtype=np.float16)
+            else:
+                digests, matrix = self._brute_force(connection, vector, wanted)
+            scored = _scores(digests, matrix.reshape(-1, DIMENSIONS), vector)[:k]
+            scored = [(digest, similarity) for digest, similarity in scored if similarity >= semantic.MIN_SIMILARITY]
+            if not scored:
+                return [], {}
+            holders = connection.execute(_HOLDERS, (memory, [digest for digest, _ in scored]), binary=True).fetchall()
+        nodes: dict[bytes, list[tuple[int, str, Any]]] = {}
+        for digest, text, seq, line in holders:
+            nodes.setdefault(bytes(digest), []).append((int(seq), bytes(text).decode("utf-8", "surrogatepass"),
+                                                         postgres._node_from(int(seq), bytes(line))))
+        found: list[tuple[float, int, int, str]] = []
+        views: dict[str, Any] = {}
+        for digest, similarity in scored:
+            for seq, text, node in nodes.get(digest, []):
+                views[node.record.name] = node.view
+                found += [(-similarity, seq, index, node.record.name)
+                          for index, observation in enumerate(node.record.observations) if observation == text]
+        found.sort()
+        return [(name, index, -negated) for negated, _, index, name in found[:k]], views
+
+    def _brute_force(self, connection: psycopg.Connection[Any], vector: np.ndarray, wanted: int) -> tuple[list[bytes], Any]:
+        """The `wanted` best candidates among the memory's vectors kept in this server (M5)."""
+        import numpy as np
+
+        with self._kept_lock:
+            kept = self._kept = _Kept.brought_up_to_date(self._kept, connection, self._store.memory, self._model)
+            count = kept.count
+            if count == 0:
+                return [], np.zeros((0, DIMENSIONS), dtype=np.float16)
+            query = vector.astype(np.float32)
+            scores = np.empty(count, dtype=np.float32)
+            for start in range(0, count, 65_536):
+                scores[start:start + 65_536] = kept.matrix[start:min(start + 65_536, count)].astype(np.float32) @ query
+            best = min(wanted, count)
+            top = np.argpartition(-scores, best - 1)[:best]
+            return [kept.digests[i] for i in top.tolist()], kept.matrix[top].copy()
+
+
+class _Found:
+    """A search's semantic candidates (answer.Nearest) and the views of their entities (its lookup)."""
+
+    def __init__(self, meaning: Meaning) -> None:
+        self._meaning = meaning
+        self._views: dict[str, Any] = {}
+
+    def nearest(self, query: str, k: int) -> list[tuple[str, int, float]]:
+        found, self._views = self._meaning.nearest(query, k)
+        return found
+
+    def view(self, name: str) -> Any | None:
+        return self._views.get(name)
+
+
+class _Kept:
+    """A memory's vectors of one model in this server (M5, without pgvector), as of a meaning
+    revision and a count of removals."""
+
+    def __init__(self, revision: int, removals: int) -> None:
+        import numpy as np
+
+        self.revision = revision
+        self.removals = removals
+        self.digests: list[bytes] = []
+        self.rows: dict[bytes, int] = {}
+        self.matrix = np.zeros((0, DIMENSIONS), dtype=np.float16)
+        self.count = 0
+
+    @classmethod
+    def brought_up_to_date(cls, kept: _Kept | None, connection: psycopg.Connection[Any], memory: str,
+                           model: str | None) -> _Kept:
+        row = connection.execute(_STATE, (memory,)).fetchone()
+        revision, removals = (0, 0) if row is None else (int(row[0]), int(row[1]))
+        if kept is None or kept.removals != removals:  # texts were deleted: read again, whole
+            kept = cls(-1, removals)
+            kept.add(connection.execute(_ALL_VECTORS, (memory, model), binary=True).fetchall())
+        elif revision > kept.revision:
+            kept.add(connection.execute(_VECTORS_SINCE, (memory, model, kept.revision), binary=True).fetchall())
+        kept.revision = max(kept.revision, revision)
+        return kept
+
+    def add(self, rows: Iterable[tuple[bytes, bytes, int]]) -> None:
+        import numpy as np
+
+        fresh = [(bytes(digest), bytes(embedding)) for digest, embedding, _ in rows if bytes(digest) not in self.rows]
+        if not fresh:
+            return
+        if self.count + len(fresh) > len(self.matrix):
+            grown = np.zeros((max(2 * len(self.matrix), self.count + len(fresh), 1024), DIMENSIONS), dtype=np.float16)
+            grown[:self.count] = self.matrix[:self.count]
+            self.matrix = grown
+        block = np.frombuffer(b"".join(embedding for _, embedding in fresh), dtype="<f2").reshape(-1, DIMENSIONS)
+        self.matrix[self.count:self.count + len(fresh)] = block
+        for offset, (digest, _) in enumerate(fresh):
+            self.rows[digest] = self.count + offset
+            self.digests.append(digest)
+        self.count += len(fresh)
+
+
+def _halfvec(value: bytes) -> Any:
+    """A halfvec in pgvector's binary form (dimensions, a reserved word, big-endian float16s)."""
+    import numpy as np
+
+    return np.frombuffer(value, dtype=">f2", offset=4).astype(np.float16)
+
+
+def _scores(digests: Sequence[bytes], matrix: Any, query: Any) -> list[tuple[bytes, float]]:
+    """Candidates scored again, the same whichever search found them (M5): the float16 vector
+    against the float32 query in float64, rounded to float32; best first, ties by digest."""
+    import numpy as np
+
+    if not digests:
+        return []
+    similarities = (matrix.astype(np.float64) @ query.astype(np.float64)).astype(np.float32)
+    scored = [(digest, float(similarity)) for digest, similarity in zip(digests, similarities.tolist(), strict=True)]
+    scored.sort(key=lambda item: (-item[1], item[0]))
+    return scored
+
+
+def _revision(connection: psycopg.Connection[Any], memory: str) -> int:
+    row = connection.execute(_MEMORY_REVISION, (memory,)).fetchone()
+    return 0 if row is None else int(row[0])
