@@ -822,29 +822,10 @@ class Engine:
 # For a store that keeps its own vectors (storage/postgres_vectors.py)
 # --------------------------------------------------------------------------------------------
 
-_identities: dict[str, str] = {}
-
-
 def model_identity() -> str | None:
-    """Which model this process embeds with (the sha256 of its file), or None when none can be
-    used (guarantee 2): vectors kept elsewhere are compared only with those of the same model."""
-    engine = _engine(os.environ)
-    if engine is None:
-        return None
-    path, digest = _model_file(os.environ)
-    if digest is not None:
-        return digest
-    key = str(path)
-    if key not in _identities:
-        with Path(path).open("rb") as file:
-            _identities[key] = hashlib.file_digest(file, "sha256").hexdigest()
-    return _identities[key]
-
-
-def embed(texts: Sequence[str]) -> np.ndarray | None:
-    """Unit vectors (float32, DIMENSIONS each) of `texts`, in order; None when no model can be used."""
-    engine = _engine(os.environ)
-    return None if engine is None else engine.encode(texts)
+    """Which model this process embeds with (:func:`model_digest`): vectors kept elsewhere are
+    compared only with those of the same model."""
+    return model_digest()
 
 
 def query_vector(query: str) -> np.ndarray | None:
