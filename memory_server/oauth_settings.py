@@ -19,12 +19,12 @@ from typing import Any
 
 from protocol.http.oauth import OAuthConfigError, ProtectedResource, check_url
 
-from .settings import HTTP_TOKEN_VARIABLE as TOKEN_VARIABLE
 from .tools import TOOLS
 
 ISSUER_VARIABLE = "MCP_MEMORY_OAUTH_ISSUER"
 JWKS_URL_VARIABLE = "MCP_MEMORY_OAUTH_JWKS_URL"
 PUBLIC_URL_VARIABLE = "MCP_MEMORY_PUBLIC_URL"
+TOKEN_VARIABLE = "MCP_MEMORY_HTTP_TOKEN"  # (settings.HTTP_TOKEN_VARIABLE: settings imports this module)
 READ_SCOPE = "memory:read"
 WRITE_SCOPE = "memory:write"
 SCOPES = (READ_SCOPE, WRITE_SCOPE)

@@ -22,13 +22,12 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple, NoReturn
 
+from .model.switch import SettingError, switch
+
 PROGRAM: Final = "mcp-server-memory"
 EXIT_STATUS: Final = 2
 """The exit status of a bad setting (as argparse uses for a bad command line)."""
 
-ON: Final = frozenset({"on", "1", "true", "yes"})
-OFF: Final = frozenset({"off", "0", "false", "no"})
-SWITCH_ACCEPTS: Final = "on or off (also 1 or 0, true or false, yes or no; unset or empty: on)"
 
 DATES_VARIABLE: Final = "MEMORY_DATES"
 SEMANTIC_VARIABLE: Final = "MEMORY_SEMANTIC"
@@ -53,9 +52,6 @@ SETTINGS: Final = (
 )
 
 
-class SettingError(ValueError):
-    """A setting that cannot be used; the message names it, says what it accepts and what it got."""
-
 
 class Settings(NamedTuple):
     dates: bool
@@ -68,17 +64,6 @@ class Settings(NamedTuple):
     """None: the default (protocol.http.SESSION_IDLE_SECONDS)."""
     http_limits: dict[str, Any]
     """Only the limits MCP_MEMORY_HTTP_LIMITS changes."""
-
-
-def switch(environ: Mapping[str, str], variable: str) -> bool:
-    """An on/off setting, on when unset or empty; SettingError for anything else than SWITCH_ACCEPTS."""
-    raw = environ.get(variable, "")
-    text = raw.strip().lower()
-    if not text or text in ON:
-        return True
-    if text in OFF:
-        return False
-    raise SettingError(f"{variable} must be {SWITCH_ACCEPTS}; got {raw!r}")
 
 
 def semantic_max_from(environ: Mapping[str, str]) -> int | None:

@@ -72,8 +72,8 @@ DATES_VARIABLE: Final = "MEMORY_DATES"
 def clock_from(environ: Mapping[str, str]) -> Callable[[], str] | None:
     """The clock a server's writes record (UTC, see :func:`now_stamp`); None (no dates written,
     lines exactly as the reference writes them) when MEMORY_DATES is off, 0, false or no.
-    settings.SettingError for a value that is neither on nor off."""
-    from ..settings import switch
+    SettingError (model/switch.py) for a value that is neither on nor off."""
+    from .switch import switch
 
     return now_stamp if switch(environ, DATES_VARIABLE) else None
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from .interface import StoreChoiceError  # (where the stores find it too)
+
 if TYPE_CHECKING:
     from .postgres import PostgresStore
 
@@ -18,9 +20,6 @@ class Database(NamedTuple):
     url: str
     memory: str
 
-
-class StoreChoiceError(Exception):
-    """The environment names no usable memory; the message says what to change."""
 
 
 def database_from(env: Mapping[str, str]) -> Database | None:

@@ -13,6 +13,10 @@ if TYPE_CHECKING:
     from .store import WriteResult
 
 
+class StoreChoiceError(Exception):
+    """The environment names no usable memory; the message says what to change."""
+
+
 class MemoryStore(Protocol):
     """Reads answer from a consistent version of the graph; each write is atomic and returns
     what the tool answers. `in_memory` reads raise store.NotInMemory when they would need I/O

@@ -107,7 +107,7 @@ from ..model.records import EntityRecord, Extended, RelationRecord, decode_file,
 from ..retrieval import query as retrieval
 from ..retrieval.paging import Facts
 from . import postgres_vectors
-from .choice import StoreChoiceError
+from .interface import StoreChoiceError
 from .postgres_names import DEFAULT_MEMORY, memory_name_from, without_fragments, without_password
 from .store import NotInMemory, WriteResult
 
@@ -768,7 +768,7 @@ class PostgresStore:
         self._entities_written = 0  # the memory's entity count after this server's last write
         self._statistics_lock = threading.Lock()
         self._statistics: threading.Thread | None = None  # the check running now, if any (ours: joined at close)
-        self._meaning = postgres_vectors.Meaning(self)  # P11: the vectors' writes, embedder and searches
+        self._meaning = postgres_vectors.Meaning(self, _node_from)  # P11: the vectors' writes, embedder and searches
 
     def _connection_class(self) -> type[psycopg.Connection[Any]]:
         """psycopg's connection, which records in this store how each attempt to connect ended (the
@@ -907,7 +907,7 @@ class PostgresStore:
                         connection.execute(statement)
                     postgres_vectors.make_schema(connection, self.where)
                 if version in (1, 2):
-                    postgres_vectors.upgrade(connection)
+                    postgres_vectors.upgrade(connection, _node_from)
                 if version is None:
                     connection.execute(_RECORD_VERSION, (SCHEMA_VERSION,))
                 self._trigrams = self._make_trigram_index(connection)

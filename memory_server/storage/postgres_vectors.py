@@ -42,12 +42,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import psycopg
 
-from ..model.graph import Graph, GraphError, RowChanges
+from ..model.graph import Graph, GraphError, Node, RowChanges
 from ..retrieval import answer as answers
 
 if TYPE_CHECKING:
@@ -224,18 +224,17 @@ def make_schema(connection: psycopg.Connection[Any], where: str) -> None:
     connection.execute(_VECTORS_BY_STAMP)
 
 
-def upgrade(connection: psycopg.Connection[Any]) -> None:
+def upgrade(connection: psycopg.Connection[Any], node_from: Callable[[int, bytes], Node]) -> None:
     """A database of version 2 made version 3 (M6), in the caller's transaction: the texts and
-    holders of every entity there, from its line; their vectors are made in the background."""
-    from . import postgres
-
+    holders of every entity there, from its line (`node_from`: the store's reading of a row);
+    their vectors are made in the background."""
     connection.execute("SET LOCAL statement_timeout = 0")
     with connection.cursor(name="kg_meaning_upgrade") as rows, connection.cursor() as writer:
         rows.execute(_UPGRADE_ENTITIES)
         while batch := rows.fetchmany(5_000):
             by_memory: dict[tuple[str, int], list[tuple[bytes, list[str]]]] = {}
             for memory, name, revision, line in batch:
-                node = postgres._node_from(0, bytes(line))
+                node = node_from(0, bytes(line))
                 by_memory.setdefault((memory, int(revision)), []).append((bytes(name), list(node.record.observations)))
             for (memory, revision), entities in by_memory.items():
                 _add(writer, memory, revision, [(name, text) for name, texts in entities for text in texts])
@@ -264,8 +263,10 @@ class Meaning:
     """The meaning of one PostgresStore's memory: what its writes add and remove (M1, M3), its
     embedder thread (M2, M4), and the semantic candidates of its searches (M5)."""
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: PostgresStore, node_from: Callable[[int, bytes], Node]) -> None:
+        """`node_from`: how the store reads an entity's row (postgres.py, which imports this module)."""
         self._store = store
+        self._node_from = node_from
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._worker: threading.Thread | None = None
@@ -483,7 +484,6 @@ class Meaning:
         import numpy as np
 
         from ..retrieval import semantic
-        from . import postgres
 
         if k <= 0 or not query.strip():
             return [], {}
@@ -513,7 +513,7 @@ class Meaning:
         nodes: dict[bytes, list[tuple[int, str, Any]]] = {}
         for digest, text, seq, line in holders:
             nodes.setdefault(bytes(digest), []).append((int(seq), bytes(text).decode("utf-8", "surrogatepass"),
-                                                         postgres._node_from(int(seq), bytes(line))))
+                                                         self._node_from(int(seq), bytes(line))))
         found: list[tuple[float, int, int, str]] = []
         views: dict[str, Any] = {}
         for digest, similarity in scored:
