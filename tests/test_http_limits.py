@@ -59,14 +59,11 @@ def rss_kib(pid: int, field: str = "VmRSS") -> int:
     return int(found.group(1))
 
 
-def server_side_connections(port: int) -> int:
-    """Established TCP connections whose local end is `port` (the server's ends)."""
+def unread_by_server(port: int) -> int:
+    """Bytes that clients sent to `port` and the server has not read yet, over its established connections."""
     lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    return sum(1 for line in lines if line.split()[1].endswith(f":{port:04X}") and line.split()[3] == "01")
-
-
-def threads_of(pid: int) -> int:
-    return len(list(Path(f"/proc/{pid}/task").iterdir()))
+    return sum(int(line.split()[4].split(":")[1], 16) for line in lines
+               if line.split()[1].endswith(f":{port:04X}") and line.split()[3] == "01")
 
 
 def closed_by_server(connection: socket.socket, deadline: Deadline) -> bool:
@@ -277,18 +274,28 @@ def test_reads_are_answered_while_seventy_writes_wait_for_a_lock_another_process
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
 
+        sent = threading.Semaphore(0)
+
+        def note_sent(event: str, _info: dict[str, Any]) -> None:
+            if event == "http11.send_request_body.complete":
+                sent.release()
+
         def write(number: int) -> int:
+            params = {"name": "create_entities", "arguments": {"entities": [entity(f"Waiting {number}")]}}
             with httpx.Client(timeout=WAIT_SECONDS * 6) as client:
-                answer = modern_post(client, server.url, number, "tools/call", {
-                    "name": "create_entities", "arguments": {"entities": [entity(f"Waiting {number}")]}})
+                answer = client.post(server.url, json=modern_request(number, "tools/call", params),
+                                     headers=modern_headers("tools/call", "create_entities"),
+                                     extensions={"trace": note_sent})
                 return answer.status_code
 
-        threads_before = threads_of(server.pid)
         with ThreadPoolExecutor(70) as pool:
             writes = [pool.submit(write, number) for number in range(70)]
             deadline = Deadline(WAIT_SECONDS)
-            # every write is in, and workers wait for the lock
-            while server_side_connections(server.port) < 70 or threads_of(server.pid) < threads_before + 16:
+            # every write is in the server: each client sent its whole request (over loopback, it is
+            # then in the server's receive queue), and the server has read every byte of them
+            for _ in range(70):
+                assert sent.acquire(timeout=deadline.remaining())
+            while unread_by_server(server.port) > 0:
                 deadline.remaining()
                 threading.Event().wait(0.02)
             with httpx.Client(timeout=WAIT_SECONDS) as client:
