@@ -236,6 +236,11 @@ def refused_tokens(idp: TestIdP) -> dict[str, str]:
         "malformed: one word": "not-a-jwt",
         "malformed: three words of junk": "a.b.c",
         "malformed: header not JSON": f"{b64(b'{oops')}.{payload}.{signature}",
+        "malformed: header a JSON list": f"{b64(b'[1, 2]')}.{payload}.{signature}",
+        "malformed: header not UTF-8": f"{b64(bytes([0xff, 0xfe, 0x7b]))}.{payload}.{signature}",
+        "malformed: four segments": f"{head}.{payload}.{signature}.{signature}",
+        "malformed: base64 with padding": f"{head}==.{payload}.{signature}",
+        "malformed: spaces inside": f"{head}. {payload}.{signature}",
     }
 
 
@@ -249,7 +254,9 @@ REFUSALS = [
     "signature cut off", "iss different", "no iss", "aud another resource", "aud another memory of this server",
     "aud the server without the path", "no aud", "exp passed beyond the leeway", "no exp", "no sub",
     "sub not a string", "nbf ahead beyond the leeway", "typ of an id token", "malformed: one word",
-    "malformed: three words of junk", "malformed: header not JSON"]
+    "malformed: three words of junk", "malformed: header not JSON", "malformed: header a JSON list",
+    "malformed: header not UTF-8", "malformed: four segments", "malformed: base64 with padding",
+    "malformed: spaces inside"]
 
 
 @pytest.mark.anyio
