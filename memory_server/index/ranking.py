@@ -43,7 +43,7 @@ _TOKEN: Final = re.compile(r"[^\W_]+")
 @cache
 def _no_space() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """A character of those scripts, and a run of them (to split on). Compiled with the first word
-    outside ASCII: the classes of these scripts take 2 ms to compile, which every start paid."""
+    outside ASCII: the classes of these scripts are slow to compile, and most memories never need them."""
     return re.compile(f"[{_NO_SPACE_SCRIPTS}]"), re.compile(f"([{_NO_SPACE_SCRIPTS}]+)")
 
 

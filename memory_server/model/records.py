@@ -270,7 +270,8 @@ def file_layout(parts: Iterable[Sequence[bytes]], before: Layout = (), *, run_li
     instead of joining its lines again. A graph after a small write holds the same line objects
     but for what the write changed, and runs are counted from the start of each part, so that
     a new entity (or relation) at the end of its part changes only the last run of that part: a
-    save then joins one or two runs rather than the whole file (about 4 ms per 6 MB)."""
+    save then joins one or two runs rather than the whole file (figures: docs/benchmarks.md,
+    "Figures behind the code")."""
     layout = []
     for number, lines in enumerate(parts):
         old = before[number] if number < len(before) else ()

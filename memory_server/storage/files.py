@@ -223,8 +223,8 @@ class Staged(NamedTuple):
         reader that has it open keeps reading it whole until it closes it).
 
         Returns a descriptor of that version when one could be had, or None. The rename then only
-        unlinks it; closing the descriptor frees its pages and blocks (about 3 ms per 4 MB measured
-        here, inside the rename otherwise), which the caller does once the answer has gone. Until
+        unlinks it; closing the descriptor frees its pages and blocks, work the rename would
+        otherwise do while the writer waits, which the caller does once the answer has gone. Until
         then it is in no file: it has no name, and a crash frees it at the next mount."""
         replaced = _open_replaced(file)
         try:
@@ -320,9 +320,9 @@ def let_go_of_cached(file: Path) -> None:
     rename makes it nameless anyway. Freed here, by the saving thread, they are the pages the
     kernel gives its write straight back: memory in use. Otherwise the write took whatever was
     free, and on a virtual machine that hands memory it has not used for a while back to its host
-    (this project's, with free page reporting), a page touched again costs a fault in the host:
-    the 5.8 MB of a memory of 10,000 entities took 10.5 ms to write instead of 1.1 ms, in up to
-    four writes in ten. Clean pages only: what another program wrote and the disk has not got yet
+    (free page reporting, as cloud and desktop hypervisors do), a page touched again costs a fault
+    in the host, several times the write itself (figures: docs/benchmarks.md, "Figures behind the
+    code"). Clean pages only: what another program wrote and the disk has not got yet
     stays. Called once the comparison of G3 has read the file, which would otherwise read it
     from the disk again."""
     advise = getattr(os, "posix_fadvise", None)

@@ -31,7 +31,7 @@ C5. It is removed, with every temporary and journal file of it, before a save of
 C6. Deleting it loses nothing; the memory file's format does not change.
 
 Answers from the cache equal the answers from the graph in memory: the same functions rank,
-over the same postings, and the same rule (model/graph.search) picks the matches.
+over the same postings, and the same rule (retrieval/query.search) picks the matches.
 """
 
 from __future__ import annotations
@@ -573,7 +573,7 @@ class ColdIndex:
             self._place = {name: number for number, name in enumerate(self.names)}
         return self._place
 
-    # -- search candidates (the rule is model/graph.search's) -------------------------------------
+    # -- search candidates (the rule is retrieval/query.search's) ---------------------------------
 
     def text_at(self, number: int) -> str:
         """The search text of the `number`-th entity in graph order."""

@@ -64,13 +64,14 @@ P13. The planner knows a memory's size, however it grew: once this server has wr
     analyses the columns its plans rest on (``ANALYZE kg_entities (memory), kg_relations (memory,
     target)``). An import analyses the whole tables at its end. Else a memory grown by the tools
     in a table holding others looks like a row or two to the planner, which then reads every
-    relation of the memory for each entity a search found (62 ms a search instead of 3 at 10,000
-    entities), until autovacuum, which waits for a tenth of the whole table to change, analyses it.
+    relation of the memory for each entity a search found, until autovacuum, which waits for a
+    tenth of the whole table to change, analyses it (figures: docs/benchmarks.md, "Figures behind
+    the code").
 P14. Every search reads through the rows waiting in the GIN indexes' pending lists (a write adds
     its entity there, to be merged later, whichever memory it is in): the server bounds those lists
     to GIN_PENDING_KB on both indexes (their ``gin_pending_list_limit``) where it owns them, so that
-    a search reads at most that much of them (PostgreSQL's default, 4 MB, cost a search 2 to 3 ms;
-    a write that fills the list merges it, as before, a smaller piece each time).
+    a search reads at most that much of them rather than PostgreSQL's default of 4 MB; a write that
+    fills the list merges it, as before, a smaller piece each time.
 P15. What a server keeps of a memory (its last whole read_graph, the last change its subscribers
     were told of) is keyed by the memory's :data:`Version`, which never repeats: a memory removed
     by hand and made again by as many writes is never taken for the one before.
@@ -191,9 +192,8 @@ _TRIGRAMS: Final = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
 _HAS_TRIGRAMS: Final = "SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'"
 _TRIGRAM_INDEX: Final = "CREATE INDEX IF NOT EXISTS kg_entities_by_trigram ON kg_entities USING gin (haystack gin_trgm_ops)"
 # With btree_gin, the memory's name is in the same index: a search reads only its own memory's
-# matches (one bitmap), not every memory's that share its trigrams (0.4 ms against 4 ms at 10,000
-# entities in a database of 400 memories, and a planner that no longer has to guess which index
-# of two narrows a memory just filled).
+# matches (one bitmap), not every memory's that share its trigrams, and the planner no longer has
+# to guess which index of two narrows a memory just filled.
 _BTREE_GIN: Final = "CREATE EXTENSION IF NOT EXISTS btree_gin"
 _HAS_BTREE_GIN: Final = "SELECT 1 FROM pg_extension WHERE extname = 'btree_gin'"
 _MEMORY_TRIGRAM_INDEX: Final = ("CREATE INDEX IF NOT EXISTS kg_entities_by_trigram ON kg_entities "
@@ -487,8 +487,8 @@ def graph_again(before: Graph, entity_lines: Sequence[bytes], relation_lines: Se
     node or edge (its place updated), so only the rows written since are decoded, and the answers
     of the earlier reads share their objects with this one's. A pager keeping a few cut read_graph
     answers (paging.KEPT_ANSWERS) then holds one memory's objects, not one copy of them per read,
-    and forgetting the oldest frees a few objects, not a whole memory's (10,000 entities: 6 ms,
-    paid by whichever answer made the pager forget it, as often as not a search)."""
+    and forgetting the oldest frees a few objects, not a whole memory's, whose cost would fall on
+    whichever answer made the pager forget it, as often as not a search."""
     nodes = {node.line: node for node in before.entities.values()}
     edges = {edge.line: edge for edge in before.relations.values()}
     entities: dict[str, Node] = {}
@@ -577,12 +577,11 @@ def _no_collection() -> Iterator[None]:
     When it resumes, every object there is goes to the collector's oldest generation at once
     (gc.freeze then gc.unfreeze, constant time, as storage/loading.py L3 does after a load): else
     the first young collection after it walks what the read left (its answer) and whatever else
-    is young, such as the lists of a read_graph answer just made, 100,000 references at 10,000
-    entities: 1 to 2 ms of a search of 5. That also sets the collector's counts back to nought,
+    is young, such as the lists of a read_graph answer just made (ten references per entity), a
+    walk that would be a large part of a search. That also sets the collector's counts back to nought,
     so that a server answering only reads would never come to a full collection, the only one
     that frees a cycle among those objects: every PROMOTIONS_PER_COLLECTION-th read makes one
-    instead (what the young collections it stood in for would have led to; 60 to 90 ms at
-    10,000 entities with a read_graph kept, as those make)."""
+    instead (what the young collections it stood in for would have led to)."""
     import gc
 
     global _collection_paused, _promotions
@@ -747,7 +746,7 @@ class PostgresStore:
             connection_class=self._connection_class(),
             kwargs={"autocommit": True, "connect_timeout": max(1, round(connect_seconds)),
                     # No JIT: a search over many rows is costed high enough to be compiled first,
-                    # which takes longer (100 ms and more) than the statement itself.
+                    # which takes longer than the statement itself.
                     "options": f"-c statement_timeout={STATEMENT_MILLISECONDS} -c jit=off"},
             check=_still_there, reconnect_timeout=0,
             name="kg-memory")
@@ -1218,8 +1217,7 @@ class PostgresStore:
         new memory's size at once (autovacuum would, later), and the GIN indexes' pending lists
         merged into them: an import's rows wait there (up to gin_pending_list_limit, 4 MB), which
         every search then reads through, and which the planner costs so high that it scans the
-        memory's rows instead of the trigram index (11 ms instead of 2 for the bench query at
-        10,000 entities). A role that may not is only logged."""
+        memory's rows instead of the trigram index. A role that may not is only logged."""
         try:
             with self._connection() as connection:
                 connection.execute("SET statement_timeout = 0")

@@ -26,7 +26,7 @@ G5. One executor runs every piece of background work (the first look, the warm-u
     the cache, the comparison of G3, closing the version a save replaced), and one timer at a time waits for quiet (coldstart S3);
     ``close()`` (or leaving ``with GraphStore(...)``) ends them all and writes the cache when it
     is stale (coldstart K2). No thread of the store outlives it.
-G6. The search rule is model/graph.search, called in one place (:meth:`GraphStore.search_nodes`)
+G6. The search rule is retrieval/query.search, called in one place (:meth:`GraphStore.search_nodes`)
     with candidates from the cache, the records or the graph.
 """
 
@@ -105,8 +105,8 @@ is in memory: at that size it takes tens of ms, which on the event loop would ho
 request (a worker gives them turns). open_nodes costs the same at any size."""
 INDEX_ONCE_FROM: Final = 3
 """Batches of this many writes bring the search indexes up to date once, after the last write,
-rather than after each (measured at 10,000 entities: 1 write 0.97 ms each way round would cost
-1.7 ms, 4 writes 4.4 ms against 2.4 ms, 15 writes 17.5 ms against 4.9 ms)."""
+rather than after each: from three writes on, one update is cheaper than one per write (figures:
+docs/benchmarks.md, "Figures behind the code")."""
 WORKERS: Final = 3
 """Threads of the store's executor: the first look or warm-up, an index or the cache's build, and
 the comparison of a save (G3), so that none waits behind another."""
@@ -746,7 +746,7 @@ class GraphStore:
         if replaced is not None:
             # The last descriptor of the version replaced: closing it frees its blocks, which a
             # worker does while the answer goes out (files.Staged.put_in_place). After the fsync of
-            # the directory, which would otherwise wait for those blocks' records too (1-2 ms).
+            # the directory, which would otherwise wait for those blocks' records too.
             self._soon(os.close, replaced)
 
     def _with_indexes_published_meanwhile(self, graph: Graph) -> Graph:
