@@ -33,8 +33,10 @@ S2. The file is read once for a first start, and decoded once: the bytes read (a
     records it is made of (when the file still has that signature), sharing the answer objects
     a read_graph made of them.
 S3. The work of a first start runs on the store's one executor, and ends when the store closes.
-    The keeper's quiet wait is one timer at a time (a daemon thread, so that a process ending
-    without close() is not held up), cancelled and joined by close().
+    The keeper's quiet wait is one delayed call at a time, of the process's Background
+    (memory_server/background.py B2: a process ending without close() is not held up by it),
+    cancelled by close(); the refresh it hands to the executor is handed over before close()
+    can return.
 S4. Records answer as the graph would: open_nodes and a search by the whole query (rule 1) by
     the graph's own functions on the part of the graph the answer depends on
     (model/graph.part_of_lines: the named entities, or those whose text holds the query, and
@@ -62,6 +64,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
+from .. import background
 from ..index.search import search_text
 from ..model import graph as rules
 from ..model.graph import Graph
@@ -355,7 +358,7 @@ class CacheKeeper:
         self._guard = threading.Lock()
         self._generation = 0
         self._last_call = 0.0
-        self._timer: threading.Timer | None = None
+        self._timer: background.Later | None = None
         self._matched: Signature = None
         """The file's signature when the cache was last seen to match it (no build needed)."""
 
@@ -371,12 +374,10 @@ class CacheKeeper:
                 self._start_timer(QUIET)
 
     def _start_timer(self, delay: float) -> None:
-        # A timer, not a waiting worker: a process that ends without close() (a command) is not
-        # held up by it, and the executor's workers stay free for answers.
-        self._timer = threading.Timer(delay, self._when_quiet)
-        self._timer.name = f"memory-store[{self._file.name}]-quiet"
-        self._timer.daemon = True
-        self._timer.start()
+        # Delayed work of the process's Background, not a waiting worker: a process that ends
+        # without close() (a command) is not held up by it, and the executor's workers stay free
+        # for answers.
+        self._timer = background.process().later(delay, self._when_quiet)
 
     def _when_quiet(self) -> None:
         with self._lock:
@@ -388,10 +389,12 @@ class CacheKeeper:
                 self._start_timer(left)
                 return
             self._timer = None
-        try:
-            self._executor.submit(self.refresh)
-        except RuntimeError:  # shut down meanwhile: close() made it
-            pass
+            # Under the lock, so that a close() that follows finds the refresh in the executor,
+            # whose shutdown waits for it, rather than submitted after it returned.
+            try:
+                self._executor.submit(self.refresh)
+            except RuntimeError:  # shut down meanwhile: close() made it
+                pass
 
     def close(self) -> None:
         """Stops waiting for quiet; the caller then makes the cache itself (K2)."""
@@ -399,8 +402,6 @@ class CacheKeeper:
             timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()
-            if timer is not threading.current_thread():
-                timer.join()
 
     def removed(self) -> None:
         """A save is about to be acknowledged: the cache and any build in progress go (K3)."""

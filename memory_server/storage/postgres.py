@@ -96,10 +96,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
 
+from .. import background
 from ..index import ranking
 from ..index.search import FIELD_SEPARATOR
 from ..model import graph as rules
@@ -766,7 +768,9 @@ class PostgresStore:
         self._rows_at_look = 0
         self._entities_written = 0  # the memory's entity count after this server's last write
         self._statistics_lock = threading.Lock()
-        self._statistics: threading.Thread | None = None  # the check running now, if any (ours: joined at close)
+        # Set while no look is running: a look is work of the process's Background, and close waits for it.
+        self._statistics_idle = threading.Event()
+        self._statistics_idle.set()
         self._meaning = postgres_vectors.Meaning(self, _node_from)  # P11: the vectors' writes, embedder and searches
 
     def _connection_class(self) -> type[psycopg.Connection[Any]]:
@@ -796,10 +800,8 @@ class PostgresStore:
             self._pool.open(wait=False)
 
     def close(self) -> None:
-        with self._statistics_lock:
-            statistics = self._statistics
-        if statistics is not None:
-            statistics.join()  # it ends within STATEMENT_MILLISECONDS at worst; the pool closes after it
+        # A look ends within STATEMENT_MILLISECONDS at worst; the pool closes after it.
+        self._statistics_idle.wait(STATEMENT_MILLISECONDS / 1000 + 1)
         self._meaning.close()  # after the batch it is embedding (P11)
         self._pool.close()
 
@@ -1183,14 +1185,20 @@ class PostgresStore:
             self._written_since_look += written
             if self._written_since_look < max(STATISTICS_ROWS, self._rows_at_look):
                 return
-            if self._statistics is not None and self._statistics.is_alive():
+            if not self._statistics_idle.is_set():
                 return  # looking already: the next write that finds it done looks again
             self._written_since_look = 0
-            self._statistics = threading.Thread(target=self._refresh_statistics, args=(entities,),
-                                                name="kg-memory-statistics", daemon=True)
-            self._statistics.start()
+            self._statistics_idle.clear()
+        if not background.process().submit(partial(self._refresh_statistics, entities)):
+            self._statistics_idle.set()  # the process is ending: nothing to look for
 
     def _refresh_statistics(self, entities: int) -> None:
+        try:
+            self._look_at_plans(entities)
+        finally:
+            self._statistics_idle.set()
+
+    def _look_at_plans(self, entities: int) -> None:
         """P13: the memory's columns analysed when the planner expects fewer than half its entities
         or relations (these counted up to twice what it expects, at most). A fault (the database
         gone, a role that may not analyse) is logged; the next look tries again."""
