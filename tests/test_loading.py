@@ -6,7 +6,8 @@ from __future__ import annotations
 import gc
 import json
 
-from memory_server.storage.loading import collector_paused, decode, graph_of, parse
+from memory_server.storage.collector import paused as collector_paused
+from memory_server.storage.loading import decode, graph_of, parse
 
 
 def memory_bytes(count: int) -> bytes:

@@ -596,7 +596,7 @@ def test_a_server_answering_only_searches_still_frees_cycles(database_url: str) 
     import gc
     import weakref
 
-    from memory_server.storage import postgres
+    from memory_server.storage import collector
 
     class Cycle:
         me: Any
@@ -604,14 +604,14 @@ def test_a_server_answering_only_searches_still_frees_cycles(database_url: str) 
     alive: weakref.WeakSet[Cycle] = weakref.WeakSet()
     with PostgresStore(database_url, memory_name()) as store:
         store.create_entities([entity("Ann", "person", ["jazz"])])
-        for _ in range(2 * postgres.PROMOTIONS_PER_COLLECTION + 1):
+        for _ in range(2 * collector.PROMOTIONS_PER_COLLECTION + 1):
             store.search_nodes("jazz", characters=1_500)
             cycle = Cycle()
             cycle.me = cycle
             alive.add(cycle)
             del cycle
         assert gc.isenabled()
-        assert len(alive) <= postgres.PROMOTIONS_PER_COLLECTION + 1
+        assert len(alive) <= collector.PROMOTIONS_PER_COLLECTION + 1
 
 
 def test_an_import_leaves_no_row_waiting_in_the_search_indexes(database_url: str) -> None:

@@ -7,11 +7,10 @@ L1. The graph of the bytes is the one model/graph.graph_from_lines makes of mode
 L2. With `pieces`, the interpreter is let go between pieces of about PIECE bytes: a load in the
     background never holds up an answer being encoded or sent for longer than one piece takes.
     (Without, one call decodes the whole file: about 40% faster, for a caller that waits for it.)
-L3. The cyclic collector is paused while a load runs (counted, for loads in several threads), and
-    when the last pause ends, every object there is goes to the collector's oldest generation at
-    once (gc.freeze then gc.unfreeze, constant time): the next young collection does not go over
-    the millions the load made (a quarter of a second at 100,000 entities, on the request path),
-    and a full collection still frees any cycle among them.
+L3. A load runs with the cyclic collector paused, by the process's one policy (storage/collector.py
+    G1 to G3): what it made goes to the collector's oldest generation at once when the last pause
+    ends, so the next young collection does not go over the millions a load makes (a quarter of a
+    second at 100,000 entities, on the request path), and a full collection still frees any cycle.
 L4. :func:`decode` and :func:`graph_of` split :func:`parse` in two, for a caller that answers from
     the records before the graph is made (coldstart S4): the same graph, decoded once.
 L5. A file that holds one JSON document (an export, `export --format json`, pretty-printed or on
@@ -21,10 +20,6 @@ L5. A file that holds one JSON document (an export, `export --format json`, pret
 
 from __future__ import annotations
 
-import gc
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,43 +28,13 @@ import msgspec
 from ..model import graph as rules
 from ..model.graph import Graph
 from ..model.records import BOM, Line, Opaque, Rejected, decode_file
+from . import collector
 from .files import rejected_path_for
 
 PIECE: Final = 1 << 21
 """Bytes decoded in one call (L2): a few ms."""
 
 
-class _CollectorPause:
-    """Loading a large file creates millions of containers; the cyclic collector would scan the
-    growing heap again and again (it doubles the load time) while none of them can form a cycle.
-    Counted, so that overlapping loads in several threads resume collection only at the end."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pausers = 0
-        self._resume = False
-
-    @contextmanager
-    def __call__(self) -> Iterator[None]:
-        with self._lock:
-            if self._pausers == 0:
-                self._resume = gc.isenabled()
-                gc.disable()
-            self._pausers += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._pausers -= 1
-                if self._pausers == 0:
-                    # Straight to the oldest generation (L3): young collections leave them alone.
-                    gc.freeze()
-                    gc.unfreeze()
-                    if self._resume:
-                        gc.enable()
-
-
-collector_paused: Final = _CollectorPause()
 
 
 def _lines(data: bytes) -> list[Line]:
@@ -94,18 +59,18 @@ def _lines(data: bytes) -> list[Line]:
 
 def decode(data: bytes, *, pieces: bool = False) -> list[Line]:
     """The file's records, classified (L1, L2)."""
-    with collector_paused():
+    with collector.paused():
         return _lines(data) if pieces else decode_file(data)
 
 
 def graph_of(lines: list[Line], views: rules.Views | None = None) -> Graph:
     """The graph of records :func:`decode` gave (L1); `views`: see graph_from_lines."""
-    with collector_paused():
+    with collector.paused():
         return rules.graph_from_lines(lines, views)
 
 
 def parse(data: bytes, *, pieces: bool = False) -> Graph:
-    with collector_paused():
+    with collector.paused():
         return graph_of(decode(data, pieces=pieces))
 
 

@@ -109,7 +109,7 @@ from ..model.graph import Change, Edge, Graph, GraphError, Node, RowChanges, Tri
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_file, decode_line
 from ..retrieval import query as retrieval
 from ..retrieval.paging import Facts
-from . import postgres_vectors
+from . import collector, postgres_vectors
 from .interface import StoreChoiceError
 from .postgres_names import DEFAULT_MEMORY, memory_name_from, without_fragments, without_password
 from .store import NotInMemory, WriteResult
@@ -561,56 +561,6 @@ class _MemoryTerms:
         self.total = total
 
 
-_collection_lock: Final = threading.Lock()
-_collection_paused = 0  # reads now making their objects with the collector paused (under the lock)
-PROMOTIONS_PER_COLLECTION: Final = 100
-"""Reads whose objects go straight to the oldest generation between two full collections (see
-_no_collection): the young collections they stand in for would have led to one by then."""
-_promotions = 0  # since the last full collection a read made (under the lock)
-
-
-@contextmanager
-def _no_collection() -> Iterator[None]:
-    """The cyclic garbage collector paused while a read makes its objects: a search of a large
-    memory makes a few hundred thousand (rows, records, nodes), none in a cycle (reference counting
-    frees them), and each collection they set off walks all of them again (a third of such a
-    search's time). Reads in several threads: collection resumes when the last one is done.
-
-    When it resumes, every object there is goes to the collector's oldest generation at once
-    (gc.freeze then gc.unfreeze, constant time, as storage/loading.py L3 does after a load): else
-    the first young collection after it walks what the read left (its answer) and whatever else
-    is young, such as the lists of a read_graph answer just made (ten references per entity), a
-    walk that would be a large part of a search. That also sets the collector's counts back to nought,
-    so that a server answering only reads would never come to a full collection, the only one
-    that frees a cycle among those objects: every PROMOTIONS_PER_COLLECTION-th read makes one
-    instead (what the young collections it stood in for would have led to)."""
-    import gc
-
-    global _collection_paused, _promotions
-    with _collection_lock:
-        ours = _collection_paused > 0 or gc.isenabled()  # else paused by someone else: theirs to resume
-        if ours:
-            _collection_paused += 1
-            gc.disable()
-    if not ours:
-        yield
-        return
-    try:
-        yield
-    finally:
-        with _collection_lock:
-            _collection_paused -= 1
-            if _collection_paused == 0:
-                _promotions += 1
-                if _promotions >= PROMOTIONS_PER_COLLECTION:
-                    _promotions = 0
-                    gc.collect()
-                else:
-                    gc.freeze()
-                    gc.unfreeze()
-                gc.enable()
-
-
 class _Read:
     """The rows one statement of :func:`_with_touching` read: the graph of its entities, and the
     keys of the relations touching them, each once, in graph order. Made into Edges (a whole
@@ -671,7 +621,7 @@ class _Snapshot:
         # which both ends would encode and decode (a tenth of a search's statement at 10,000 entities).
         rows = self._connection.execute(statement, {"memory": self._memory, "value": value}, prepare=False,
                                         binary=True).fetchall()
-        with _no_collection():
+        with collector.paused():
             return _Read(rows)
 
     def _graph(self, statement: str, value: Any) -> Graph:
@@ -1036,7 +986,7 @@ class PostgresStore:
             raise NotInMemory
         # Most queries are answered by the whole query, from one statement; the others are read
         # again in one snapshot with the entities holding their words.
-        with _no_collection():
+        with collector.paused():
             with self._statement() as single:
                 found = single.containing(query.lower())
             matched: Sequence[Node] | None = retrieval.contains_query(found.entities, query)
