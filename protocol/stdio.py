@@ -29,7 +29,6 @@ import anyio.from_thread
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .fdio import write_all
 from .runtime import running
 from .server import Server
 from .session import Session
@@ -179,7 +178,7 @@ class _Writer:
         with self._written:
             if not self._queued and not self._broken and len(line) <= self._pipe_room and _pipe_empty(self._fd, self._fionread):
                 try:
-                    write_all(self._fd, line)
+                    _write_all(self._fd, line)
                 except OSError:
                     self._broken = True
                 return
@@ -207,13 +206,20 @@ class _Writer:
                 continue
             try:
                 if not self._broken:
-                    write_all(self._fd, item)
+                    _write_all(self._fd, item)
             except OSError:
                 self._broken = True  # the reader went away; keep draining so nobody blocks
             finally:
                 with self._written:
                     self._queued -= len(item)
                     self._written.notify_all()
+
+
+def _write_all(fd: int, data: bytes | bytearray) -> None:
+    """All of `data`, however few bytes each write takes (a pipe may take part of a long line)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _pipe_capacity(fd: int) -> tuple[int, int]:
