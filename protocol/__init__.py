@@ -9,7 +9,7 @@ The modules, each importing only from the rows below its own:
   connection   session (one framed connection)
   engine       engine (answer a request), dispatch (the method table)
   clients      peer (one client), server (the declaration: Server, Tool, Resource)
-  serving      runtime (Runtime, running), subscriptions (who hears of a change)
+  serving      runtime (Runtime, running), subscriptions (who hears of a change), inflight (requests by id)
   parts        arguments (a tool's arguments), context (RequestContext)
   pure         eras (the era state machine), messages, framing, errors
 """

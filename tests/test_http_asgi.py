@@ -164,6 +164,38 @@ async def test_a_legacy_cancel_notification_stops_the_named_request_and_its_post
 
 
 @pytest.mark.anyio
+async def test_in_a_legacy_session_an_id_already_in_flight_is_refused_and_the_first_request_lives_on() -> None:
+    server, seen = waiting_server()
+    async with serving(asgi_app(server)) as base:
+        url = f"{base}/mcp"
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
+            headers = {"accept": ACCEPT, "mcp-session-id": opened.headers["mcp-session-id"]}
+            call = request(1, "tools/call", {"name": "wait", "arguments": {}})
+            answers: list[httpx.Response] = []
+            with anyio.fail_after(WAIT_SECONDS):
+                async with anyio.create_task_group() as tasks:
+                    async def ask() -> None:
+                        answers.append(await http.post(url, json=call, headers=headers))
+
+                    tasks.start_soon(ask)
+                    while not seen:
+                        await anyio.sleep(0.01)
+                    again = await http.post(url, json=call, headers=headers)
+                    other = await http.post(url, json=request("1", "ping"), headers=headers)  # "1" is another id
+                    assert not seen[0].cancelled
+                    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                               "params": {"requestId": 1}}, headers=headers)
+            assert again.status_code == 400
+            assert again.json() == {"jsonrpc": "2.0", "id": 1, "error": {
+                "code": -32600, "message": "Invalid Request: id 1 is already in use by a request in flight"}}
+            assert other.status_code == 200 and other.json()["result"] == {}
+            assert answers[0].status_code == 202  # the first ran until its own cancel
+            free = await http.post(url, json=request(1, "ping"), headers=headers)
+            assert free.status_code == 200 and free.json()["id"] == 1  # its id is free once it finished
+
+
+@pytest.mark.anyio
 async def test_a_quiet_listen_stream_carries_keep_alive_comments() -> None:
     async with serving(asgi_app(example_server.server, keepalive_seconds=0.05)) as base:
         listen = modern_request("k", "subscriptions/listen", {"notifications": {"resourceSubscriptions": [COUNTER]}})

@@ -46,7 +46,8 @@ from ..errors import (
     ProtocolError,
 )
 from ..framing import MAX_LINE_BYTES, Line
-from ..messages import Blank, Invalid, Notification, Request, RequestId, Response, classify, encode_error, id_key
+from ..inflight import InflightRequests
+from ..messages import Blank, Invalid, Notification, Request, RequestId, Response, classify, encode_error
 from ..peer import Peer
 from ..runtime import running
 from ..server import Server
@@ -132,7 +133,7 @@ class _LegacySession:
         self.id = session_id
         self.outbox = _Outbox()  # what the GET stream will carry; kept while no GET is open
         self.peer = Peer(server, self.outbox.put, transport="http", session_id=session_id)
-        self.inflight: dict[tuple[type, RequestId], tuple[anyio.CancelScope, RequestContext]] = {}
+        self.inflight = InflightRequests()
         self.streaming = False
         self.last_used = time.monotonic()
         self.subject: str | None = None  # under OAuth, who opened it: no other token may use it
@@ -144,9 +145,7 @@ class _LegacySession:
     def end(self) -> None:
         self.peer.close()
         self.outbox.close()
-        for scope, context in list(self.inflight.values()):
-            context.cancel()
-            scope.cancel()
+        self.inflight.cancel_all()
 
 
 class _Reject(Exception):
@@ -406,7 +405,7 @@ class StreamableHTTP:
             session = None
         if isinstance(message, Notification | Response):
             if session is not None and isinstance(message, Notification):
-                _notice(session, message)
+                session.inflight.notice(message)
             await send({"type": "http.response.start", "status": 202, "headers": []})
             await send({"type": "http.response.body", "body": b""})
             return
@@ -493,15 +492,13 @@ class StreamableHTTP:
         context = peer.context(request, None)
         context.client = client
         context.user = user
-        key = id_key(request.id)
-        if session is not None and key in session.inflight:
-            raise _Reject(400, ProtocolError(
-                INVALID_REQUEST, f"Invalid Request: id {request.id!r} is already in use by a request in flight"),
-                request.id)
+        in_use = session.inflight.in_use(request.id) if session is not None else None
+        if in_use is not None:
+            raise _Reject(400, in_use, request.id)
         outcome: tuple[bytearray, int | None] | None = None
         async with anyio.create_task_group() as tasks:
             if session is not None:
-                session.inflight[key] = (tasks.cancel_scope, context)
+                session.inflight.start(request.id, tasks.cancel_scope, context)
             try:
                 tasks.start_soon(_watch_disconnect, receive, tasks.cancel_scope, context)
                 async with self._slots_for(request):
@@ -509,7 +506,7 @@ class StreamableHTTP:
                 tasks.cancel_scope.cancel()
             finally:
                 if session is not None:
-                    session.inflight.pop(key, None)
+                    session.inflight.finish(request.id)
                     session.last_used = time.monotonic()  # idle from the end of its last request
         if outcome is None:
             if created and session is not None:
@@ -728,20 +725,6 @@ def decode_header_value(value: str) -> str | None:
         except (binascii.Error, UnicodeDecodeError):
             return None
     return value
-
-
-def _notice(session: _LegacySession, notification: Notification) -> None:
-    if notification.method != "notifications/cancelled":
-        return
-    request_id: Any = notification.params.get("requestId")
-    try:
-        entry = session.inflight.get(id_key(request_id))
-    except TypeError:
-        entry = None
-    if entry is not None:
-        scope, context = entry
-        context.cancel()
-        scope.cancel()
 
 
 def _nowhere(line: bytes | bytearray) -> None:
