@@ -162,8 +162,8 @@ class _Writer:
     """Writes whole lines to stdout in order from a daemon thread, counting what is still queued.
 
     A line that surely fits an empty pipe is written at once by the caller instead: the write
-    cannot block then, and the answer skips a hand-over to the thread (about a tenth of a
-    millisecond per answer, which a client reading many pages pays on every one)."""
+    cannot block then, and the answer skips a hand-over to the thread, which a client reading
+    many pages would pay on every one (docs/benchmarks.md#the-engines-own-costs)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
