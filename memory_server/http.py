@@ -9,34 +9,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from protocol import Server
-from protocol.http import (
-    BODY_IDLE_SECONDS,
-    DEFAULT_PATH,
-    HEADER_SECONDS,
-    MAX_BODY_BYTES_IN_FLIGHT,
-    MAX_CONCURRENT_REQUESTS,
-    MAX_CONCURRENT_WRITES,
-    MAX_CONNECTIONS,
-    MAX_STREAMS,
-    SESSION_IDLE_SECONDS,
-    asgi_app,
-    is_loopback,
-    run,
-)
+from protocol.http import DEFAULT_PATH, HttpLimits, asgi_app, is_loopback, run
 from protocol.http.limits import LISTEN_BACKLOG
 
-from .settings import HTTP_LIMIT_KINDS, HTTP_TOKEN_VARIABLE, http_limits_from, session_idle_from
+from .settings import HTTP_TOKEN_VARIABLE, http_limits_from, session_idle_from
 
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_LIMITS: dict[str, float] = {
-    # the names of MCP_MEMORY_HTTP_LIMITS (settings.HTTP_LIMIT_KINDS); see docs/http.md and protocol/http/limits.py
-    "connections": MAX_CONNECTIONS,
-    "header_seconds": HEADER_SECONDS,
-    "body_idle_seconds": BODY_IDLE_SECONDS,
-    "bodies_bytes": MAX_BODY_BYTES_IN_FLIGHT,
-    "requests": MAX_CONCURRENT_REQUESTS,
-    "writes": MAX_CONCURRENT_WRITES,
-    "streams": MAX_STREAMS,
+LIMIT_FIELDS: dict[str, str] = {
+    # each name of MCP_MEMORY_HTTP_LIMITS (settings.HTTP_LIMIT_KINDS), and the field of HttpLimits it sets;
+    # see docs/http.md and protocol/http/limits.py
+    "connections": "max_connections",
+    "header_seconds": "header_seconds",
+    "body_idle_seconds": "body_idle_seconds",
+    "bodies_bytes": "max_body_bytes_in_flight",
+    "requests": "max_concurrent_requests",
+    "writes": "max_concurrent_writes",
+    "streams": "max_streams",
 }
 
 
@@ -49,10 +37,14 @@ def parse_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def limits_from(environment: Mapping[str, str]) -> dict[str, Any]:
-    """The HTTP limits: the defaults, with those MCP_MEMORY_HTTP_LIMITS changes (settings.http_limits_from)."""
-    limits: dict[str, Any] = {name: HTTP_LIMIT_KINDS[name](default) for name, default in DEFAULT_LIMITS.items()}
-    return {**limits, **http_limits_from(environment)}
+def limits_from(environment: Mapping[str, str]) -> HttpLimits:
+    """The HTTP limits: the defaults, with those MCP_MEMORY_HTTP_LIMITS and MCP_MEMORY_HTTP_SESSION_IDLE
+    change (settings.http_limits_from, settings.session_idle_from)."""
+    changed: dict[str, Any] = {LIMIT_FIELDS[name]: value for name, value in http_limits_from(environment).items()}
+    idle = session_idle_from(environment)
+    if idle is not None:
+        changed["session_idle_seconds"] = idle
+    return HttpLimits(**changed)
 
 
 def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = False,
@@ -63,7 +55,6 @@ def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = Fa
 
     try:
         host, port = parse_address(address)
-        session_idle = session_idle_from(os.environ) or SESSION_IDLE_SECONDS
         limits = limits_from(os.environ)
         oauth = oauth_from(os.environ, DEFAULT_PATH)
     except ValueError as error:
@@ -76,11 +67,7 @@ def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = Fa
             f"mcp-server-memory: refusing to serve the memory on {host}, which other machines can reach, "
             f"without a token. Set {HTTP_TOKEN_VARIABLE} (clients then send 'Authorization: Bearer <token>'), "
             "or pass --allow-unauthenticated if something else guards the network.")
-    options: dict[str, Any] = dict(
-        token=token, allowed_origins=allowed_origins or (), session_idle_seconds=session_idle,
-        max_concurrent_requests=limits["requests"], max_concurrent_writes=limits["writes"],
-        max_streams=limits["streams"], max_body_bytes_in_flight=limits["bodies_bytes"],
-        body_idle_seconds=limits["body_idle_seconds"])
+    options: dict[str, Any] = dict(token=token, allowed_origins=allowed_origins or (), limits=limits)
     app: Any = asgi_app(server, path=DEFAULT_PATH, oauth=oauth, required_scope=required_scope, **options)
     if database_url is not None:
         app = memories_app(app, database_url, options, oauth)
@@ -103,7 +90,7 @@ def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = Fa
     print(f"Knowledge Graph MCP Server: Streamable HTTP on http://{shown}:{port}{DEFAULT_PATH} ({guard})",
           file=sys.stderr, flush=True)
     with listening:
-        run(app, host, port, max_connections=limits["connections"], header_seconds=limits["header_seconds"],
+        run(app, host, port, max_connections=limits.max_connections, header_seconds=limits.header_seconds,
             sock=listening)
 
 

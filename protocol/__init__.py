@@ -9,9 +9,9 @@ The modules, each importing only from the rows below its own:
   connection   session (one framed connection)
   engine       engine (answer a request), dispatch (the method table)
   clients      peer (one client), server (the declaration: Server, Tool, Resource)
-  serving      runtime (Runtime, running), subscriptions (who hears of a change)
+  serving      runtime (Runtime, running), subscriptions (who hears of a change), inflight (requests by id)
   parts        arguments (a tool's arguments), context (RequestContext)
-  pure         eras (the era state machine), messages, framing, errors, fdio
+  pure         eras (the era state machine), messages, framing, errors
 """
 
 from importlib import import_module
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .stdio import run_stdio
 
 # Each name is imported from its module when first used: a program that needs one small part
-# (the memory file's lock writes through fdio) does not load the engine, nor a stdio server HTTP.
+# (the error codes, the eras) does not load the engine, nor a stdio server HTTP.
 _HOMES = {
     "RequestContext": "context", "LEGACY_VERSIONS": "eras", "MODERN_VERSIONS": "eras", "CacheHint": "eras",
     "Era": "eras", "ProtocolError": "errors", "StreamableHTTP": "http", "asgi_app": "http", "Runtime": "runtime",

@@ -25,9 +25,9 @@ from anyio.abc import TaskGroup
 from .context import RequestContext
 from .engine import answer
 from .eras import Era
-from .errors import INVALID_REQUEST, ProtocolError
 from .framing import MAX_LINE_BYTES, LineSplitter
-from .messages import Invalid, Notification, Request, RequestId, classify, encode_error, id_key
+from .inflight import InflightRequests
+from .messages import Invalid, Notification, Request, classify, encode_error
 from .peer import Peer
 from .server import Server
 from .subscriptions import Channel
@@ -55,7 +55,7 @@ class Session:
         self._send = send
         self._splitter = LineSplitter(max_line_bytes)
         self.peer = Peer(server, send, transport=transport)
-        self._inflight: dict[tuple[type, RequestId], tuple[anyio.CancelScope, RequestContext]] = {}
+        self._inflight = InflightRequests()
         self._working = 0  # in flight and not a listen
         self._max_requests = max_requests
         self._max_pending = max_pending_bytes
@@ -65,7 +65,7 @@ class Session:
         self._tasks: TaskGroup | None = None
         self._idle = anyio.Event()
         # Requests wait here for a worker: a task that serves one request after another, since
-        # starting a task costs far more than waking one (about 27 against 3 microseconds).
+        # waking a task costs less than starting one (docs/benchmarks.md#the-engines-own-costs).
         self._queued: deque[tuple[Request, anyio.CancelScope, RequestContext]] = deque()
         self._idle_workers: list[anyio.Event] = []
 
@@ -107,7 +107,7 @@ class Session:
             while self._inflight:
                 self._idle = anyio.Event()
                 await self._idle.wait()
-        for _, context in self._inflight.values():
+        for context in self._inflight.contexts():
             context.cancel()
         assert self._tasks is not None
         self._tasks.cancel_scope.cancel()
@@ -133,20 +133,19 @@ class Session:
         if isinstance(message, Request):
             self._start(message)
         elif isinstance(message, Notification):
-            self._notice(message)
+            self._inflight.notice(message)
         elif isinstance(message, Invalid):
             log.warning("answered an invalid message: %s", message.error.message)
             self._send(encode_error(message.id, message.error))
 
     def _start(self, request: Request) -> None:
-        key = id_key(request.id)
-        if key in self._inflight:
-            self._send(encode_error(request.id, ProtocolError(
-                INVALID_REQUEST, f"Invalid Request: id {request.id!r} is already in use by a request in flight")))
+        in_use = self._inflight.in_use(request.id)
+        if in_use is not None:
+            self._send(encode_error(request.id, in_use))
             return
         scope = anyio.CancelScope()
         context = self.peer.context(request, None)
-        self._inflight[key] = (scope, context)
+        self._inflight.start(request.id, scope, context)
         assert self._tasks is not None
         if request.method == "subscriptions/listen":  # open until the client ends it: a task of its own
             self._tasks.start_soon(self._serve, request, scope, context, False)
@@ -177,20 +176,8 @@ class Session:
             if not scope.cancelled_caught:
                 self._send(line)
         finally:
-            del self._inflight[id_key(request.id)]
+            self._inflight.finish(request.id)
             self._working -= counted
             self._capacity.set()
             if not self._inflight:
                 self._idle.set()
-
-    def _notice(self, notification: Notification) -> None:
-        if notification.method == "notifications/cancelled":
-            request_id: Any = notification.params.get("requestId")
-            try:
-                entry = self._inflight.get(id_key(request_id))
-            except TypeError:  # an unhashable requestId names nothing in flight
-                entry = None
-            if entry is not None:
-                scope, context = entry
-                context.cancel()
-                scope.cancel()

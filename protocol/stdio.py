@@ -29,7 +29,6 @@ import anyio.from_thread
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .fdio import write_all
 from .runtime import running
 from .server import Server
 from .session import Session
@@ -163,8 +162,8 @@ class _Writer:
     """Writes whole lines to stdout in order from a daemon thread, counting what is still queued.
 
     A line that surely fits an empty pipe is written at once by the caller instead: the write
-    cannot block then, and the answer skips a hand-over to the thread (about a tenth of a
-    millisecond per answer, which a client reading many pages pays on every one)."""
+    cannot block then, and the answer skips a hand-over to the thread, which a client reading
+    many pages would pay on every one (docs/benchmarks.md#the-engines-own-costs)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -179,7 +178,7 @@ class _Writer:
         with self._written:
             if not self._queued and not self._broken and len(line) <= self._pipe_room and _pipe_empty(self._fd, self._fionread):
                 try:
-                    write_all(self._fd, line)
+                    _write_all(self._fd, line)
                 except OSError:
                     self._broken = True
                 return
@@ -207,13 +206,20 @@ class _Writer:
                 continue
             try:
                 if not self._broken:
-                    write_all(self._fd, item)
+                    _write_all(self._fd, item)
             except OSError:
                 self._broken = True  # the reader went away; keep draining so nobody blocks
             finally:
                 with self._written:
                     self._queued -= len(item)
                     self._written.notify_all()
+
+
+def _write_all(fd: int, data: bytes | bytearray) -> None:
+    """All of `data`, however few bytes each write takes (a pipe may take part of a long line)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _pipe_capacity(fd: int) -> tuple[int, int]:

@@ -164,6 +164,38 @@ async def test_a_legacy_cancel_notification_stops_the_named_request_and_its_post
 
 
 @pytest.mark.anyio
+async def test_in_a_legacy_session_an_id_already_in_flight_is_refused_and_the_first_request_lives_on() -> None:
+    server, seen = waiting_server()
+    async with serving(asgi_app(server)) as base:
+        url = f"{base}/mcp"
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
+            headers = {"accept": ACCEPT, "mcp-session-id": opened.headers["mcp-session-id"]}
+            call = request(1, "tools/call", {"name": "wait", "arguments": {}})
+            answers: list[httpx.Response] = []
+            with anyio.fail_after(WAIT_SECONDS):
+                async with anyio.create_task_group() as tasks:
+                    async def ask() -> None:
+                        answers.append(await http.post(url, json=call, headers=headers))
+
+                    tasks.start_soon(ask)
+                    while not seen:
+                        await anyio.sleep(0.01)
+                    again = await http.post(url, json=call, headers=headers)
+                    other = await http.post(url, json=request("1", "ping"), headers=headers)  # "1" is another id
+                    assert not seen[0].cancelled
+                    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                               "params": {"requestId": 1}}, headers=headers)
+            assert again.status_code == 400
+            assert again.json() == {"jsonrpc": "2.0", "id": 1, "error": {
+                "code": -32600, "message": "Invalid Request: id 1 is already in use by a request in flight"}}
+            assert other.status_code == 200 and other.json()["result"] == {}
+            assert answers[0].status_code == 202  # the first ran until its own cancel
+            free = await http.post(url, json=request(1, "ping"), headers=headers)
+            assert free.status_code == 200 and free.json()["id"] == 1  # its id is free once it finished
+
+
+@pytest.mark.anyio
 async def test_a_quiet_listen_stream_carries_keep_alive_comments() -> None:
     async with serving(asgi_app(example_server.server, keepalive_seconds=0.05)) as base:
         listen = modern_request("k", "subscriptions/listen", {"notifications": {"resourceSubscriptions": [COUNTER]}})
@@ -258,8 +290,10 @@ async def test_requests_beyond_the_concurrency_cap_wait_their_turn_and_one_that_
 
 @pytest.mark.anyio
 async def test_a_request_longer_than_the_idle_time_keeps_its_session_and_idle_ones_go_at_the_next_initialize() -> None:
-    idle = 1.0  # far above a loaded machine's pause between two requests
-    app = asgi_app(example_server.server, session_idle_seconds=idle)
+    idle = 60.0
+    now = [1000.0]  # the sessions' clock, moved by the test
+    server, seen = waiting_server()
+    app = asgi_app(server, session_idle_seconds=idle, clock=lambda: now[0])
     async with serving(app) as base:
         url = f"{base}/mcp"
         async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
@@ -268,13 +302,26 @@ async def test_a_request_longer_than_the_idle_time_keeps_its_session_and_idle_on
                 return opened.headers["mcp-session-id"]
 
             busy, forgotten = await session(), await session()
-            slept = await http.post(url, json=request(1, "tools/call", {"name": "sleep", "arguments": {
-                "seconds": idle * 1.5}}), headers={"accept": ACCEPT, "mcp-session-id": busy})
-            assert slept.json()["result"]["content"][0]["text"] == f"slept {idle * 1.5}"
-            # Idle from the end of its request on: still there; the other one has been idle all along.
+            answers: list[httpx.Response] = []
+            with anyio.fail_after(WAIT_SECONDS):
+                async with anyio.create_task_group() as tasks:
+                    async def ask() -> None:
+                        answers.append(await http.post(url, json=request(1, "tools/call", {
+                            "name": "wait", "arguments": {}}), headers={"accept": ACCEPT, "mcp-session-id": busy}))
+
+                    tasks.start_soon(ask)
+                    while not seen:
+                        await anyio.sleep(0.01)
+                    now[0] += idle * 1.5  # the request outlasts the idle time
+                    assert set(app.sessions) == {busy, forgotten}  # nothing expires by itself
+                    fresh = await session()  # a new session sweeps out the expired ones: not one under way
+                    assert set(app.sessions) == {busy, fresh}
+                    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                               "params": {"requestId": 1}}, headers={"mcp-session-id": busy})
+            assert answers[0].status_code == 202
+            now[0] += idle * 0.9  # idle from the end of its request on: still there
             assert (await http.post(url, json=request(2, "ping"), headers={"mcp-session-id": busy})).status_code == 200
-            assert set(app._sessions) == {busy, forgotten}
-            fresh = await session()  # a new session sweeps out the expired ones
-            assert set(app._sessions) == {busy, fresh}
             gone = await http.post(url, json=request(3, "ping"), headers={"mcp-session-id": forgotten})
             assert gone.status_code == 404
+            now[0] += idle  # fresh was never used after its initialize
+            assert (await http.post(url, json=request(4, "ping"), headers={"mcp-session-id": fresh})).status_code == 404

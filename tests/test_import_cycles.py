@@ -47,11 +47,13 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The project modules that module `name` (at `path`) imports."""
+def imports_of(name: str, path: Path, modules: dict[str, Path], *, type_checking: bool = False) -> set[str]:
+    """The project modules that module `name` (at `path`) imports; with `type_checking`, those
+    imported for type checking only as well (a layer that names another's types knows it)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     wanted: list[str] = []
-    for node in _runs(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree) if type_checking else _runs(tree):
         if isinstance(node, ast.Import):
             wanted.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -342,7 +342,7 @@ def test_sigterm_ends_a_server_held_back_by_a_client_that_does_not_read(tmp_path
 def test_the_package_names_each_part_and_loads_it_only_when_named() -> None:
     # A process of its own: what is loaded is a property of the whole process.
     script = (
-        "import sys, protocol, protocol.fdio\n"
+        "import sys, protocol, protocol.errors\n"
         "assert sorted(protocol.__all__) == sorted(protocol._HOMES)\n"
         "print(sorted(m for m in sys.modules if m.startswith('protocol.')))\n"
         "from protocol import Server, run_stdio, running\n"
@@ -354,7 +354,7 @@ def test_the_package_names_each_part_and_loads_it_only_when_named() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True,
                           env={"PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     assert done.stdout.splitlines() == [
-        "['protocol.fdio']",  # the lock's whole writes need nothing of the engine
+        "['protocol.errors']",  # one small part needs nothing of the engine
         "False",  # a stdio server never loads the HTTP transport
         "True protocol.stdio protocol.runtime protocol.server",
     ], done.stderr

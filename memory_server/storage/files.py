@@ -20,14 +20,13 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Final, NamedTuple, TypeAlias
 
-from protocol.fdio import write_all
-
 from ..model.records import Rejected
 from .osio import (
     MEMORY_ADVICE,
     PRIVATE_DIRECTORY,
     open_regular,
     read_all,
+    write_all,
 )
 
 log = logging.getLogger("memory_server")

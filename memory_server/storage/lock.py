@@ -56,10 +56,8 @@ from typing import Final, NamedTuple
 
 import msgspec
 
-from protocol.fdio import write_all
-
 from ..model.graph import GraphError
-from .osio import NotARegularFile, open_regular
+from .osio import NotARegularFile, open_regular, write_all
 
 __all__ = [
     "LOCK_REFRESH_EVERY",
@@ -73,7 +71,6 @@ __all__ = [
     "lock_path_for",
     "process_gone",
     "remove_dead_guard",
-    "write_all",
 ]
 
 LOCK_TIMEOUT: Final = 60.0

@@ -104,6 +104,14 @@ def open_regular(path: Path, flags: int = os.O_RDONLY, *, follow: bool = False, 
     return fd
 
 
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    """All of `data`, however few bytes each write takes (a file may take part of it, as when a
+    signal interrupts a large write)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def read_all(fd: int) -> bytes:
     chunks = []
     while chunk := os.read(fd, 1 << 24):

@@ -10,9 +10,9 @@
   acknowledgement, the updates and keep-alive comments, and ends with the graceful closure.
 
 Requests go through the engine (`engine.respond`) exactly as on stdio. A client that closes its
-connection cancels its request. Each SSE stream holds at most one pending copy of each line
-(updates of one resource coalesce while a reader is slow), and the ASGI server's flow control
-holds back a slow reader's own response only.
+connection cancels its request. SSE streams are `sse`'s, sessions `sessions`', the guards in front
+of this endpoint `guards`' and `oauth`'s, its bounds `limits`' (`HttpLimits`); the ASGI server's
+flow control holds back a slow reader's own response only.
 
 The app is a value: mount it in Starlette or FastAPI under any path (it honours `root_path`),
 or run it with `run()` (uvicorn, imported only then). Its background tasks run while it gets
@@ -25,185 +25,86 @@ import base64
 import binascii
 import hashlib
 import logging
-import secrets
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import msgspec
 
-from ..context import RequestContext
 from ..engine import respond
 from ..eras import LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_VERSION, Era
-from ..errors import (
-    HEADER_MISMATCH,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    ProtocolError,
-)
-from ..framing import MAX_LINE_BYTES, Line
-from ..messages import Blank, Invalid, Notification, Request, RequestId, Response, classify, encode_error, id_key
+from ..errors import HEADER_MISMATCH, INVALID_REQUEST, PARSE_ERROR, ProtocolError
+from ..framing import Line
+from ..messages import Blank, Invalid, Notification, Request, RequestId, Response, classify
 from ..peer import Peer
 from ..runtime import running
 from ..server import Server
-from .limits import (
-    BODY_IDLE_SECONDS,
-    MAX_BODY_BYTES_IN_FLIGHT,
-    MAX_CONCURRENT_REQUESTS,
-    MAX_CONCURRENT_WRITES,
-    MAX_STREAMS,
-    BodyBudget,
-    Slots,
+from .guards import ALLOW, OriginGuard, TokenGuard
+from .limits import BodyBudget, HttpLimits, Slots
+from .oauth import AUTHORIZATION, Grant, OAuthGuard, ProtectedResource, ScopeRule
+from .responses import (
+    STATUS_OF_ERROR,
+    Gone,
+    Receive,
+    Reject,
+    Scope,
+    Send,
+    answer_empty,
+    answer_json,
+    answer_plain,
+    request_headers,
+    watch_disconnect,
 )
-from .oauth import AUTHORIZATION, Grant, OAuthGuard, ProtectedResource, Refusal, ScopeRule
-from .security import (
-    cors_headers,
-    host_allowed,
-    normal_origin,
-    origin_allowed,
-    origin_set,
-    preflight_headers,
-    token_matches,
-)
+from .sessions import LegacySession, Sessions
+from .sse import SSE_HEADERS, Outbox, end, event, stream
 
 log = logging.getLogger("protocol.http")
 
-Scope = dict[str, Any]
-Message = dict[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
 DEFAULT_PATH = "/mcp"
-KEEPALIVE_SECONDS = 15.0
-MAX_SESSIONS = 1000
-"""Legacy sessions kept at once; beyond it, the one unused for longest is ended (its client re-initializes)."""
-SESSION_IDLE_SECONDS = 3600.0
-"""A legacy session with no request in flight and no GET stream open for this long is ended: its
-next request gets 404, and its client initializes a new one."""
 NAME_PARAMS = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
-STATUS_OF_ERROR = {PARSE_ERROR: 400, INVALID_REQUEST: 400, HEADER_MISMATCH: 400,
-                   UNSUPPORTED_PROTOCOL_VERSION: 400, METHOD_NOT_FOUND: 404}
-SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform"),
-               (b"x-accel-buffering", b"no")]
-JSON_HEADERS = [(b"content-type", b"application/json")]
-
-
-class _Outbox:
-    """Lines waiting for one SSE stream. A line already waiting is not queued twice: repeated
-    updates of one resource coalesce, so a slow reader costs at most one copy of each line."""
-
-    def __init__(self) -> None:
-        self._lines: deque[bytes] = deque()
-        self._waiting: set[bytes] = set()
-        self._ready = anyio.Event()
-        self.closed = False
-
-    def put(self, line: bytes | bytearray) -> None:
-        data = bytes(line)
-        if self.closed or data in self._waiting:
-            return
-        self._lines.append(data)
-        self._waiting.add(data)
-        self._ready.set()
-
-    def close(self) -> None:
-        self.closed = True
-        self._ready.set()
-
-    async def next(self, keepalive: float) -> bytes | None:
-        """The next line; b"" when `keepalive` passed without one; None once closed and empty."""
-        if not self._lines and not self.closed:
-            self._ready = anyio.Event()
-            with anyio.move_on_after(keepalive):
-                await self._ready.wait()
-        if self._lines:
-            line = self._lines.popleft()
-            self._waiting.discard(line)
-            return line
-        return None if self.closed else b""
-
-
-class _LegacySession:
-    def __init__(self, server: Server, session_id: str) -> None:
-        self.id = session_id
-        self.outbox = _Outbox()  # what the GET stream will carry; kept while no GET is open
-        self.peer = Peer(server, self.outbox.put, transport="http", session_id=session_id)
-        self.inflight: dict[tuple[type, RequestId], tuple[anyio.CancelScope, RequestContext]] = {}
-        self.streaming = False
-        self.last_used = time.monotonic()
-        self.subject: str | None = None  # under OAuth, who opened it: no other token may use it
-
-    def idle_for(self, now: float) -> float:
-        """Seconds since its last request or GET stream ended; 0 while one is under way."""
-        return 0.0 if self.streaming or self.inflight else now - self.last_used
-
-    def end(self) -> None:
-        self.peer.close()
-        self.outbox.close()
-        for scope, context in list(self.inflight.values()):
-            context.cancel()
-            scope.cancel()
-
-
-class _Reject(Exception):
-    """Answer the HTTP request with this status and JSON-RPC error instead of serving it."""
-
-    def __init__(self, status: int, error: ProtocolError, request_id: RequestId | None = None,
-                 headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-        super().__init__(error.message)
-        self.status, self.error, self.request_id, self.headers = status, error, request_id, list(headers)
-
-
-class _Gone(Exception):
-    """The client disconnected before its request was read."""
 
 
 class StreamableHTTP:
-    """The ASGI application. Build it with `asgi_app(server, ...)`; the limits are those of `limits`.
+    """The ASGI application (`asgi_app(server, ...)` builds one). `limits`: its bounds (see `limits`).
 
     `allowed_hosts`: the Host names answered (None: any; `run` sets the loopback names for a
     server bound to a loopback address). `allowed_origins`: the browser origins given CORS.
 
     `oauth`: the endpoint as an OAuth resource server instead of the shared `token` (see `oauth`);
-    `required_scope` then says which scope each JSON-RPC request needs (None: any valid token)."""
+    `required_scope` then says which scope each JSON-RPC request needs (None: any valid token).
+    `clock`: the monotonic seconds the sessions' idle times are read from."""
 
     def __init__(self, server: Server, *, path: str = DEFAULT_PATH, token: str | None = None,
                  allowed_origins: Iterable[str] = (), allowed_hosts: Iterable[str] | None = None,
-                 max_body_bytes: int = MAX_LINE_BYTES,
-                 keepalive_seconds: float = KEEPALIVE_SECONDS, max_sessions: int = MAX_SESSIONS,
-                 max_concurrent_requests: int = MAX_CONCURRENT_REQUESTS,
-                 max_concurrent_writes: int = MAX_CONCURRENT_WRITES, max_streams: int = MAX_STREAMS,
-                 max_body_bytes_in_flight: int = MAX_BODY_BYTES_IN_FLIGHT,
-                 body_idle_seconds: float = BODY_IDLE_SECONDS,
-                 session_idle_seconds: float = SESSION_IDLE_SECONDS,
-                 oauth: ProtectedResource | None = None, required_scope: ScopeRule | None = None) -> None:
-        if oauth is not None and token:
-            raise ValueError("a shared token and OAuth exclude each other: choose one")
+                 limits: HttpLimits = HttpLimits(), oauth: ProtectedResource | None = None,
+                 required_scope: ScopeRule | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.server = server
         self.path = "/" + path.strip("/") if path.strip("/") else ""
-        self._token = token.encode() if token else None
-        self._origins = origin_set(allowed_origins)
-        self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower().strip("[]") for h in allowed_hosts)
-        self.max_body_bytes = max_body_bytes
-        self.keepalive_seconds = keepalive_seconds
-        self.max_sessions = max_sessions
-        self.max_streams = max_streams
-        self.body_idle_seconds = body_idle_seconds
-        self.session_idle_seconds = session_idle_seconds
-        self._sessions: dict[str, _LegacySession] = {}
+        self.limits = limits
+        self.sessions = Sessions(server, max_sessions=limits.max_sessions, idle_seconds=limits.session_idle_seconds,
+                                 clock=clock)
         self._listening: set[Peer] = set()  # modern peers with an open listen stream
         self._streams = 0  # SSE streams open: listens and GET streams
-        self._slots = Slots(max_concurrent_requests)
-        self._write_slots = Slots(max_concurrent_writes)
-        self._bodies = BodyBudget(max_body_bytes_in_flight)
+        self._slots = Slots(limits.max_concurrent_requests)
+        self._write_slots = Slots(limits.max_concurrent_writes)
+        self._bodies = BodyBudget(limits.max_body_bytes_in_flight)
         self.closing = False
         self.oauth = oauth
         self.required_scope = required_scope
-        self._entry = OAuthGuard(self._guarded, oauth, path=self.path or "/") if oauth is not None else self._guarded
+        self._origins = OriginGuard(TokenGuard(self._endpoint, token=token, oauth=oauth), path=self.path or "/",
+                                    allowed_origins=allowed_origins, allowed_hosts=allowed_hosts)
+        self._entry = OAuthGuard(self._origins, oauth, path=self.path or "/") if oauth is not None else self._origins
+
+    @property
+    def allowed_hosts(self) -> frozenset[str] | None:
+        """The Host names answered (None: any); `serve.run` sets the loopback names for a loopback address."""
+        return self._origins.allowed_hosts
+
+    @allowed_hosts.setter
+    def allowed_hosts(self, hosts: frozenset[str] | None) -> None:
+        self._origins.allowed_hosts = hosts
 
     # -- lifetime -------------------------------------------------------------------------------------
 
@@ -224,9 +125,7 @@ class StreamableHTTP:
         self.closing = True
         for peer in list(self._listening):
             peer.close()
-        for session in list(self._sessions.values()):
-            session.end()
-        self._sessions.clear()
+        self.sessions.end_all()
 
     async def _lifespan_events(self, receive: Receive, send: Send) -> None:
         message = await receive()
@@ -253,75 +152,21 @@ class StreamableHTTP:
             return  # websockets: not ours; the ASGI server closes the connection
         await self._entry(scope, receive, send)
 
-    async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = _headers(scope)
-        origin = headers.get("origin")
-        if origin is not None and normal_origin(origin) in self._origins:
-            send = _adding(send, cors_headers(origin))  # errors too: the page can read why
-        try:
-            await self._http(scope, headers, receive, send)
-        except _Reject as reject:
-            await _json(send, reject.status, encode_error(reject.request_id, reject.error), reject.headers)
-        except _Gone:
-            pass
-
-    async def _http(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
-        if _relative_path(scope) != (self.path or "/"):
-            await _plain(send, 404, b"Not Found")
-            return
-        self._check_host(headers)
-        self._check_origin(headers)
+    async def _endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Past the guards: the request is for this endpoint, from an allowed origin, authenticated."""
+        found = request_headers(scope)
         method = scope["method"]
-        if method == "OPTIONS":
-            await self._options(headers, send)
-            return
-        self._check_token(scope, headers)
         if method == "POST":
-            await self._post(scope, headers, receive, send)
+            await self._post(scope, found, receive, send)
         elif method == "GET":
-            await self._get(scope, headers, receive, send)
+            await self._get(scope, found, receive, send)
         elif method == "DELETE":
-            self._session(scope, headers, required=True)
-            session = self._sessions.pop(headers["mcp-session-id"])
-            session.end()
-            await send({"type": "http.response.start", "status": 204, "headers": []})
-            await send({"type": "http.response.body", "body": b""})
+            session = self._session(scope, found, required=True)
+            assert session is not None
+            self.sessions.end(session)
+            await answer_empty(send, 204)
         else:
-            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET, POST, DELETE, OPTIONS")])
-
-    # -- security (see `security`) --------------------------------------------------------------------
-
-    def _check_host(self, headers: dict[str, str]) -> None:
-        host = headers.get("host")
-        if not host_allowed(host, self.allowed_hosts):
-            raise _Reject(421, ProtocolError(
-                INVALID_REQUEST, f"Misdirected Request: this server does not answer for the host {host!r}"))
-
-    def _check_origin(self, headers: dict[str, str]) -> None:
-        origin = headers.get("origin")
-        if origin is not None and not origin_allowed(origin, self._origins):
-            raise _Reject(403, ProtocolError(INVALID_REQUEST, f"Forbidden: origin {origin!r} is not allowed"))
-
-    def _check_token(self, scope: Scope, headers: dict[str, str]) -> None:
-        if self.oauth is not None:
-            outcome = scope.get(AUTHORIZATION)
-            if not isinstance(outcome, Grant):
-                refusal = outcome if isinstance(outcome, Refusal) else self.oauth.unauthorized(None)
-                raise _Reject(refusal.status, ProtocolError(INVALID_REQUEST, refusal.message), headers=refusal.headers)
-            return
-        if self._token is not None and not token_matches(headers.get("authorization"), self._token):
-            raise _Reject(401, ProtocolError(INVALID_REQUEST, "Unauthorized: a valid bearer token is required"),
-                          headers=[(b"www-authenticate", b'Bearer realm="mcp"')])
-
-    async def _options(self, headers: dict[str, str], send: Send) -> None:
-        """A CORS preflight (answered without the token, which a preflight never carries), or a
-        plain OPTIONS: the methods this endpoint serves."""
-        origin = headers.get("origin")
-        extra = [(b"allow", b"GET, POST, DELETE, OPTIONS")]
-        if origin is not None and normal_origin(origin) in self._origins:
-            extra += preflight_headers(headers.get("access-control-request-headers"))
-        await send({"type": "http.response.start", "status": 204, "headers": extra})
-        await send({"type": "http.response.body", "body": b""})
+            await answer_plain(send, 405, b"Method Not Allowed", [ALLOW])
 
     # -- sessions -------------------------------------------------------------------------------------
 
@@ -334,57 +179,32 @@ class StreamableHTTP:
         if not grant.covers(needed):
             assert needed is not None
             refusal = self.oauth.insufficient(needed)
-            raise _Reject(refusal.status, ProtocolError(INVALID_REQUEST, refusal.message), request.id, refusal.headers)
+            raise Reject(refusal.status, ProtocolError(INVALID_REQUEST, refusal.message), request.id, refusal.headers)
 
-    def _session(self, scope: Scope, headers: dict[str, str], *, required: bool) -> _LegacySession | None:
-        session_id = headers.get("mcp-session-id")
+    def _session(self, scope: Scope, found: dict[str, str], *, required: bool) -> LegacySession | None:
+        session_id = found.get("mcp-session-id")
         if session_id is None:
             if required:
-                raise _Reject(405, ProtocolError(
+                raise Reject(405, ProtocolError(
                     INVALID_REQUEST, "Method Not Allowed without an Mcp-Session-Id: this endpoint's GET stream "
                     "and DELETE belong to 2025-era sessions"))
             return None
-        session = self._sessions.get(session_id)
-        now = time.monotonic()
-        if session is not None and session.idle_for(now) >= self.session_idle_seconds:
-            self._end_idle(session, now)
-            session = None
-        if session is None or session.subject != _subject(scope):
+        session = self.sessions.find(session_id, _subject(scope))
+        if session is None:
             # Someone else's session is not found either: its id alone must not hand it over.
-            raise _Reject(404, ProtocolError(INVALID_REQUEST, "Session not found: it ended or never existed; "
-                                             "send initialize to start a new one"))
-        session.last_used = now
-        return session
-
-    def _end_idle(self, session: _LegacySession, now: float) -> None:
-        log.info("ending session %s, idle for %.0f s", session.id, session.idle_for(now))
-        self._sessions.pop(session.id).end()
-
-    def _new_session(self, scope: Scope) -> _LegacySession:
-        # Sessions expire when next named, and here: so a server whose clients come and go keeps
-        # no more of them than were used within the idle time, with no task watching the clock.
-        now = time.monotonic()
-        for expired in [s for s in self._sessions.values() if s.idle_for(now) >= self.session_idle_seconds]:
-            self._end_idle(expired, now)
-        if len(self._sessions) >= self.max_sessions:
-            idle = [s for s in self._sessions.values() if not s.streaming and not s.inflight] or list(self._sessions.values())
-            oldest = min(idle, key=lambda s: s.last_used)
-            log.info("ending session %s, unused for the longest, to make room", oldest.id)
-            self._sessions.pop(oldest.id).end()
-        session = _LegacySession(self.server, secrets.token_urlsafe(24))
-        session.subject = _subject(scope)
-        self._sessions[session.id] = session
+            raise Reject(404, ProtocolError(INVALID_REQUEST, "Session not found: it ended or never existed; "
+                                            "send initialize to start a new one"))
         return session
 
     # -- POST -----------------------------------------------------------------------------------------
 
     async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
         if self.closing:
-            await _plain(send, 503, b"Shutting down")
+            await answer_plain(send, 503, b"Shutting down")
             return
         content_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if content_type != "application/json":
-            raise _Reject(415, ProtocolError(INVALID_REQUEST, "Unsupported Media Type: send application/json"))
+            raise Reject(415, ProtocolError(INVALID_REQUEST, "Unsupported Media Type: send application/json"))
         body = await self._body(headers, receive)
         held = [len(body)]  # counted in the body budget until answered (a listen gives it up at once)
         try:
@@ -397,18 +217,17 @@ class StreamableHTTP:
         message = classify(Line(body))
         del body
         if isinstance(message, Blank):
-            raise _Reject(400, ProtocolError(INVALID_REQUEST, "Invalid Request: the body is empty"))
+            raise Reject(400, ProtocolError(INVALID_REQUEST, "Invalid Request: the body is empty"))
         if isinstance(message, Invalid):
-            raise _Reject(400, message.error, message.id)
+            raise Reject(400, message.error, message.id)
         session = self._session(scope, headers, required=False) if not _modern_headers(headers) else \
-            self._sessions.get(headers.get("mcp-session-id", ""))
+            self.sessions.get(headers.get("mcp-session-id", ""))
         if session is not None and session.subject != _subject(scope):
             session = None
         if isinstance(message, Notification | Response):
             if session is not None and isinstance(message, Notification):
-                _notice(session, message)
-            await send({"type": "http.response.start", "status": 202, "headers": []})
-            await send({"type": "http.response.body", "body": b""})
+                session.inflight.notice(message)
+            await answer_empty(send, 202)
             return
         assert isinstance(message, Request)
         self._check_scope(scope, message)
@@ -418,7 +237,7 @@ class StreamableHTTP:
             await self._answer(session.peer, message, receive, send, session=session, sse=_wants_sse(headers),
                                client=f"session {session.id}", user=user)
         elif message.method == "initialize":
-            session = self._new_session(scope)
+            session = self.sessions.new(_subject(scope))
             await self._answer(session.peer, message, receive, send, session=session, created=True,
                                sse=_wants_sse(headers), client=f"session {session.id}", user=user)
         else:
@@ -440,27 +259,27 @@ class StreamableHTTP:
 
     async def _body(self, headers: dict[str, str], receive: Receive) -> bytes:
         """The request's body, counted in the body budget as it arrives (given back by the caller)."""
-        too_big = _Reject(413, ProtocolError(
-            INVALID_REQUEST, f"Invalid Request: the body exceeds the limit of {self.max_body_bytes} bytes"))
+        limit = self.limits.max_body_bytes
+        too_big = Reject(413, ProtocolError(INVALID_REQUEST, f"Invalid Request: the body exceeds the limit of {limit} bytes"))
         try:
             declared = int(headers.get("content-length", "0"))
         except ValueError:
-            raise _Reject(400, ProtocolError(INVALID_REQUEST, "Invalid Request: bad Content-Length")) from None
-        if declared > self.max_body_bytes:
+            raise Reject(400, ProtocolError(INVALID_REQUEST, "Invalid Request: bad Content-Length")) from None
+        if declared > limit:
             raise too_big
         chunks: list[bytes] = []
         size = 0
         try:
             while True:
-                with anyio.move_on_after(self.body_idle_seconds):
+                with anyio.move_on_after(self.limits.body_idle_seconds):
                     message = await receive()
                     if message["type"] == "http.disconnect":
-                        raise _Gone
+                        raise Gone
                     chunk = message.get("body", b"")
-                    if size + len(chunk) > self.max_body_bytes:
+                    if size + len(chunk) > limit:
                         raise too_big
                     if not self._bodies.take(size, len(chunk)):
-                        raise _Reject(503, ProtocolError(
+                        raise Reject(503, ProtocolError(
                             INVALID_REQUEST, "Service Unavailable: the server is receiving as many bytes of "
                             f"request bodies as it holds at once ({self._bodies.limit}); retry in a moment"),
                             headers=[(b"retry-after", b"1"), (b"connection", b"close")])
@@ -471,8 +290,8 @@ class StreamableHTTP:
                         size = 0  # the caller holds it now
                         return body
                     continue
-                raise _Reject(408, ProtocolError(
-                    INVALID_REQUEST, f"Request Timeout: no byte of the body came for {self.body_idle_seconds:g} s"),
+                raise Reject(408, ProtocolError(
+                    INVALID_REQUEST, f"Request Timeout: no byte of the body came for {self.limits.body_idle_seconds:g} s"),
                     headers=[(b"connection", b"close")])
         finally:
             if size:
@@ -481,44 +300,41 @@ class StreamableHTTP:
     def _check_legacy_version(self, headers: dict[str, str], request: Request) -> None:
         version = headers.get("mcp-protocol-version")
         if version is not None and version not in LEGACY_VERSIONS:
-            raise _Reject(400, ProtocolError(
+            raise Reject(400, ProtocolError(
                 INVALID_REQUEST, f"Bad Request: MCP-Protocol-Version {version!r} is not a version of this session "
                 f"(supported: {', '.join(LEGACY_VERSIONS)})"), request.id)
 
     async def _answer(self, peer: Peer, request: Request, receive: Receive, send: Send, *,
-                      session: _LegacySession | None = None, created: bool = False, strict: bool = False,
+                      session: LegacySession | None = None, created: bool = False, strict: bool = False,
                       sse: bool = False, client: str | None = None, user: str | None = None) -> None:
         """Serve one request while watching for the client going away; answer it as JSON, or as a
         one-event SSE stream to a client that accepts only that."""
         context = peer.context(request, None)
         context.client = client
         context.user = user
-        key = id_key(request.id)
-        if session is not None and key in session.inflight:
-            raise _Reject(400, ProtocolError(
-                INVALID_REQUEST, f"Invalid Request: id {request.id!r} is already in use by a request in flight"),
-                request.id)
+        in_use = session.inflight.in_use(request.id) if session is not None else None
+        if in_use is not None:
+            raise Reject(400, in_use, request.id)
         outcome: tuple[bytearray, int | None] | None = None
         async with anyio.create_task_group() as tasks:
             if session is not None:
-                session.inflight[key] = (tasks.cancel_scope, context)
+                session.inflight.start(request.id, tasks.cancel_scope, context)
             try:
-                tasks.start_soon(_watch_disconnect, receive, tasks.cancel_scope, context)
+                tasks.start_soon(watch_disconnect, receive, tasks.cancel_scope, context)
                 async with self._slots_for(request):
                     outcome = await respond(peer, request, context)
                 tasks.cancel_scope.cancel()
             finally:
                 if session is not None:
-                    session.inflight.pop(key, None)
-                    session.last_used = time.monotonic()  # idle from the end of its last request
+                    session.inflight.finish(request.id)
+                    self.sessions.used(session)  # idle from the end of its last request
         if outcome is None:
             if created and session is not None:
-                self._sessions.pop(session.id, None)
+                self.sessions.forget(session)
             if not context.gone:
                 # Cancelled by notifications/cancelled or shutdown while the client still waits:
                 # it is owed no JSON-RPC response, so the exchange ends with an empty 202.
-                await send({"type": "http.response.start", "status": 202, "headers": []})
-                await send({"type": "http.response.body", "body": b""})
+                await answer_empty(send, 202)
             return
         line, code = outcome
         extra: list[tuple[bytes, bytes]] = []
@@ -526,7 +342,7 @@ class StreamableHTTP:
             if code is None:
                 extra.append((b"mcp-session-id", session.id.encode()))
             else:
-                self._sessions.pop(session.id, None)
+                self.sessions.forget(session)
         if code is None:
             status = 200
         elif strict:
@@ -537,10 +353,10 @@ class StreamableHTTP:
             status = STATUS_OF_ERROR.get(code, 200)
         if sse and status == 200:
             await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]})
-            await _event(send, bytes(line))
-            await _end(send)
+            await event(send, bytes(line))
+            await end(send)
         else:
-            await _json(send, status, line, extra)
+            await answer_json(send, status, line, extra)
 
     def _slots_for(self, request: Request) -> Slots:
         """A tool call that may write (not annotated readOnlyHint) waits among the writes; the rest
@@ -554,9 +370,9 @@ class StreamableHTTP:
 
     def _open_stream(self, request_id: RequestId | None = None) -> None:
         """Count one more SSE stream, or refuse it when MAX_STREAMS are open (statement 5 of `limits`)."""
-        if self._streams >= self.max_streams:
-            raise _Reject(503, ProtocolError(
-                INVALID_REQUEST, f"Service Unavailable: {self.max_streams} streams (listens and GET streams) are "
+        if self._streams >= self.limits.max_streams:
+            raise Reject(503, ProtocolError(
+                INVALID_REQUEST, f"Service Unavailable: {self.limits.max_streams} streams (listens and GET streams) are "
                 "open, the most this server keeps; retry later"), request_id, headers=[(b"retry-after", b"5")])
         self._streams += 1
 
@@ -569,7 +385,7 @@ class StreamableHTTP:
             self._streams -= 1
 
     async def _listen_stream(self, request: Request, receive: Receive, send: Send) -> None:
-        outbox = _Outbox()
+        outbox = Outbox()
         peer = Peer(self.server, outbox.put, transport="http", era=Era.MODERN if _carries_modern_meta(request) else None)
         context = peer.context(request, None)
         finished: list[tuple[bytearray, int | None]] = []
@@ -584,36 +400,26 @@ class StreamableHTTP:
                     outbox.close()
 
                 tasks.start_soon(serve)
-                tasks.start_soon(_watch_disconnect, receive, tasks.cancel_scope, context)
-                first = await outbox.next(self.keepalive_seconds * 4)
+                tasks.start_soon(watch_disconnect, receive, tasks.cancel_scope, context)
+                first = await outbox.next(self.limits.keepalive_seconds * 4)
                 if first is None and finished:  # refused before any acknowledgement: a plain JSON error
                     line, code = finished[0]
                     strict = peer.eras.era is None  # neither modern nor in a session: initialize first
-                    await _json(send, 400 if strict else STATUS_OF_ERROR.get(code or 0, 200), line)
+                    await answer_json(send, 400 if strict else STATUS_OF_ERROR.get(code or 0, 200), line)
                     tasks.cancel_scope.cancel()
                     return
                 streaming = True
                 await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
                 if first:
-                    await _event(send, first)
-                await self._stream(outbox, send)
+                    await event(send, first)
+                await stream(outbox, send, self.limits.keepalive_seconds)
                 tasks.cancel_scope.cancel()
         finally:
             self._listening.discard(peer)
             peer.close()
             if streaming:
                 with anyio.CancelScope(shield=True):
-                    await _end(send)
-
-    async def _stream(self, outbox: _Outbox, send: Send) -> None:
-        while True:
-            line = await outbox.next(self.keepalive_seconds)
-            if line is None:
-                return
-            if line:
-                await _event(send, line)
-            else:
-                await send({"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True})
+                    await end(send)
 
     # -- GET ------------------------------------------------------------------------------------------
 
@@ -621,52 +427,43 @@ class StreamableHTTP:
         session = self._session(scope, headers, required=True)
         assert session is not None
         if self.closing:
-            await _plain(send, 503, b"Shutting down")
+            await answer_plain(send, 503, b"Shutting down")
             return
         if session.streaming:
-            raise _Reject(409, ProtocolError(INVALID_REQUEST, "Conflict: this session's GET stream is already open"))
+            raise Reject(409, ProtocolError(INVALID_REQUEST, "Conflict: this session's GET stream is already open"))
         self._open_stream()
         session.streaming = True
         try:
             await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(_watch_disconnect, receive, tasks.cancel_scope, None)
-                await self._stream(session.outbox, send)
+                tasks.start_soon(watch_disconnect, receive, tasks.cancel_scope, None)
+                await stream(session.outbox, send, self.limits.keepalive_seconds)
                 tasks.cancel_scope.cancel()
         finally:
             self._streams -= 1
             session.streaming = False
-            session.last_used = time.monotonic()
+            self.sessions.used(session)
             with anyio.CancelScope(shield=True):
-                await _end(send)
+                await end(send)
 
 
 def asgi_app(server: Server, **options: Any) -> StreamableHTTP:
-    """`server` over Streamable HTTP, as an ASGI app (options: see `StreamableHTTP`)."""
+    """`server` over Streamable HTTP, as an ASGI app (options: see `StreamableHTTP`). A field of
+    `HttpLimits` may be given as an option of its own (`max_sessions=2`): it changes that bound of
+    `limits` (or of the defaults)."""
+    fields = set(HttpLimits.__struct_fields__)
+    bounds = {name: options.pop(name) for name in list(options) if name in fields}
+    if bounds:
+        options["limits"] = msgspec.structs.replace(options.get("limits", HttpLimits()), **bounds)
     return StreamableHTTP(server, **options)
 
 
 # -- pure helpers -------------------------------------------------------------------------------------
 
-def _relative_path(scope: Scope) -> str:
-    path: str = scope.get("path", "")
-    root: str = scope.get("root_path", "")
-    if root and path.startswith(root):
-        path = path[len(root):]
-    return path.rstrip("/") or "/"
-
-
 def _subject(scope: Scope) -> str | None:
     """Who signed in (the token's subject under OAuth), else None."""
     grant = scope.get(AUTHORIZATION)
     return grant.subject if isinstance(grant, Grant) else None
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for name, value in scope.get("headers", ()):
-        headers[name.decode("latin-1").lower()] = value.decode("latin-1")
-    return headers
 
 
 def _stateless_client(scope: Scope, headers: dict[str, str]) -> str:
@@ -696,8 +493,8 @@ def _carries_modern_meta(request: Request) -> bool:
 
 def _check_request_headers(headers: dict[str, str], request: Request) -> None:
     """The 2026-07-28 request metadata headers must say what the body says."""
-    def mismatch(why: str) -> _Reject:
-        return _Reject(400, ProtocolError(HEADER_MISMATCH, f"Header mismatch: {why}"), request.id)
+    def mismatch(why: str) -> Reject:
+        return Reject(400, ProtocolError(HEADER_MISMATCH, f"Header mismatch: {why}"), request.id)
 
     version = request.params["_meta"][PROTOCOL_VERSION]
     sent = headers.get("mcp-protocol-version")
@@ -730,64 +527,5 @@ def decode_header_value(value: str) -> str | None:
     return value
 
 
-def _notice(session: _LegacySession, notification: Notification) -> None:
-    if notification.method != "notifications/cancelled":
-        return
-    request_id: Any = notification.params.get("requestId")
-    try:
-        entry = session.inflight.get(id_key(request_id))
-    except TypeError:
-        entry = None
-    if entry is not None:
-        scope, context = entry
-        context.cancel()
-        scope.cancel()
-
-
 def _nowhere(line: bytes | bytearray) -> None:
     """A modern request outside a listen has no stream for notifications."""
-
-
-async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, context: RequestContext | None) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            if context is not None:
-                context.gone = True
-                context.cancel()
-            scope.cancel()
-            return
-
-
-async def _json(send: Send, status: int, line: bytes | bytearray,
-                headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    length = [(b"content-length", str(len(line)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": [*JSON_HEADERS, *length, *headers]})
-    await send({"type": "http.response.body", "body": bytes(line)})
-
-
-async def _plain(send: Send, status: int, text: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), *headers]})
-    await send({"type": "http.response.body", "body": text})
-
-
-async def _event(send: Send, line: bytes) -> None:
-    await send({"type": "http.response.body", "body": b"event: message\ndata: " + line.rstrip(b"\n") + b"\n\n",
-                "more_body": True})
-
-
-def _adding(send: Send, headers: list[tuple[bytes, bytes]]) -> Send:
-    """`send`, with `headers` added to the response's start."""
-    async def send_with(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", ()), *headers]}
-        await send(message)
-    return send_with
-
-
-async def _end(send: Send) -> None:
-    try:
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-    except Exception:  # the connection is already gone
-        pass

@@ -36,6 +36,9 @@ from collections import OrderedDict, deque
 from typing import Any
 
 import anyio
+import msgspec
+
+from ..framing import MAX_LINE_BYTES
 
 MAX_CONNECTIONS = 1024
 """Connections open at once (also kept below the open-file limit: see `connection_limit`)."""
@@ -61,6 +64,29 @@ LISTEN_BACKLOG = 100
 SPARE_FILES = 64
 """Open files kept for the memory file, its lock, cache and side files, logs and threads."""
 LOG_EVERY_SECONDS = 60.0
+MAX_SESSIONS = 1000
+"""Legacy sessions kept at once; beyond it, the one unused for longest is ended (its client re-initializes)."""
+SESSION_IDLE_SECONDS = 3600.0
+"""A legacy session with no request in flight and no GET stream open for this long is ended: its
+next request gets 404, and its client initializes a new one."""
+KEEPALIVE_SECONDS = 15.0
+"""A quiet SSE stream sends a comment this often, so that proxies and clients see it alive."""
+
+
+class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """Every bound of one Streamable HTTP endpoint and of the server that runs it (statements 1 to 5)."""
+
+    max_connections: int = MAX_CONNECTIONS
+    header_seconds: float = HEADER_SECONDS
+    max_body_bytes: int = MAX_LINE_BYTES
+    max_body_bytes_in_flight: int = MAX_BODY_BYTES_IN_FLIGHT
+    body_idle_seconds: float = BODY_IDLE_SECONDS
+    max_concurrent_requests: int = MAX_CONCURRENT_REQUESTS
+    max_concurrent_writes: int = MAX_CONCURRENT_WRITES
+    max_streams: int = MAX_STREAMS
+    max_sessions: int = MAX_SESSIONS
+    session_idle_seconds: float = SESSION_IDLE_SECONDS
+    keepalive_seconds: float = KEEPALIVE_SECONDS
 
 log = logging.getLogger("protocol.http")
 
@@ -70,8 +96,8 @@ log = logging.getLogger("protocol.http")
 class Slots:
     """At most `limit` requests answered at once; the others wait in the order they came.
 
-    anyio's CapacityLimiter passes through the event loop even when a slot is free (a checkpoint;
-    a tenth of the event loop's time at 32 clients in a profile); a free slot here is a counter.
+    anyio's CapacityLimiter passes through the event loop even when a slot is free (a checkpoint,
+    see docs/benchmarks.md#the-engines-own-costs); a free slot here is a counter.
     A slot freed while others wait is handed straight to the first of them."""
 
     def __init__(self, limit: int) -> None:

@@ -1,309 +1,43 @@
-"""``mcp-conformance check``: protocol requirements every MCP stdio server must meet, whatever its tools.
-
-The requirements are a table. Each row names its spec section and level (MUST, SHOULD), the
-era it applies to and what the server must have declared for it to apply; its check is a
-small function over one exchange with a fresh server process: it sends lines and judges the
-answers, raising :class:`Failed` with the reason. Before the rows run, two fresh processes
-find out which eras the server claims: ``initialize`` (2025 versions) and ``server/discover``
-(2026-07-28). A row whose era or capability the server does not claim is *not supported*,
-never a failure; a shape check without the era's ``schema.json`` is *not checked*.
-
-Nothing here calls a tool or reads a resource: a check lists, pings and sends bad lines.
-Server-specific values (names, versions, instructions, the tools themselves) are never
-compared, only their shapes.
-"""
+"""The requirements: one small check per row, and the table of rows with their spec sections."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
-from typing import Any, Final, Literal
-
-import anyio
-from jsonschema import Draft202012Validator
-
-from conformance.probe import STARTUP, Line, Probe, fresh_server, is_response, value_of
-
-LEGACY: Final = "legacy"
-MODERN: Final = "modern"
-LEGACY_VERSION: Final = "2025-11-25"
-MODERN_VERSION: Final = "2026-07-28"
-PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
-CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
-CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
-SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
-CLIENT: Final = {"name": "mcp-conformance-check", "version": "1"}
-SPEC_URL: Final = "https://modelcontextprotocol.io/specification"
-# How long a server gets to say something it must not, once the check expects silence.
-QUIET: Final = 0.3
-# Fresh server processes running at once.
-CONCURRENCY: Final = 4
-
-Status = Literal["pass", "fail", "not supported", "not checked"]
-
-
-class Failed(Exception):
-    """The server broke the requirement; the message says how."""
-
-
-class Unsupported(Exception):
-    """The server does not offer what the requirement is about."""
-
-
-@dataclass(frozen=True)
-class Section:
-    version: str
-    page: str
-    heading: str
-
-    @property
-    def url(self) -> str:
-        anchor = self.heading.lower().replace(" ", "-").replace("`", "")
-        return f"{SPEC_URL}/{self.version}/{self.page}#{anchor}"
-
-    def __str__(self) -> str:
-        return f"{self.version} {self.page} §{self.heading}"
-
-
-@dataclass(frozen=True)
-class Context:
-    era: str
-    claims: Claims
-    schemas: Schemas | None
-
-
-Check = Callable[[Probe, Context], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class Requirement:
-    id: str
-    era: str  # legacy, modern, or "first": the first era the server claims (legacy if both)
-    level: str
-    section: Section
-    text: str
-    check: Check | None  # None: judged from what discovery found
-    needs: str | None = None  # a capability the server must declare in that era
-    schema: str | None = None  # a definition of the era's schema.json the check validates against
-
-
-@dataclass(frozen=True)
-class Verdict:
-    requirement: Requirement
-    status: Status
-    reason: str = ""
-    era: str | None = None
-    exchange: tuple[Line, ...] = ()
-
-
-# --- what the server claims -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Claims:
-    """What discovery found: the answers to ``initialize`` and ``server/discover``, with the exchanges."""
-
-    initialize: dict[str, Any] | None = None
-    discover: dict[str, Any] | None = None
-    exchanges: Mapping[str, tuple[Line, ...]] = field(default_factory=dict)
-
-    def result(self, era: str) -> dict[str, Any] | None:
-        answer = self.initialize if era == LEGACY else self.discover
-        return answer.get("result") if isinstance(answer, dict) and isinstance(answer.get("result"), dict) else None
-
-    def claimed(self, era: str) -> bool:
-        result = self.result(era)
-        if era == MODERN:
-            return result is not None and MODERN_VERSION in (result.get("supportedVersions") or [])
-        return result is not None
-
-    def eras(self) -> list[str]:
-        return [era for era in (LEGACY, MODERN) if self.claimed(era)]
-
-    def version(self, era: str) -> str:
-        if era == MODERN:
-            return MODERN_VERSION
-        version = (self.result(LEGACY) or {}).get("protocolVersion")
-        return version if isinstance(version, str) else LEGACY_VERSION
-
-    def capabilities(self, era: str) -> dict[str, Any]:
-        capabilities = (self.result(era) or {}).get("capabilities")
-        return capabilities if isinstance(capabilities, dict) else {}
-
-    def why_not(self, era: str) -> str:
-        answer = self.initialize if era == LEGACY else self.discover
-        method = "initialize" if era == LEGACY else "server/discover"
-        era_name = "a 2025 era (initialize)" if era == LEGACY else f"the {MODERN_VERSION} era (server/discover)"
-        if answer is None:
-            return f"the server does not claim {era_name}: {method} got no answer"
-        if "error" in answer:
-            return f"the server does not claim {era_name}: {method} was answered with error {_error_text(answer)}"
-        return f"the server does not claim {era_name}: its answer to {method} does not list {MODERN_VERSION}"
-
-
-def _error_text(answer: dict[str, Any]) -> str:
-    error = answer.get("error")
-    if isinstance(error, dict):
-        # Some servers put a pretty-printed validation report in the message: one line, and not all of it.
-        message = " ".join(str(error.get("message")).split())
-        return f"{error.get('code')} ({message[:160] + '...' if len(message) > 160 else message})"
-    return repr(error)
-
-
-# --- the era's schema.json ------------------------------------------------------------------
-
-
-class Schemas:
-    """The official schema.json of each era, from a directory holding ``<version>/schema.json``."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def has(self, version: str) -> bool:
-        return (self.root / version / "schema.json").is_file()
-
-    def problems(self, version: str, definition: str, instance: Any) -> list[str]:
-        validator = _validator(self.root / version / "schema.json", definition)
-        errors = sorted(validator.iter_errors(instance), key=lambda error: list(error.absolute_path))
-        return [f"{_json_path(error.absolute_path)}: {error.message}" for error in errors]
-
-
-@cache
-def _validator(path: Path, definition: str) -> Draft202012Validator:
-    schema = json.loads(path.read_text(encoding="utf-8"))
-    if definition not in schema.get("$defs", {}):
-        raise Failed(f"{definition} is not defined in {path}")
-    return Draft202012Validator({**schema, "$ref": f"#/$defs/{definition}"})
-
-
-def _json_path(path: Sequence[Any]) -> str:
-    return "result" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
-
-
-# --- the client's lines ---------------------------------------------------------------------
-
-
-def modern_meta(version: str = MODERN_VERSION, capabilities: bool = True) -> dict[str, Any]:
-    meta: dict[str, Any] = {PROTOCOL_VERSION: version, CLIENT_INFO: CLIENT}
-    if capabilities:
-        meta[CLIENT_CAPABILITIES] = {}
-    return meta
-
-
-def call(era: str, request_id: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A request as a client of that era writes it: a modern one carries the per-request _meta."""
-    params = dict(params or {})
-    if era == MODERN:
-        params["_meta"] = modern_meta()
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-    if params:
-        message["params"] = params
-    return message
-
-
-def initialize(request_id: Any = "initialize", version: str = LEGACY_VERSION) -> dict[str, Any]:
-    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT}
-    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
-
-
-def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})}
-
-
-async def open_session(probe: Probe, era: str) -> None:
-    """The handshake of the era: initialize and initialized (legacy), or server/discover (modern)."""
-    if era == LEGACY:
-        answer = await probe.request(initialize())
-        if not _is_result(answer):
-            raise Failed(f"the initialize that worked during discovery failed now: {_answer_text(answer)}")
-        await probe.send(notification("notifications/initialized"))
-    else:
-        answer = await probe.request(call(MODERN, "discover", "server/discover"))
-        if not _is_result(answer):
-            raise Failed(f"the server/discover that worked during discovery failed now: {_answer_text(answer)}")
-
-
-def alive_request(era: str, request_id: Any = "alive") -> dict[str, Any]:
-    """A request every server of the era must answer with a result."""
-    return call(LEGACY, request_id, "ping") if era == LEGACY else call(MODERN, request_id, "server/discover")
-
-
-async def still_serving(probe: Probe, era: str, after: str) -> None:
-    answer = await probe.request(alive_request(era))
-    if not _is_result(answer):
-        raise Failed(f"the server stopped serving after {after}: {alive_request(era)['method']} got {_answer_text(answer)}")
-
-
-# --- judging answers ------------------------------------------------------------------------
-
-
-def _is_result(answer: Any) -> bool:
-    return isinstance(answer, dict) and isinstance(answer.get("result"), dict)
-
-
-def _answer_text(answer: dict[str, Any] | None) -> str:
-    if answer is None:
-        return "no answer in time"
-    if "error" in answer:
-        return f"error {_error_text(answer)}"
-    return f"the result {json.dumps(answer.get('result'))[:200]}"
-
-
-def expect_error(answer: dict[str, Any] | None, codes: tuple[int, ...], request_id: Any = ...) -> None:
-    wanted = " or ".join(map(str, codes))
-    if answer is None:
-        raise Failed(f"no answer in time; expected error {wanted}")
-    error = answer.get("error")
-    if "result" in answer or error is None:
-        raise Failed(f"expected error {wanted}, got {_answer_text(answer)}")
-    if not (isinstance(error, dict) and _is_int(error.get("code")) and isinstance(error.get("message"), str)):
-        raise Failed(f"the error object needs an integer code and a string message: {json.dumps(error)}")
-    if error["code"] not in codes:
-        raise Failed(f"expected error {wanted}, got {_error_text(answer)}")
-    if request_id is not ... and not is_response(answer, request_id):
-        raise Failed(f"the error carries id {json.dumps(answer.get('id'))}, expected {json.dumps(request_id)}")
-
-
-def expect_result(answer: dict[str, Any] | None) -> dict[str, Any]:
-    if not _is_result(answer):
-        raise Failed(f"expected a result, got {_answer_text(answer)}")
-    assert answer is not None
-    result: dict[str, Any] = answer["result"]
-    return result
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def expect_shape(context: Context, definition: str, result: dict[str, Any]) -> None:
-    assert context.schemas is not None
-    problems = context.schemas.problems(context.claims.version(context.era), definition, result)
-    if problems:
-        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-        raise Failed(f"not a valid {definition} of {context.claims.version(context.era)}: {shown}")
-
-
-def message_problem(line: Line, era: str) -> str | None:
-    """Why a stdout line is not an MCP message a server may write, or None."""
-    message = value_of(line)
-    if not isinstance(message, dict):
-        return "not a JSON-RPC message (not a JSON object)"
-    if message.get("jsonrpc") != "2.0":
-        return 'no "jsonrpc": "2.0"'
-    if "method" in message:
-        if not isinstance(message["method"], str):
-            return "a method that is not a string"
-        if "id" in message and era == MODERN:
-            return "a request to the client, which a 2026-07-28 server never writes to stdout"
-        return None
-    if "id" not in message or ("result" in message) == ("error" in message):
-        return "neither a request, a notification, nor a response with exactly one of result and error"
-    return None
-
+from collections.abc import Sequence
+from typing import Any, Final
+
+from conformance.probe import Probe, is_response, value_of
+
+from .messages import (
+    _answer_text,
+    alive_request,
+    call,
+    expect_error,
+    expect_result,
+    expect_shape,
+    initialize,
+    message_problem,
+    notification,
+    open_session,
+    still_serving,
+)
+from .model import (
+    CLIENT_CAPABILITIES,
+    LEGACY,
+    LEGACY_VERSION,
+    MODERN,
+    MODERN_VERSION,
+    PROTOCOL_VERSION,
+    QUIET,
+    SUBSCRIPTION_ID,
+    Check,
+    Context,
+    Failed,
+    Requirement,
+    Section,
+    Unsupported,
+    _error_text,
+)
 
 # --- the checks -----------------------------------------------------------------------------
 
@@ -658,111 +392,3 @@ def requirement_ids() -> list[str]:
     return [requirement.id for requirement in REQUIREMENTS]
 
 
-# --- running the table ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CheckSettings:
-    command: tuple[str, ...]
-    env: Mapping[str, str] = field(default_factory=dict)
-    spec: Path | None = None
-    timeout: float = 5.0
-    only: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Report:
-    command: tuple[str, ...]
-    claims: Claims
-    spec: Path | None
-    verdicts: tuple[Verdict, ...]
-
-    def count(self, status: Status) -> int:
-        return sum(verdict.status == status for verdict in self.verdicts)
-
-
-async def discover(settings: CheckSettings) -> Claims:
-    """Which eras the server claims: initialize and server/discover, each in a fresh process."""
-    answers: dict[str, dict[str, Any] | None] = {}
-    exchanges: dict[str, tuple[Line, ...]] = {}
-
-    async def ask(era: str, message: dict[str, Any]) -> None:
-        async with fresh_server(settings.command, settings.env, settings.timeout) as probe:
-            answers[era] = await probe.request(message)
-            if answers[era] is None and probe.output_ended:
-                status = await probe.exit_status(min(settings.timeout, 2.0))
-                probe.note("the server closed its output" + (f" and exited with status {status}" if status is not None else ""))
-            exchanges[era] = tuple(probe.exchange)
-
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(ask, LEGACY, initialize())
-        tasks.start_soon(ask, MODERN, call(MODERN, "discover", "server/discover"))
-    return Claims(answers[LEGACY], answers[MODERN], exchanges)
-
-
-def applicability(requirement: Requirement, claims: Claims, schemas: Schemas | None) -> Verdict | str:
-    """The era a requirement runs in, or the verdict it gets without running."""
-    eras = claims.eras()
-    if requirement.check is None:
-        evidence = claims.exchanges.get(eras[0] if eras else LEGACY, ())
-        if eras:
-            return Verdict(requirement, "pass", f"claims: {', '.join(eras)}", eras[0], evidence)
-        exchange = (*claims.exchanges.get(LEGACY, ()), *claims.exchanges.get(MODERN, ()))
-        return Verdict(requirement, "fail", f"{claims.why_not(LEGACY)}; {claims.why_not(MODERN)}", None, exchange)
-    era = (eras[0] if eras else None) if requirement.era == "first" else requirement.era
-    if era is None:
-        return Verdict(requirement, "not supported", "the server claims no era")
-    if not claims.claimed(era):
-        return Verdict(requirement, "not supported", claims.why_not(era), era, claims.exchanges.get(era, ()))
-    if requirement.needs and requirement.needs not in claims.capabilities(era):
-        reason = f"the server does not declare the {requirement.needs} capability in the {era} era"
-        return Verdict(requirement, "not supported", reason, era)
-    if requirement.schema:
-        if schemas is None:
-            return Verdict(requirement, "not checked", "no schema: pass --spec", era)
-        if not schemas.has(claims.version(era)):
-            reason = f"no schema for {claims.version(era)} in {schemas.root}: pass --spec with <version>/schema.json"
-            return Verdict(requirement, "not checked", reason, era)
-    return era
-
-
-async def run_requirement(requirement: Requirement, era: str, context: Context, settings: CheckSettings) -> Verdict:
-    async with fresh_server(settings.command, settings.env, settings.timeout) as probe:
-        try:
-            # One bound for the whole exchange, so a server that trickles out answers cannot stall the check.
-            with anyio.fail_after(_exchange_bound(settings)):
-                assert requirement.check is not None
-                await requirement.check(probe, context)
-        except Failed as failure:
-            return Verdict(requirement, "fail", str(failure), era, tuple(probe.exchange))
-        except Unsupported as unsupported:
-            return Verdict(requirement, "not supported", str(unsupported), era, tuple(probe.exchange))
-        except TimeoutError:
-            reason = f"the exchange did not finish within {_exchange_bound(settings):g} s"
-            return Verdict(requirement, "fail", reason, era, tuple(probe.exchange))
-        return Verdict(requirement, "pass", "", era, tuple(probe.exchange))
-
-
-def _exchange_bound(settings: CheckSettings) -> float:
-    return STARTUP + settings.timeout * 4
-
-
-async def run_check(settings: CheckSettings) -> Report:
-    schemas = Schemas(settings.spec) if settings.spec is not None else None
-    claims = await discover(settings)
-    rows = [requirement for requirement in REQUIREMENTS if not settings.only or requirement.id in settings.only]
-    verdicts: list[Verdict | None] = [None] * len(rows)
-    limiter = anyio.CapacityLimiter(CONCURRENCY)
-
-    async def judge(index: int, requirement: Requirement) -> None:
-        decided = applicability(requirement, claims, schemas)
-        if isinstance(decided, Verdict):
-            verdicts[index] = decided
-            return
-        async with limiter:
-            verdicts[index] = await run_requirement(requirement, decided, Context(decided, claims, schemas), settings)
-
-    async with anyio.create_task_group() as tasks:
-        for index, requirement in enumerate(rows):
-            tasks.start_soon(judge, index, requirement)
-    return Report(settings.command, claims, settings.spec, tuple(verdict for verdict in verdicts if verdict is not None))
