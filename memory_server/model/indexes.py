@@ -61,6 +61,8 @@ def fields_contain(node: Node, needle: str) -> bool:
 
 
 def text_changes(before: Mapping[str, Node], after: Mapping[str, Node], names: Iterable[str]) -> Iterator[TextChange]:
+    """What the `names` changed between two versions of the entities, as the indexes take it:
+    (name, text before, text after), None where there is no entity."""
     for name in names:
         old, new = before.get(name), after.get(name)
         yield name, None if old is None else old.text, None if new is None else new.text

@@ -56,7 +56,6 @@ def _happened(item: Mapping[str, Any]) -> str | None:
         raise GraphError(f"happenedOn {error}. Nothing was changed.") from None
 
 
-
 _seq: Final[Callable[[Node | Edge], int]] = attrgetter("seq")
 
 
