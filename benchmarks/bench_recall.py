@@ -402,7 +402,7 @@ def ask_server(command: Sequence[str], memory: Memory, workdir: Path, limit: int
 
 def ask_in_process(ranker: ranking.Ranker, weights: ranking.FieldWeights, memory: Memory) -> list[Answer]:
     graph = writes.create_entities(rules.EMPTY, [record for record in memory.records
-                                                if record["type"] == "entity"]).graph
+                                                 if record["type"] == "entity"]).graph
     terms = ranking.TermIndex.build(((name, node.text) for name, node in graph.entities.items()), weights)
     graph = replace(indexes.with_word_index(graph), terms=terms)
     answers = []
@@ -416,7 +416,7 @@ def ask_in_process(ranker: ranking.Ranker, weights: ranking.FieldWeights, memory
 def ask_ours_in_process(memory: Memory) -> list[Answer]:
     """What search_nodes answers (its first page, with no argument but the query), without a process."""
     graph = writes.create_entities(rules.EMPTY, [record for record in memory.records
-                                                if record["type"] == "entity"]).graph
+                                                 if record["type"] == "entity"]).graph
     links = [record for record in memory.records if record["type"] == "relation"]
     if links:
         graph = writes.create_relations(graph, links).graph

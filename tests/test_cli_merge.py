@@ -63,7 +63,7 @@ def test_a_merge_follows_the_tools_rules_and_keeps_the_indexes() -> None:
 def test_merging_what_is_there_changes_nothing() -> None:
     graph = build(BASE)
     change = writes.merge_graph(graph, [(EntityRecord("Alice", "person", ["Loves jazz"]), None)],
-                               [(RelationRecord("Alice", "Acme", "works_at"), None)])
+                                [(RelationRecord("Alice", "Acme", "works_at"), None)])
     assert not change.changed and change.graph is graph
     assert change.value["unchangedEntities"] == 1 and change.value["presentRelations"] == 1
 
@@ -93,11 +93,11 @@ def by_the_tools(graph: Graph, entities: list[EntityRecord], relations: list[Rel
             graph = writes.add_observations(graph, [{"entityName": record.name, "contents": record.observations}]).graph
         else:
             graph = writes.create_entities(graph, [{"name": record.name, "entityType": record.entityType,
-                                                   "observations": record.observations}]).graph
+                                                    "observations": record.observations}]).graph
     for link in relations:
         if link.source in graph.entities and link.target in graph.entities:
             graph = writes.create_relations(graph, [{"from": link.source, "to": link.target,
-                                                    "relationType": link.relationType}]).graph
+                                                     "relationType": link.relationType}]).graph
     return graph
 
 
@@ -107,7 +107,7 @@ def test_a_merge_is_the_tools_called_one_by_one(before_entities: list[EntityReco
                                                  entities: list[EntityRecord], relations: list[RelationRecord]) -> None:
     start = indexes.with_word_index(by_the_tools(EMPTY, before_entities, before_relations))
     merged = writes.merge_graph(start, [(record, None) for record in entities],
-                               [(link, None) for link in relations]).graph
+                                [(link, None) for link in relations]).graph
     expected = by_the_tools(start, entities, relations)
     assert rules.read_graph(merged) == rules.read_graph(expected)
     assert join_lines(rules.file_lines(merged)) == join_lines(rules.file_lines(expected))

@@ -107,7 +107,7 @@ def test_a_file_without_dates_and_one_the_reference_wrote_load_and_save_unchange
 
 def test_writes_given_the_time_record_it_and_writes_without_it_record_none() -> None:
     made = writes.create_entities(EMPTY, [{**entity("Ann", "person", ["a"]), "happenedOn": "2023-05-07"},
-                                         entity("Bo", "robot")], T0)
+                                          entity("Bo", "robot")], T0)
     ann = made.graph.entities["Ann"].record
     assert (ann.createdAt, ann.updatedAt, ann.recordedAt, ann.happenedOn) == (T0, T0, [T0], ["2023-05-07"])
     bo = made.graph.entities["Bo"].record
@@ -140,7 +140,7 @@ def test_a_malformed_happened_on_changes_nothing_and_says_what_is_accepted(given
     graph = writes.create_entities(EMPTY, [entity("Ann", "person", ["a"])], T0).graph
     for write in (lambda: writes.create_entities(graph, [{**entity("Bo"), "happenedOn": given}], T1),
                   lambda: writes.add_observations(graph, [{"entityName": "Ann", "contents": ["b"], "happenedOn": given}],
-                                                 T1)):
+                                                  T1)):
         with pytest.raises(rules.GraphError) as caught:
             write()
         assert "2023-05-07" in str(caught.value) and "Nothing was changed" in str(caught.value)

@@ -59,7 +59,7 @@ def test_created_entities_come_back_exactly_as_stored() -> None:
 
 def test_existing_names_and_repeats_within_the_call_are_skipped_whole() -> None:
     change = writes.create_entities(PEOPLE, [entity("Carol", "person", "first"), entity("Alice", "robot", "new"),
-                                            entity("Carol", "cat", "second"), entity("Alice", "x")])
+                                             entity("Carol", "cat", "second"), entity("Alice", "x")])
     assert change.value == {"entities": [entity("Carol", "person", "first")], "skipped": ["Alice", "Carol"]}
     stored = rules.open_nodes(change.graph, ["Alice", "Carol"])["entities"]
     assert stored == [entity("Alice", "person", "likes tea"), entity("Carol", "person", "first")]
@@ -91,7 +91,7 @@ def test_entities_keep_insertion_order() -> None:
 
 def test_duplicate_relations_are_skipped_also_within_the_call() -> None:
     change = writes.create_relations(PEOPLE, [relation("Alice", "Bob"), relation("Bob", "Alice"),
-                                             relation("Bob", "Alice"), relation("Alice", "Bob", "likes")])
+                                              relation("Bob", "Alice"), relation("Alice", "Bob", "likes")])
     assert change.value == {"relations": [relation("Bob", "Alice"), relation("Alice", "Bob", "likes")]}
     assert rules.read_graph(change.graph)["relations"][-2:] == change.value["relations"]
 
@@ -111,7 +111,7 @@ def test_a_relation_to_itself_is_allowed() -> None:
 def test_missing_endpoints_fail_the_whole_call_and_every_missing_name_is_named() -> None:
     with pytest.raises(GraphError) as raised:
         writes.create_relations(PEOPLE, [relation("Alice", "Bob", "new"), relation("Carol", "Alice"),
-                                        relation("Bob", "Dan"), relation("Carol", "Eve")])
+                                         relation("Bob", "Dan"), relation("Carol", "Eve")])
     message = str(raised.value)
     assert message.startswith("Entities with names Carol, Dan, Eve not found")
     assert "No relations were created" in message
@@ -148,10 +148,10 @@ def test_adding_only_known_observations_changes_nothing() -> None:
 def test_a_missing_entity_fails_the_whole_call() -> None:
     with pytest.raises(GraphError, match="^Entity with name Zed not found"):
         writes.add_observations(PEOPLE, [{"entityName": "Alice", "contents": ["new"]},
-                                        {"entityName": "Zed", "contents": ["x"]}])
+                                         {"entityName": "Zed", "contents": ["x"]}])
     with pytest.raises(GraphError, match="^Entities with names Zed, Ann not found"):
         writes.add_observations(PEOPLE, [{"entityName": "Zed", "contents": []}, {"entityName": "Ann", "contents": []},
-                                        {"entityName": "Zed", "contents": []}])
+                                         {"entityName": "Zed", "contents": []}])
 
 
 # -- delete_entities ---------------------------------------------------------------------------
@@ -208,7 +208,7 @@ def test_every_copy_of_an_observation_goes() -> None:
 
 def test_deleting_relations_counts_and_ignores_the_unknown() -> None:
     change = writes.delete_relations(PEOPLE, [relation("Alice", "Bob"), relation("Alice", "Bob"),
-                                             relation("Bob", "Alice"), relation("Alice", "Acme", "knows")])
+                                              relation("Bob", "Alice"), relation("Alice", "Acme", "knows")])
     assert change.value == {"success": True, "message": "Deleted 1 relation.", "deletedCount": 1}
     assert relation("Alice", "Bob") not in rules.read_graph(change.graph)["relations"]
     nothing = writes.delete_relations(PEOPLE, [relation("X", "Y")])
@@ -408,7 +408,7 @@ def test_records_written_in_another_spelling_are_written_back_in_the_file_format
     (lambda graph: writes.add_observations(graph, [{"entityName": "Bob", "contents": ["ok", "x\udc80"]}]),
      "The entity 'Bob'"),
     (lambda graph: writes.create_relations(graph, [relation("Alice", "Bob", "likes"),
-                                                  relation("Bob", "Alice", "\ud83d")]),
+                                                   relation("Bob", "Alice", "\ud83d")]),
      "The relation type '\\ud83d'"),
 ], ids=["entity name", "entity type", "observation", "relation type"])
 def test_an_unpaired_surrogate_fails_the_whole_write_naming_the_record(write: Any, named: str) -> None:

@@ -70,7 +70,7 @@ def test_a_query_some_entities_hold_whole_finds_exactly_those(items: list[Entity
     if len(stored) >= 2:
         pairs = data.draw(st.lists(st.tuples(st.sampled_from(stored), st.sampled_from(stored)), max_size=3))
         graph = writes.create_relations(graph, [{"from": a["name"], "to": b["name"], "relationType": "r"}
-                                               for a, b in pairs]).graph
+                                                for a, b in pairs]).graph
     expected = substring_matches(stored, query)
     result = retrieval.matches(graph, query)
     if expected:

@@ -213,7 +213,7 @@ def test_a_write_is_searched_at_once_and_equal_texts_are_each_an_answer(model_en
     graph = embedded(profile_graph())
     assert semantic.nearest(graph, "dog", 40) is not None
     later = writes.add_observations(graph, [{"entityName": "Jonas", "contents": ["Owns a dachshund called Fritz"]},
-                                           {"entityName": "Priya", "contents": ["Has a border collie named Biscuit"]}]).graph
+                                            {"entityName": "Priya", "contents": ["Has a border collie named Biscuit"]}]).graph
     found = semantic.nearest(later, "dog", 5)
     assert found is not None
     places = {(name, later.entities[name].record.observations[index]) for name, index, _ in found}
@@ -232,7 +232,7 @@ def test_the_table_is_bounded_and_a_memory_over_the_bound_is_left_to_words(monke
     monkeypatch.setenv(semantic.MAX_VARIABLE, "100")
     assert semantic.nearest(graph, "dog", 10) is None
     small = writes.create_entities(EMPTY, [{"name": "pet", "entityType": "note",
-                                           "observations": ["Has a border collie named Biscuit", "Likes tea"]}]).graph
+                                            "observations": ["Has a border collie named Biscuit", "Likes tea"]}]).graph
     found = semantic.nearest(small, "dog", 10)
     assert found is not None and found[0][:2] == ("pet", 0)
     assert "at most 100" in semantic.status()
@@ -318,7 +318,7 @@ def test_wordpiece_splits_as_bert_does() -> None:
 
 def test_query_vectors_are_kept_by_digest_and_by_count(model_environment: None) -> None:
     graph = embedded(writes.create_entities(EMPTY, [{"name": "u", "entityType": "person",
-                                                    "observations": ["Has a border collie named Biscuit"]}]).graph)
+                                                     "observations": ["Has a border collie named Biscuit"]}]).graph)
     engine = semantic._engine(os.environ)
     assert engine is not None
     long_query = "dog " * 1_000_000  # a 4 MB query: its vector is kept, not its text
