@@ -64,6 +64,7 @@ from bench_memory import (  # a script beside this one
 
 from memory_server.index import ranking
 from memory_server.model import graph as rules
+from memory_server.model import indexes, writes
 from memory_server.retrieval import query
 from memory_server.retrieval import query as retrieval
 from memory_server.retrieval.paging import Pager
@@ -400,10 +401,10 @@ def ask_server(command: Sequence[str], memory: Memory, workdir: Path, limit: int
 
 
 def ask_in_process(ranker: ranking.Ranker, weights: ranking.FieldWeights, memory: Memory) -> list[Answer]:
-    graph = rules.create_entities(rules.EMPTY, [record for record in memory.records
-                                                if record["type"] == "entity"]).graph
+    graph = writes.create_entities(rules.EMPTY, [record for record in memory.records
+                                                 if record["type"] == "entity"]).graph
     terms = ranking.TermIndex.build(((name, node.text) for name, node in graph.entities.items()), weights)
-    graph = replace(rules.with_word_index(graph), terms=terms)
+    graph = replace(indexes.with_word_index(graph), terms=terms)
     answers = []
     for question in memory.questions:
         result = retrieval.matches(graph, question.text, ranker=ranker)
@@ -414,12 +415,12 @@ def ask_in_process(ranker: ranking.Ranker, weights: ranking.FieldWeights, memory
 
 def ask_ours_in_process(memory: Memory) -> list[Answer]:
     """What search_nodes answers (its first page, with no argument but the query), without a process."""
-    graph = rules.create_entities(rules.EMPTY, [record for record in memory.records
-                                                if record["type"] == "entity"]).graph
+    graph = writes.create_entities(rules.EMPTY, [record for record in memory.records
+                                                 if record["type"] == "entity"]).graph
     links = [record for record in memory.records if record["type"] == "relation"]
     if links:
-        graph = rules.create_relations(graph, links).graph
-    graph = rules.with_term_index(rules.with_word_index(graph))
+        graph = writes.create_relations(graph, links).graph
+    graph = indexes.with_term_index(indexes.with_word_index(graph))
     pager = Pager()
     answers = []
     for question in memory.questions:

@@ -76,6 +76,7 @@ def main() -> int:
     from test_semantic import ANSWERS, MORE, profile_graph
 
     from memory_server.model import graph as rules
+    from memory_server.model import writes
     from memory_server.retrieval import semantic
     print(f"import of the server's graph and semantic modules: {1000 * (time.perf_counter() - started):.0f} ms, "
           f"RSS {rss_mb():.0f} MB (was {start_rss:.0f} MB)")
@@ -117,7 +118,7 @@ def main() -> int:
           f"the same query again: {1000 * min(timed(semantic.nearest, graph, queries[0], 40) for _ in range(5)):.2f} ms")
 
     before = rss_mb()
-    big = rules.create_entities(rules.EMPTY, synthetic(arguments.entities, arguments.observations)).graph
+    big = writes.create_entities(rules.EMPTY, synthetic(arguments.entities, arguments.observations)).graph
     total = arguments.entities * arguments.observations
     print(f"memory of {arguments.entities} entities x {arguments.observations} observations made, "
           f"RSS +{rss_mb() - before:.0f} MB")
@@ -137,7 +138,7 @@ def main() -> int:
         times.append(time.perf_counter() - started)
     print(f"  query (not seen before), median of {len(times)}: {1000 * statistics.median(times):.1f} ms; "
           f"the same query again: {1000 * min(timed(semantic.nearest, big, queries[0] + ' again', 40) for _ in range(5)):.2f} ms")
-    later = rules.add_observations(big, [{"entityName": "entity-7", "contents": ["Adopted a greyhound"]}]).graph
+    later = writes.add_observations(big, [{"entityName": "entity-7", "contents": ["Adopted a greyhound"]}]).graph
     started = time.perf_counter()
     semantic.nearest(later, "dog", 40)
     print(f"  first query after a write (one new observation): {1000 * (time.perf_counter() - started):.1f} ms")

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from memory_server.index import ranking
 from memory_server.index.search import FIELD_SEPARATOR
 from memory_server.model import graph as rules
+from memory_server.model import indexes, writes
 from memory_server.retrieval import answer as answers
 from memory_server.retrieval import query
 from memory_server.retrieval.paging import FactOrder
@@ -154,8 +155,8 @@ def test_an_answers_facts_entities_and_relations_are_those_of_the_straightforwar
         memory: tuple[list[dict[str, Any]], list[dict[str, Any]]], question: str, characters: int,
         limit: int | None, picks: list[tuple[int, int, float]] | None) -> None:
     entities, relations = memory
-    graph = rules.with_term_index(rules.with_word_index(
-        rules.create_relations(rules.create_entities(rules.EMPTY, entities).graph, relations).graph))
+    graph = indexes.with_term_index(indexes.with_word_index(
+        writes.create_relations(writes.create_entities(rules.EMPTY, entities).graph, relations).graph))
     matched = query.matches(graph, question)
     nearest = None if picks is None else nearest_of(graph, picks)
     lookup: Callable[[str], Any] = lambda name: query.view_of(graph, name)  # noqa: E731
@@ -264,7 +265,7 @@ def test_facts_are_scored_as_by_the_straightforward_count_of_rarity(
 @given(memories(), st.sampled_from(QUESTIONS))
 def test_entities_found_by_words_come_by_score_then_in_graph_order(
         memory: tuple[list[dict[str, Any]], list[dict[str, Any]]], question: str) -> None:
-    graph = rules.with_term_index(rules.create_entities(rules.EMPTY, memory[0]).graph)
+    graph = indexes.with_term_index(writes.create_entities(rules.EMPTY, memory[0]).graph)
     assert graph.terms is not None
     scores = ranking.rank(graph.terms, question, ranking.DEFAULT, lambda name: graph.entities[name].text)
     expected = sorted((graph.entities[name] for name in scores), key=lambda node: (-scores[node.record.name], node.seq))

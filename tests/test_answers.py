@@ -28,6 +28,7 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
 
 from memory_server.index import ranking
 from memory_server.model import graph as rules
+from memory_server.model import indexes, writes
 from memory_server.retrieval import answer as answers
 from memory_server.retrieval import paging, query
 from memory_server.retrieval import query as retrieval
@@ -45,10 +46,10 @@ def pages_of(pager: Pager, facts: Facts) -> list[Page]:
 
 
 def graph_of(entities: list[dict[str, Any]], relations: list[dict[str, Any]] = ()) -> rules.Graph:  # type: ignore[assignment]
-    graph = rules.create_entities(rules.EMPTY, entities).graph
+    graph = writes.create_entities(rules.EMPTY, entities).graph
     if relations:
-        graph = rules.create_relations(graph, list(relations)).graph
-    return rules.with_term_index(rules.with_word_index(graph))
+        graph = writes.create_relations(graph, list(relations)).graph
+    return indexes.with_term_index(indexes.with_word_index(graph))
 
 
 def shown_facts(pages: list[Page]) -> list[tuple[str, str]]:
@@ -293,12 +294,12 @@ def test_a_bad_page_size_in_the_environment_ends_the_server_with_the_reason(prof
 
 
 def test_the_ranking_index_is_asked_for_only_when_the_query_is_taken_as_words() -> None:
-    plain = rules.create_entities(rules.EMPTY, profile()).graph
+    plain = writes.create_entities(rules.EMPTY, profile()).graph
     asked: list[rules.Graph] = []
 
     def ranked(graph: rules.Graph) -> rules.Graph:
         asked.append(graph)
-        return rules.with_term_index(graph)
+        return indexes.with_term_index(graph)
 
     assert [entity["name"] for entity in query.search(plain, "cello", ranked=ranked).entities] == ["Bob"]
     assert asked == []

@@ -1,4 +1,4 @@
-"""graph.merge_graph, the pure operation behind `mcp-server-memory import`: the tools' rules in one change,
+"""writes.merge_graph, the pure operation behind `mcp-server-memory import`: the tools' rules in one change,
 and everything the graph keeps beside its records (endpoint index, word index, file order) kept right."""
 
 from __future__ import annotations
@@ -7,13 +7,14 @@ import hypothesis.strategies as st
 from hypothesis import given, settings
 
 from memory_server.model import graph as rules
+from memory_server.model import indexes, writes
 from memory_server.model.graph import EMPTY, Graph
 from memory_server.model.records import EntityRecord, RelationRecord, decode_file, join_lines
 from memory_server.retrieval import query as retrieval
 
 
 def build(data: bytes) -> Graph:
-    return rules.with_word_index(rules.graph_from_lines(decode_file(data)))
+    return indexes.with_word_index(rules.graph_from_lines(decode_file(data)))
 
 
 BASE = (b'{"type":"entity","name":"Alice","entityType":"person","observations":["Loves jazz"]}\n'
@@ -24,7 +25,7 @@ BASE = (b'{"type":"entity","name":"Alice","entityType":"person","observations":[
 
 def test_a_merge_follows_the_tools_rules_and_keeps_the_indexes() -> None:
     graph = build(BASE)
-    change = rules.merge_graph(graph, [
+    change = writes.merge_graph(graph, [
         (EntityRecord("Alice", "robot", ["Loves jazz", "Plays chess"]), None),
         (EntityRecord("Bob", "person", ["Quiet", "Quiet"]), None),
     ], [
@@ -55,14 +56,14 @@ def test_a_merge_follows_the_tools_rules_and_keeps_the_indexes() -> None:
     for query in ("chess", "quiet", "bob", "jazz", "acme"):
         assert retrieval.matches(merged, query) == retrieval.matches(fresh, query)
     assert rules.open_nodes(merged, ["Bob"]) == rules.open_nodes(fresh, ["Bob"])
-    assert rules.delete_entities(merged, ["Alice"]).graph.relations.keys() == set()
+    assert writes.delete_entities(merged, ["Alice"]).graph.relations.keys() == set()
     assert graph.entities["Alice"].record.observations == ["Loves jazz"], "the graph merged into is unchanged"
 
 
 def test_merging_what_is_there_changes_nothing() -> None:
     graph = build(BASE)
-    change = rules.merge_graph(graph, [(EntityRecord("Alice", "person", ["Loves jazz"]), None)],
-                               [(RelationRecord("Alice", "Acme", "works_at"), None)])
+    change = writes.merge_graph(graph, [(EntityRecord("Alice", "person", ["Loves jazz"]), None)],
+                                [(RelationRecord("Alice", "Acme", "works_at"), None)])
     assert not change.changed and change.graph is graph
     assert change.value["unchangedEntities"] == 1 and change.value["presentRelations"] == 1
 
@@ -70,7 +71,7 @@ def test_merging_what_is_there_changes_nothing() -> None:
 def test_a_merge_into_nothing_is_the_incoming_graph() -> None:
     entities = [(EntityRecord(f"e{number}", "thing", [f"o{number}"]), None) for number in range(50)]
     relations = [(RelationRecord(f"e{number}", f"e{number + 1}", "next"), None) for number in range(49)]
-    merged = rules.merge_graph(EMPTY, entities, relations).graph
+    merged = writes.merge_graph(EMPTY, entities, relations).graph
     assert rules.read_graph(merged) == rules.read_graph(rules.graph_from_lines(
         [record for record, _ in entities] + [record for record, _ in relations]))
     assert merged.next_seq == 99
@@ -89,14 +90,14 @@ def by_the_tools(graph: Graph, entities: list[EntityRecord], relations: list[Rel
     """What a model calling create_entities, add_observations and create_relations one at a time leaves."""
     for record in entities:
         if record.name in graph.entities:
-            graph = rules.add_observations(graph, [{"entityName": record.name, "contents": record.observations}]).graph
+            graph = writes.add_observations(graph, [{"entityName": record.name, "contents": record.observations}]).graph
         else:
-            graph = rules.create_entities(graph, [{"name": record.name, "entityType": record.entityType,
-                                                   "observations": record.observations}]).graph
+            graph = writes.create_entities(graph, [{"name": record.name, "entityType": record.entityType,
+                                                    "observations": record.observations}]).graph
     for link in relations:
         if link.source in graph.entities and link.target in graph.entities:
-            graph = rules.create_relations(graph, [{"from": link.source, "to": link.target,
-                                                    "relationType": link.relationType}]).graph
+            graph = writes.create_relations(graph, [{"from": link.source, "to": link.target,
+                                                     "relationType": link.relationType}]).graph
     return graph
 
 
@@ -104,13 +105,13 @@ def by_the_tools(graph: Graph, entities: list[EntityRecord], relations: list[Rel
 @given(incoming_entities, incoming_relations, incoming_entities, incoming_relations)
 def test_a_merge_is_the_tools_called_one_by_one(before_entities: list[EntityRecord], before_relations: list[RelationRecord],
                                                  entities: list[EntityRecord], relations: list[RelationRecord]) -> None:
-    start = rules.with_word_index(by_the_tools(EMPTY, before_entities, before_relations))
-    merged = rules.merge_graph(start, [(record, None) for record in entities],
-                               [(link, None) for link in relations]).graph
+    start = indexes.with_word_index(by_the_tools(EMPTY, before_entities, before_relations))
+    merged = writes.merge_graph(start, [(record, None) for record in entities],
+                                [(link, None) for link in relations]).graph
     expected = by_the_tools(start, entities, relations)
     assert rules.read_graph(merged) == rules.read_graph(expected)
     assert join_lines(rules.file_lines(merged)) == join_lines(rules.file_lines(expected))
     for query in ("tea", "alice", "é", ""):
         assert retrieval.matches(merged, query) == retrieval.matches(expected, query)
-    again = rules.merge_graph(merged, [(record, None) for record in entities], [(link, None) for link in relations])
+    again = writes.merge_graph(merged, [(record, None) for record in entities], [(link, None) for link in relations])
     assert not again.changed, "merging the same again changes nothing"

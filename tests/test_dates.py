@@ -31,7 +31,7 @@ from postgres_helpers import database_url  # noqa: F401  (a fixture)
 from test_cli_commands import cli
 from test_cli_import import reference_server  # noqa: F401  (a fixture)
 
-from memory_server.model import dates
+from memory_server.model import dates, writes
 from memory_server.model import graph as rules
 from memory_server.model.graph import EMPTY, graph_from_lines
 from memory_server.model.graph import file_lines as graph_lines
@@ -85,7 +85,7 @@ def test_a_date_field_of_the_wrong_type_is_no_date_and_stays_on_the_line() -> No
     graph = graph_from_lines([item])
     assert json.loads(join_lines(graph_lines(graph))) == json.loads(line)
     # a write gives the entity a createdAt of its own? no: it keeps the one it has (none), and the odd one stays
-    grown = rules.add_observations(graph, [{"entityName": "Ann", "contents": ["b"]}], T1).graph
+    grown = writes.add_observations(graph, [{"entityName": "Ann", "contents": ["b"]}], T1).graph
     written = json.loads(join_lines(graph_lines(grown)))
     assert written["createdAt"] == 5 and written["colour"] == "red"
     assert written["recordedAt"] == [T0, T1] and written["updatedAt"] == T1
@@ -106,15 +106,15 @@ def test_a_file_without_dates_and_one_the_reference_wrote_load_and_save_unchange
 
 
 def test_writes_given_the_time_record_it_and_writes_without_it_record_none() -> None:
-    made = rules.create_entities(EMPTY, [{**entity("Ann", "person", ["a"]), "happenedOn": "2023-05-07"},
-                                         entity("Bo", "robot")], T0)
+    made = writes.create_entities(EMPTY, [{**entity("Ann", "person", ["a"]), "happenedOn": "2023-05-07"},
+                                          entity("Bo", "robot")], T0)
     ann = made.graph.entities["Ann"].record
     assert (ann.createdAt, ann.updatedAt, ann.recordedAt, ann.happenedOn) == (T0, T0, [T0], ["2023-05-07"])
     bo = made.graph.entities["Bo"].record
     assert (bo.createdAt, bo.recordedAt, bo.happenedOn) == (T0, None, None)
     assert made.value == {"entities": [entity("Ann", "person", ["a"]), entity("Bo", "robot")]}
 
-    grown = rules.add_observations(made.graph, [
+    grown = writes.add_observations(made.graph, [
         {"entityName": "Ann", "contents": ["a", "b"], "happenedOn": "2024-02-03T04:05:06+01:00"},
         {"entityName": "Ann", "contents": ["c"]}], T1).graph.entities["Ann"].record
     assert grown.observations == ["a", "b", "c"]
@@ -122,13 +122,13 @@ def test_writes_given_the_time_record_it_and_writes_without_it_record_none() -> 
     assert grown.happenedOn == ["2023-05-07", "2024-02-03T03:05:06Z", None]
     assert (grown.createdAt, grown.updatedAt) == (T0, T1)
 
-    plain = rules.create_entities(EMPTY, [entity("Ann", "person", ["a"])])
+    plain = writes.create_entities(EMPTY, [entity("Ann", "person", ["a"])])
     assert plain.graph.entities["Ann"].record == EntityRecord("Ann", "person", ["a"])
 
 
 def test_an_undated_entity_that_grows_dates_only_what_is_new() -> None:
     graph = graph_from_lines([EntityRecord("Ann", "person", ["old"])])
-    record = rules.add_observations(graph, [{"entityName": "Ann", "contents": ["new"]}], T1).graph.entities["Ann"].record
+    record = writes.add_observations(graph, [{"entityName": "Ann", "contents": ["new"]}], T1).graph.entities["Ann"].record
     assert (record.createdAt, record.updatedAt, record.recordedAt) == (None, T1, [None, T1])
     assert rules.open_nodes(graph_from_lines([record]), ["Ann"])["entities"] == [
         {"name": "Ann", "entityType": "person", "observations": ["old", "new"], "updatedAt": T1[:10],
@@ -137,29 +137,29 @@ def test_an_undated_entity_that_grows_dates_only_what_is_new() -> None:
 
 @pytest.mark.parametrize("given", ["yesterday", "2023-13-01", "07/05/2023", "", 20230507])
 def test_a_malformed_happened_on_changes_nothing_and_says_what_is_accepted(given: object) -> None:
-    graph = rules.create_entities(EMPTY, [entity("Ann", "person", ["a"])], T0).graph
-    for write in (lambda: rules.create_entities(graph, [{**entity("Bo"), "happenedOn": given}], T1),
-                  lambda: rules.add_observations(graph, [{"entityName": "Ann", "contents": ["b"], "happenedOn": given}],
-                                                 T1)):
+    graph = writes.create_entities(EMPTY, [entity("Ann", "person", ["a"])], T0).graph
+    for write in (lambda: writes.create_entities(graph, [{**entity("Bo"), "happenedOn": given}], T1),
+                  lambda: writes.add_observations(graph, [{"entityName": "Ann", "contents": ["b"], "happenedOn": given}],
+                                                  T1)):
         with pytest.raises(rules.GraphError) as caught:
             write()
         assert "2023-05-07" in str(caught.value) and "Nothing was changed" in str(caught.value)
 
 
 def test_deleting_observations_removes_their_dates() -> None:
-    graph = rules.create_entities(EMPTY, [entity("Ann", "person", ["a", "b", "c"])], T0).graph
-    graph = rules.delete_observations(graph, [{"entityName": "Ann", "observations": ["b"]}], T1).graph
+    graph = writes.create_entities(EMPTY, [entity("Ann", "person", ["a", "b", "c"])], T0).graph
+    graph = writes.delete_observations(graph, [{"entityName": "Ann", "observations": ["b"]}], T1).graph
     record = graph.entities["Ann"].record
     assert (record.observations, record.recordedAt, record.updatedAt) == (["a", "c"], [T0, T0], T1)
 
 
 def test_a_merge_keeps_the_dates_it_brings() -> None:
-    mine = rules.create_entities(EMPTY, [entity("Ann", "person", ["a"])], T0).graph
+    mine = writes.create_entities(EMPTY, [entity("Ann", "person", ["a"])], T0).graph
     theirs = [(EntityRecord("Ann", "person", ["a", "b"], T0, T0, [T0, "2025-01-01T00:00:00Z"], [None, "2020"]), None),
               (EntityRecord("Cy", "cat", ["purrs"], "2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z",
                             ["2024-06-01T00:00:00Z"]), None),
               (EntityRecord("Di", "dog", ["barks"]), None)]
-    merged = rules.merge_graph(mine, theirs, [], T1).graph.entities
+    merged = writes.merge_graph(mine, theirs, [], T1).graph.entities
     ann, cy, di = merged["Ann"].record, merged["Cy"].record, merged["Di"].record
     assert (ann.recordedAt, ann.happenedOn, ann.updatedAt) == ([T0, "2025-01-01T00:00:00Z"], [None, "2020"], T1)
     assert (cy.createdAt, cy.updatedAt, cy.recordedAt) == ("2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z",
@@ -480,7 +480,7 @@ def test_every_year_month_and_day_is_a_date_for_since_until_and_happened_on(day:
         (begins, ends), stored = dates.parse_when(given_text)
         assert stored == given_text and begins <= start < ends
         assert when.window_of(given_text, given_text) == (begins, ends)
-    made = rules.create_entities(EMPTY, [{**entity("Ann", "person", ["a"]), "happenedOn": day.isoformat()}], T0)
+    made = writes.create_entities(EMPTY, [{**entity("Ann", "person", ["a"]), "happenedOn": day.isoformat()}], T0)
     assert made.graph.entities["Ann"].record.happenedOn == [day.isoformat()]
 
 

@@ -12,7 +12,7 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from memory_server.retrieval.paging import summarise
+from memory_server.model.census import summarise
 from memory_server.storage.store import GraphError, GraphStore
 
 # Small alphabets, so that names collide, cases differ and searches hit; "\x00" exercises the

@@ -20,6 +20,7 @@ from conftest import REPO, Deadline, expect_line, python
 from http_helpers import HttpServers, http_servers, modern_post  # noqa: F401  (a fixture)
 
 from memory_server.model import graph as rules
+from memory_server.model import writes
 from memory_server.model.records import EntityRecord, encode_file
 from memory_server.storage import files
 from memory_server.storage.store import MAX_BATCH, GraphError, GraphStore, LockTimeout, WriteAbandoned, WriteResult
@@ -366,7 +367,7 @@ def test_an_index_made_while_a_batch_is_worked_out_is_carried_to_the_new_graph(m
     def index_meanwhile(graph: rules.Graph) -> rules.Change:
         store.poll_external_change()  # the poller makes the word index of the graph this write started from
         assert store.graph_in_memory is not None and store.graph_in_memory.words is not None
-        return rules.create_entities(graph, [entity("Bob", "plays chess")])
+        return writes.create_entities(graph, [entity("Bob", "plays chess")])
 
     assert store.write(index_meanwhile).changed
     graph = store.graph_in_memory
@@ -432,7 +433,7 @@ def test_a_write_taken_into_a_batch_completes_even_if_abandoned_then(memory: Pat
 
     def create_and_abandon_the_next(graph: rules.Graph) -> rules.Change:
         too_late.set()  # the next write is in this batch already
-        return rules.create_entities(graph, [entity("A")])
+        return writes.create_entities(graph, [entity("A")])
 
     first, second = queue_in_order(store, [
         lambda: store.write(create_and_abandon_the_next),

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
 
 from memory_server.model import graph as rules
+from memory_server.model import writes
 from memory_server.model.graph import EMPTY
 from memory_server.model.records import decode_file, join_lines
 from memory_server.retrieval import query as retrieval
@@ -71,12 +72,12 @@ queries = st.one_of(text, st.sampled_from(WORDS), st.text(alphabet="aeté北京 
 @given(items, st.data())
 def test_answers_from_the_cache_equal_answers_from_the_graph(tmp_path: Path, entities: list[dict[str, Any]],
                                                             data: st.DataObject) -> None:
-    graph = rules.create_entities(EMPTY, entities).graph
+    graph = writes.create_entities(EMPTY, entities).graph
     names = list(graph.entities)
     if names:
         pairs = data.draw(st.lists(st.tuples(st.sampled_from(names), st.sampled_from(names)), max_size=4))
-        graph = rules.create_relations(graph, [{"from": a, "to": b, "relationType": "r"} for a, b in pairs]).graph
-        graph = rules.delete_entities(graph, data.draw(st.lists(st.sampled_from(names), max_size=1))).graph
+        graph = writes.create_relations(graph, [{"from": a, "to": b, "relationType": "r"} for a, b in pairs]).graph
+        graph = writes.delete_entities(graph, data.draw(st.lists(st.sampled_from(names), max_size=1))).graph
     memory = tmp_path / "memory.jsonl"
     content = join_lines(rules.file_lines(graph))
     memory.write_bytes(content)
@@ -105,7 +106,7 @@ def test_answers_from_the_cache_equal_answers_from_the_graph(tmp_path: Path, ent
 
 def test_a_cache_is_only_used_for_the_bytes_it_was_made_of(tmp_path: Path) -> None:
     memory = tmp_path / "memory.jsonl"
-    graph = rules.create_entities(EMPTY, [entity("Ann", "person", "likes tea")]).graph
+    graph = writes.create_entities(EMPTY, [entity("Ann", "person", "likes tea")]).graph
     content = join_lines(rules.file_lines(graph))
     memory.write_bytes(content)
     assert index_cache.build(memory, graph, content, index_cache.digest_of(content))

@@ -45,7 +45,6 @@ KNOWN_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset({
     ("memory_server.storage.coldstart", "memory_server.retrieval"),
     ("memory_server.storage.coldstart", "memory_server.retrieval.query"),
     ("memory_server.storage.index_cache", "memory_server.retrieval"),
-    ("memory_server.storage.index_cache", "memory_server.retrieval.paging"),
     ("memory_server.storage.index_cache", "memory_server.retrieval.query"),
     ("memory_server.storage.interface", "memory_server.retrieval.paging"),
     ("memory_server.storage.postgres", "memory_server.retrieval"),
@@ -60,8 +59,6 @@ KNOWN_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset({
     ("memory_server.storage.store", "memory_server.retrieval.paging"),
     ("memory_server.storage.store", "memory_server.retrieval.query"),
     ("memory_server.storage.store", "memory_server.retrieval.when"),
-    # model -> retrieval (rule 1): the graph pages its own answers.
-    ("memory_server.model.graph", "memory_server.retrieval.paging"),
     # retrieval -> storage (rule 2): the vector file opens its files through storage's osio.
     ("memory_server.retrieval.vectors", "memory_server.storage.osio"),
 })

@@ -16,18 +16,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory_server.model.census import Listing, summarise
 from memory_server.retrieval.paging import (
     BUDGET_VARIABLE,
     CURSOR_LENGTH,
     DEFAULT_BUDGET,
     MINIMUM_BUDGET,
     CursorError,
-    Listing,
     Page,
     Pager,
     budget_from,
     request_key,
-    summarise,
 )
 
 READ_GRAPH = request_key("read_graph", {})

@@ -12,6 +12,7 @@ from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fi
 
 from memory_server.index import ranking
 from memory_server.model import graph as rules
+from memory_server.model import indexes, writes
 from memory_server.model.graph import EMPTY, Graph
 from memory_server.model.records import decode_file, join_lines
 from memory_server.retrieval import query as retrieval
@@ -25,8 +26,8 @@ def entity(name: str, entity_type: str = "person", *observations: str) -> Entity
 
 
 def build(*entities: Entity, relations: list[dict[str, str]] | None = None) -> Graph:
-    graph = rules.create_entities(EMPTY, list(entities)).graph
-    return rules.create_relations(graph, relations).graph if relations else graph
+    graph = writes.create_entities(EMPTY, list(entities)).graph
+    return writes.create_relations(graph, relations).graph if relations else graph
 
 
 def names(result: dict[str, Any]) -> list[str]:
@@ -68,8 +69,8 @@ def test_a_query_some_entities_hold_whole_finds_exactly_those(items: list[Entity
     stored = rules.read_graph(graph)["entities"]
     if len(stored) >= 2:
         pairs = data.draw(st.lists(st.tuples(st.sampled_from(stored), st.sampled_from(stored)), max_size=3))
-        graph = rules.create_relations(graph, [{"from": a["name"], "to": b["name"], "relationType": "r"}
-                                               for a, b in pairs]).graph
+        graph = writes.create_relations(graph, [{"from": a["name"], "to": b["name"], "relationType": "r"}
+                                                for a, b in pairs]).graph
     expected = substring_matches(stored, query)
     result = retrieval.matches(graph, query)
     if expected:
@@ -92,20 +93,20 @@ def test_a_query_some_entities_hold_whole_finds_exactly_those(items: list[Entity
 @given(graphs, graphs, queries)
 def test_ranking_is_the_same_for_an_index_kept_up_to_date_and_one_built_afresh(
         first: list[Entity], more: list[Entity], query: str) -> None:
-    kept = rules.with_term_index(build(*first))
+    kept = indexes.with_term_index(build(*first))
     for operation, argument in (
-            (rules.create_entities, more),
-            (rules.add_observations, [{"entityName": item["name"], "contents": ["adopted dogs", query]}
+            (writes.create_entities, more),
+            (writes.add_observations, [{"entityName": item["name"], "contents": ["adopted dogs", query]}
                                       for item in more]),
-            (rules.delete_observations, [{"entityName": item["name"], "observations": item["observations"][:1]}
+            (writes.delete_observations, [{"entityName": item["name"], "observations": item["observations"][:1]}
                                          for item in first]),
-            (rules.delete_entities, [item["name"] for item in first[:1]])):
+            (writes.delete_entities, [item["name"] for item in first[:1]])):
         kept = operation(kept, argument).graph
     assert kept.terms is not None
     fresh = reloaded(kept)
     assert fresh.terms is None
     answer = retrieval.matches(kept, query)
-    assert answer == retrieval.matches(fresh, query) == retrieval.matches(rules.with_term_index(fresh), query)
+    assert answer == retrieval.matches(fresh, query) == retrieval.matches(indexes.with_term_index(fresh), query)
     assert retrieval.matches(kept, query) == answer  # and the same again
     assert ranking.rank(kept.terms, query) == ranking.rank(ranking.TermIndex.build(
         (name, node.text) for name, node in fresh.entities.items()), query)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 
 from memory_server.index.search import WordIndex, search_text, words_of
 from memory_server.model import graph as rules
+from memory_server.model import indexes, writes
 from memory_server.model.graph import EMPTY, Graph
 from memory_server.model.records import decode_file, join_lines
 from memory_server.retrieval import query as retrieval
@@ -106,7 +107,7 @@ entities = st.lists(st.fixed_dictionaries({
 
 
 def graph_of(items: list[dict[str, Any]]) -> Graph:
-    return rules.create_entities(EMPTY, items).graph
+    return writes.create_entities(EMPTY, items).graph
 
 
 @settings(max_examples=200)
@@ -114,29 +115,29 @@ def graph_of(items: list[dict[str, Any]]) -> Graph:
 def test_search_with_the_index_equals_a_search_of_every_entity(
         first: list[dict[str, Any]], more: list[dict[str, Any]], dropped: list[str], query: str) -> None:
     # The index is made, then carried through writes of each kind before it is searched.
-    indexed = rules.with_word_index(graph_of(first))
+    indexed = indexes.with_word_index(graph_of(first))
     plain = graph_of(first)
     for operation, argument in (
-            (rules.create_entities, more),
-            (rules.add_observations, [{"entityName": item["name"], "contents": ["added tea", query]} for item in more]),
-            (rules.delete_observations, [{"entityName": item["name"], "observations": item["observations"][:1]}
+            (writes.create_entities, more),
+            (writes.add_observations, [{"entityName": item["name"], "contents": ["added tea", query]} for item in more]),
+            (writes.delete_observations, [{"entityName": item["name"], "observations": item["observations"][:1]}
                                          for item in first]),
-            (rules.delete_entities, dropped)):
+            (writes.delete_entities, dropped)):
         indexed, plain = operation(indexed, argument).graph, operation(plain, argument).graph
     assert indexed.words is not None and plain.words is None
     assert retrieval.matches(indexed, query) == retrieval.matches(plain, query)
-    assert retrieval.matches(rules.with_word_index(plain), query) == retrieval.matches(plain, query)
+    assert retrieval.matches(indexes.with_word_index(plain), query) == retrieval.matches(plain, query)
 
 
 def test_an_index_made_for_an_earlier_graph_is_carried_to_the_graph_a_write_made_meanwhile() -> None:
     items = [{"name": f"e{n}", "entityType": "thing", "observations": [f"likes tea {n}"]} for n in range(10)]
-    indexed = rules.with_word_index(graph_of(items))
+    indexed = indexes.with_word_index(graph_of(items))
     # The write was computed from the graph before its index existed, as a concurrent write is.
     unindexed = replace(indexed, words=None)
-    later = rules.add_observations(unindexed, [{"entityName": "e3", "contents": ["plays chess"]}]).graph
-    later = rules.delete_entities(later, ["e4"]).graph
-    later = rules.create_entities(later, [{"name": "new", "entityType": "thing", "observations": ["tea"]}]).graph
-    carried = rules.carry_word_index(indexed, later)
+    later = writes.add_observations(unindexed, [{"entityName": "e3", "contents": ["plays chess"]}]).graph
+    later = writes.delete_entities(later, ["e4"]).graph
+    later = writes.create_entities(later, [{"name": "new", "entityType": "thing", "observations": ["tea"]}]).graph
+    carried = indexes.carry_word_index(indexed, later)
     assert carried is not None and carried.words is not None
     for query in ("chess", "tea", "likes tea 4", "new", "e4"):
         assert retrieval.matches(carried, query) == retrieval.matches(later, query)
@@ -144,9 +145,9 @@ def test_an_index_made_for_an_earlier_graph_is_carried_to_the_graph_a_write_made
 
 def test_an_index_is_not_carried_over_a_reload_that_changed_everything() -> None:
     items = [{"name": f"e{n}", "entityType": "thing", "observations": []} for n in range(100)]
-    indexed = rules.with_word_index(graph_of(items))
+    indexed = indexes.with_word_index(graph_of(items))
     reloaded = rules.graph_from_lines(decode_file(join_lines(rules.file_lines(indexed))))
-    assert rules.carry_word_index(indexed, reloaded) is None
+    assert indexes.carry_word_index(indexed, reloaded) is None
 
 
 def test_a_word_held_by_many_loses_exactly_the_holders_that_dropped_it() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_server.model import graph as rules
+from memory_server.model import writes
 from memory_server.model.graph import EMPTY, Graph
 from memory_server.retrieval import semantic
 
@@ -149,7 +149,7 @@ def embedded(graph: Graph) -> Graph:
 def profile_graph() -> Graph:
     entities = [{"name": "default_user", "entityType": "person", "observations": profile()}]
     entities += [{"name": name, "entityType": kind, "observations": facts} for name, kind, facts in OTHERS]
-    return rules.create_entities(EMPTY, entities).graph
+    return writes.create_entities(EMPTY, entities).graph
 
 
 @pytest.fixture()
@@ -200,7 +200,7 @@ def test_answers_point_at_observations_best_first(model_environment: None) -> No
 
 
 def test_an_unrelated_query_finds_nothing_rather_than_noise(model_environment: None) -> None:
-    graph = embedded(rules.create_entities(EMPTY, [{"name": "u", "entityType": "person", "observations": [
+    graph = embedded(writes.create_entities(EMPTY, [{"name": "u", "entityType": "person", "observations": [
         "Has a border collie named Biscuit", "Allergic to shellfish", "Plays the cello"]}]).graph)
     for query in ("quarterly tax return deadline", "kubernetes cluster upgrade", "volcano eruption", "   "):
         assert semantic.nearest(graph, query, 10) == []
@@ -212,8 +212,8 @@ def test_an_unrelated_query_finds_nothing_rather_than_noise(model_environment: N
 def test_a_write_is_searched_at_once_and_equal_texts_are_each_an_answer(model_environment: None) -> None:
     graph = embedded(profile_graph())
     assert semantic.nearest(graph, "dog", 40) is not None
-    later = rules.add_observations(graph, [{"entityName": "Jonas", "contents": ["Owns a dachshund called Fritz"]},
-                                           {"entityName": "Priya", "contents": ["Has a border collie named Biscuit"]}]).graph
+    later = writes.add_observations(graph, [{"entityName": "Jonas", "contents": ["Owns a dachshund called Fritz"]},
+                                            {"entityName": "Priya", "contents": ["Has a border collie named Biscuit"]}]).graph
     found = semantic.nearest(later, "dog", 5)
     assert found is not None
     places = {(name, later.entities[name].record.observations[index]) for name, index, _ in found}
@@ -231,8 +231,8 @@ def test_the_table_is_bounded_and_a_memory_over_the_bound_is_left_to_words(monke
     graph = embedded(profile_graph())
     monkeypatch.setenv(semantic.MAX_VARIABLE, "100")
     assert semantic.nearest(graph, "dog", 10) is None
-    small = rules.create_entities(EMPTY, [{"name": "pet", "entityType": "note",
-                                           "observations": ["Has a border collie named Biscuit", "Likes tea"]}]).graph
+    small = writes.create_entities(EMPTY, [{"name": "pet", "entityType": "note",
+                                            "observations": ["Has a border collie named Biscuit", "Likes tea"]}]).graph
     found = semantic.nearest(small, "dog", 10)
     assert found is not None and found[0][:2] == ("pet", 0)
     assert "at most 100" in semantic.status()
@@ -266,8 +266,9 @@ def run_python(code: str, **environment: str) -> subprocess.CompletedProcess[str
 def test_a_fresh_process_without_its_model_answers_none_and_says_why_once(tmp_path: Path) -> None:
     code = (
         "from memory_server.model import graph as rules\n"
+        "from memory_server.model import writes\n"
         "from memory_server.retrieval import semantic\n"
-        "g = rules.create_entities(rules.EMPTY, [{'name': 'u', 'entityType': 'person',"
+        "g = writes.create_entities(rules.EMPTY, [{'name': 'u', 'entityType': 'person',"
         " 'observations': ['Has a border collie named Biscuit']}]).graph\n"
         "print(semantic.nearest(g, 'dog', 5), semantic.nearest(g, 'dog', 5))\n"
     )
@@ -294,7 +295,7 @@ def test_importing_the_server_loads_no_model() -> None:
 
 def test_a_large_memory_is_embedded_in_the_background_and_answered_meanwhile(model_environment: None) -> None:
     facts = [f"Note {number} about the quarterly report of team {number % 17}" for number in range(2000)]
-    graph = rules.create_entities(EMPTY, [
+    graph = writes.create_entities(EMPTY, [
         {"name": "notes", "entityType": "log", "observations": facts},
         {"name": "default_user", "entityType": "person", "observations": ["Has a border collie named Biscuit"]},
     ]).graph
@@ -316,8 +317,8 @@ def test_wordpiece_splits_as_bert_does() -> None:
 
 
 def test_query_vectors_are_kept_by_digest_and_by_count(model_environment: None) -> None:
-    graph = embedded(rules.create_entities(EMPTY, [{"name": "u", "entityType": "person",
-                                                    "observations": ["Has a border collie named Biscuit"]}]).graph)
+    graph = embedded(writes.create_entities(EMPTY, [{"name": "u", "entityType": "person",
+                                                     "observations": ["Has a border collie named Biscuit"]}]).graph)
     engine = semantic._engine(os.environ)
     assert engine is not None
     long_query = "dog " * 1_000_000  # a 4 MB query: its vector is kept, not its text

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memory_server.model import graph as rules
+from memory_server.model import indexes
 from memory_server.storage.store import GraphError, GraphStore, LockTimeout, MemoryFileLock, WriteAbandoned, WriteResult
 
 WAIT = 30.0
@@ -517,7 +517,7 @@ def test_when_the_word_index_cannot_be_made_searches_scan_and_the_poller_goes_on
         attempts.append(graph)
         raise MemoryError("no room for the index")
 
-    monkeypatch.setattr(rules, "with_word_index", fail)
+    monkeypatch.setattr(indexes, "with_word_index", fail)
     store = GraphStore(memory)
     store.create_entities([entity("Alice", "person", "likes tea"), entity("Bob", "person", "plays chess")])
     assert store.poll_external_change() is False

@@ -13,7 +13,7 @@ import pytest
 from memory_helpers import entity, entity_record, record_line
 from test_semantic_process import Server, found_dog, own_lines_only
 
-from memory_server.model import graph as rules
+from memory_server.model import writes
 from memory_server.model.graph import EMPTY, Graph
 from memory_server.retrieval import semantic
 from memory_server.retrieval.semantic import Engine, text_key
@@ -36,7 +36,7 @@ def fresh_engine() -> Engine:
 
 
 def graph_of(facts: list[str]) -> Graph:
-    return rules.create_entities(EMPTY, [{"name": "Ann", "entityType": "person", "observations": facts}]).graph
+    return writes.create_entities(EMPTY, [{"name": "Ann", "entityType": "person", "observations": facts}]).graph
 
 
 def saved(side: Path, facts: list[str], memory_name: str = "memory.jsonl") -> Engine:

@@ -329,8 +329,9 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def _merge_preview(target: Path, incoming: Incoming) -> dict[str, Any]:
-    from ..model.graph import graph_from_lines, merge_graph
+    from ..model.graph import graph_from_lines
     from ..model.records import decode_file
+    from ..model.writes import merge_graph
 
     try:
         data, _ = read_bytes(target, "memory file")

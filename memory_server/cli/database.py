@@ -71,7 +71,7 @@ def _export(args: argparse.Namespace, store: PostgresStore) -> int:
 
 
 def _import(args: argparse.Namespace, store: PostgresStore) -> int:
-    from ..model.graph import merge_graph
+    from ..model.writes import merge_graph
     from .importer import describe_merge, summary
 
     source, incoming, progress = read_import(args)

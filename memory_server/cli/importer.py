@@ -17,8 +17,8 @@ from typing import Any, Final
 
 import msgspec
 
-from ..model.graph import IncomingEntity, IncomingRelation
 from ..model.records import BOM, OPTIONAL_KEYS, EntityRecord, Extended, Opaque, Rejected, RelationRecord
+from ..model.writes import IncomingEntity, IncomingRelation
 from .inspection import numbered_lines, why_unusable
 from .text import counted
 

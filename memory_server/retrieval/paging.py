@@ -17,13 +17,12 @@ from __future__ import annotations
 import base64
 import bisect
 import hashlib
-import heapq
 import hmac
 import itertools
 import secrets
 import struct
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
@@ -32,6 +31,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..model.census import Listing, summarise
 from ..model.dates import shown_dates
 
 BUDGET_VARIABLE: Final = "MEMORY_ANSWER_BUDGET"
@@ -46,9 +46,6 @@ KEPT_ANSWERS_IN_ALL: Final = 256
 KEPT_ANSWER_BYTES: Final = 64 << 20
 """Bytes the kept answers may hold of their own (see :func:`footprint`), all clients together;
 beyond it the one unused for longest is forgotten (the newest is always kept)."""
-
-SUMMARY_TYPES: Final = 20
-SUMMARY_CONNECTED: Final = 10
 
 # The smallest JSON an entity or a relation can have: a cheap proof that an answer cannot fit.
 _SMALLEST_ENTITY: Final = len(b'{"name":"","entityType":"","observations":[]},')
@@ -89,17 +86,6 @@ def budget_from(environ: Mapping[str, str]) -> int:
 # --------------------------------------------------------------------------------------------
 # Pages and the answers they are cut from
 # --------------------------------------------------------------------------------------------
-
-
-class Listing(list[Any]):
-    """The entities of a whole graph that also know how to summarise it: `summarise(limit)` gives
-    what :func:`summarise` would, cheaper (from the graph's own indexes, once per graph)."""
-
-    __slots__ = ("summarise",)
-
-    def __init__(self, units: Iterable[Any], summarise: Callable[[int], dict[str, Any]]) -> None:
-        super().__init__(units)
-        self.summarise = summarise
 
 
 class Page(msgspec.Struct, frozen=True):
@@ -233,57 +219,6 @@ class _Fill(msgspec.Struct):
     events: list[str] = msgspec.field(default_factory=list)
     """Notes about split entities, cut observations and what could not be shown."""
     used: int = 0
-
-
-def summarise(entities: Sequence[Mapping[str, Any]], relations: Sequence[Mapping[str, Any]],
-              limit: int) -> dict[str, Any]:
-    """Counts by entity type and the most connected names: what a model needs to choose what to open,
-    cut to `limit` bytes of JSON."""
-    types = ranked_types(Counter(map(itemgetter("entityType"), entities)))
-    degrees = Counter(map(itemgetter("from"), relations))
-    degrees.update(map(itemgetter("to"), relations))
-    return cut_summary(len(entities), len(relations), types, most_connected(degrees.keys(), degrees.values()), limit)
-
-
-def ranked_types(types: Mapping[str, int]) -> list[tuple[str, int]]:
-    """Entity types with their counts, most common first, ties by name."""
-    return sorted(types.items(), key=_by_count_then_name)
-
-
-def _by_count_then_name(item: tuple[str, int]) -> tuple[int, str]:
-    return -item[1], item[0]
-
-
-def most_connected(names: Iterable[str], degrees: Iterable[int]) -> list[tuple[str, int]]:
-    """The SUMMARY_CONNECTED names with the most relations, most first, ties by name: the same
-    whichever order the names come in (the graph counts them from its endpoint index, a cold
-    answer from its lists). Cheap when most names tie, as in a graph of even degrees."""
-    names, degrees = list(names), list(degrees)
-    if not names:
-        return []
-    least = heapq.nlargest(SUMMARY_CONNECTED, degrees)[-1]
-    # Fewer than SUMMARY_CONNECTED names have more; those with just as many are picked by name.
-    above = sorted((-degree, name) for name, degree in zip(compress(names, map(least.__lt__, degrees)),
-                                                          filter(least.__lt__, degrees), strict=True))
-    tied = heapq.nsmallest(SUMMARY_CONNECTED - len(above), compress(names, map(least.__eq__, degrees)))
-    return [(name, -negative) for negative, name in above] + [(name, least) for name in tied]
-
-
-def cut_summary(entities: int, relations: int, types: list[tuple[str, int]], connected: list[tuple[str, int]],
-                limit: int) -> dict[str, Any]:
-    """The summary of a graph from its counts, its entity types (most common first) and its most
-    connected names, cut to `limit` bytes of JSON."""
-    listed = [{"entityType": kind, "count": count} for kind, count in types[:SUMMARY_TYPES]]
-    shown = [{"name": name, "relations": count} for name, count in connected[:SUMMARY_CONNECTED]]
-    while True:
-        summary = {"entities": entities, "relations": relations, "entityTypes": listed,
-                   "moreEntityTypes": len(types) - len(listed), "mostConnected": shown}
-        if len(_encoder.encode(summary)) <= limit or not (listed or shown):
-            return summary
-        if len(shown) >= len(listed):
-            shown = shown[:-1]
-        else:
-            listed = listed[:-1]
 
 
 def _cut_marker(shown: int, total: int) -> str:
@@ -913,16 +848,11 @@ __all__ = [
     "CursorError",
     "FactOrder",
     "Facts",
-    "Listing",
     "Page",
     "Pager",
     "budget_from",
-    "cut_summary",
     "entity_parts",
     "partial_marker",
-    "most_connected",
-    "ranked_types",
     "request_key",
-    "summarise",
     "take_fitting",
 ]

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from ..index import ranking
 from ..index.search import FIELD_SEPARATOR
 from ..model import graph as rules
+from ..model import indexes
 from ..model.graph import Graph, Node
 from . import answer as answers
 from .paging import Facts
@@ -131,8 +132,8 @@ def contains_query(graph: Graph, query: str) -> list[Node] | None:
     then graph order. A blank query (every entity holds it) keeps graph order."""
     needle = query.lower()
     if FIELD_SEPARATOR in needle:
-        matched = [node for node in graph.entities.values() if rules.fields_contain(node, needle)]
-    elif (names := rules.candidates(graph, needle)) is not None:
+        matched = [node for node in graph.entities.values() if indexes.fields_contain(node, needle)]
+    elif (names := indexes.candidates(graph, needle)) is not None:
         # In no particular order: the sort by relevance below ends in graph order.
         matched = [node for node in map(graph.entities.__getitem__, names) if needle in node.text]
     else:
@@ -185,7 +186,7 @@ def _wordy(character: str) -> bool:
 def ranked_by_words(graph: Graph, query: str, ranker: Ranker | None = None) -> list[Node]:
     """The entities holding a term of the query, best first (ties in graph order); without the
     graph's term index, one is made for this search. `ranker`: by default the server's."""
-    terms = graph.terms if graph.terms is not None else rules.with_term_index(graph).terms
+    terms = graph.terms if graph.terms is not None else indexes.with_term_index(graph).terms
     assert terms is not None
     entities = graph.entities
     scores = ranking.rank(terms, query, ranker or ranking.DEFAULT, lambda name: entities[name].text)

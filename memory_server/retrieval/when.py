@@ -289,7 +289,7 @@ def search(graph: Graph, query: str, words: str, window: Span, *, explicit: bool
     """search_nodes within a window (guarantees 1 to 3); None when guarantee 1 says the query is
     answered as without one. `words`: the query without its time phrase."""
     from ..index import ranking
-    from ..model import graph as rules
+    from ..model import indexes
     from . import query as retrieval
 
     if not explicit and retrieval.contains_query(graph, query) is not None:
@@ -307,7 +307,7 @@ def search(graph: Graph, query: str, words: str, window: Span, *, explicit: bool
                    for node in contained}
         holds = lambda text: needle in text.lower()  # noqa: E731
     else:
-        terms = graph.terms if graph.terms is not None else rules.with_term_index(graph).terms
+        terms = graph.terms if graph.terms is not None else indexes.with_term_index(graph).terms
         assert terms is not None
         entities = graph.entities
         scores = ranking.rank(terms, words, ranking.DEFAULT, lambda name: entities[name].text)

@@ -54,11 +54,12 @@ from typing import Any, Final
 import msgspec
 
 from ..index.search import FIELD_SEPARATOR
+from ..model import census, indexes
 from ..model import graph as rules
+from ..model.census import Listing, cut_summary
 from ..model.graph import Graph
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_line
 from ..retrieval import query as retrieval
-from ..retrieval.paging import Listing, cut_summary
 from .osio import NotARegularFile, refuse_unless_regular
 
 FORMAT: Final = "4"
@@ -275,7 +276,7 @@ def _contents(graph: Graph, data: bytes, digest: str) -> tuple[dict[str, bytes] 
     if spans is None:
         return None, {}
     entity_spans, relation_spans, plain = spans
-    graph = rules.with_term_index(graph)
+    graph = indexes.with_term_index(graph)
     terms = graph.terms
     assert terms is not None
     encode = msgspec.json.encode
@@ -300,7 +301,7 @@ def _contents(graph: Graph, data: bytes, digest: str) -> tuple[dict[str, bytes] 
         postings_at.append(len(postings))
     from ..index.ranking import FIELD_WEIGHTS
 
-    types, connected = rules.summary_counts(graph)
+    types, connected = census.summary_counts(graph)
     summary = {"entities": len(graph.entities), "relations": len(graph.relations), "types": types,
                "connected": connected}
     parts = {

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..model.dates import Span
-    from ..model.graph import IncomingEntity, IncomingRelation
+    from ..model.writes import IncomingEntity, IncomingRelation
     from ..retrieval.paging import Facts
     from .store import WriteResult
 

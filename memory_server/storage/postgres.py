@@ -105,8 +105,10 @@ from .. import background
 from ..index import ranking
 from ..index.search import FIELD_SEPARATOR
 from ..model import graph as rules
-from ..model.graph import Change, Edge, Graph, GraphError, Node, RowChanges, Triple
+from ..model import writes
+from ..model.graph import Change, Edge, Graph, GraphError, Node, Triple
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_file, decode_line
+from ..model.writes import RowChanges
 from ..retrieval import query as retrieval
 from ..retrieval.paging import Facts
 from . import collector, postgres_vectors
@@ -1084,40 +1086,40 @@ class PostgresStore:
 
     def create_entities(self, entities: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
         names = [item["name"] for item in entities]
-        return self._write(lambda graph: rules.create_entities(graph, entities, self._now()),
+        return self._write(lambda graph: writes.create_entities(graph, entities, self._now()),
                            names, [], _Reads(names), abandon)
 
     def create_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
         triples = _triples(relations)
-        return self._write(lambda graph: rules.create_relations(graph, relations), [], triples,
+        return self._write(lambda graph: writes.create_relations(graph, relations), [], triples,
                            _Reads([name for triple in triples for name in triple[:2]], triples), abandon)
 
     def add_observations(self, observations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
         names = [item["entityName"] for item in observations]
-        return self._write(lambda graph: rules.add_observations(graph, observations, self._now()),
+        return self._write(lambda graph: writes.add_observations(graph, observations, self._now()),
                            names, [], _Reads(names), abandon)
 
     def delete_entities(self, entity_names: list[str], *, abandon: threading.Event | None = None) -> WriteResult:
         names = list(entity_names)
-        return self._write(lambda graph: rules.delete_entities(graph, names), names, [],
+        return self._write(lambda graph: writes.delete_entities(graph, names), names, [],
                            _Reads(names, touching=names), abandon)
 
     def delete_observations(self, deletions: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
         names = [item["entityName"] for item in deletions]
-        return self._write(lambda graph: rules.delete_observations(graph, deletions, self._now()),
+        return self._write(lambda graph: writes.delete_observations(graph, deletions, self._now()),
                            names, [], _Reads(names), abandon)
 
     def delete_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
         triples = _triples(relations)
-        return self._write(lambda graph: rules.delete_relations(graph, relations), [], triples,
+        return self._write(lambda graph: writes.delete_relations(graph, relations), [], triples,
                            _Reads([], triples), abandon)
 
-    def merge(self, entities: list[rules.IncomingEntity], relations: list[rules.IncomingRelation]) -> WriteResult:
+    def merge(self, entities: list[writes.IncomingEntity], relations: list[writes.IncomingRelation]) -> WriteResult:
         """Another graph merged in (mcp-server-memory import) as one transaction."""
         names = [record.name for record, _ in entities]
         triples = [(record.source, record.target, record.relationType) for record, _ in relations]
         reads = _Reads([*names, *(name for triple in triples for name in triple[:2])], triples)
-        result = self._write(lambda graph: rules.merge_graph(graph, entities, relations, self._now()),
+        result = self._write(lambda graph: writes.merge_graph(graph, entities, relations, self._now()),
                              None, None, reads, unbounded=True)
         if len(entities) + len(relations) > COPY_ROWS:
             self._analyse()
@@ -1215,7 +1217,7 @@ class PostgresStore:
                     change = operation(before)
                     if not change.changed:
                         return WriteResult(change.value, False, [])
-                    rows = rules.row_changes(before, change.graph, names, triples)
+                    rows = writes.row_changes(before, change.graph, names, triples)
                     revision += 1
                     if rows.gone_entities or rows.gone_relations:
                         removals += 1

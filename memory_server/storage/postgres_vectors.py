@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import psycopg
 
-from ..model.graph import Graph, GraphError, Node, RowChanges
+from ..model.graph import Graph, GraphError, Node
+from ..model.writes import RowChanges
 from ..retrieval import answer as answers
 
 if TYPE_CHECKING:

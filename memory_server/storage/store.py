@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from ..model import graph as rules
+from ..model import indexes, writes
 from ..model.graph import Change, Graph, GraphError, Node
 from ..model.records import Layout, Line, layout_pieces
 from ..retrieval import query as retrieval
@@ -478,27 +479,27 @@ class GraphStore:
             self._made_directories = []
 
     def create_entities(self, entities: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self.write(lambda graph: rules.create_entities(graph, entities, self._now()), abandon=abandon)
+        return self.write(lambda graph: writes.create_entities(graph, entities, self._now()), abandon=abandon)
 
     def create_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self.write(lambda graph: rules.create_relations(graph, relations), abandon=abandon)
+        return self.write(lambda graph: writes.create_relations(graph, relations), abandon=abandon)
 
     def add_observations(self, observations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self.write(lambda graph: rules.add_observations(graph, observations, self._now()), abandon=abandon)
+        return self.write(lambda graph: writes.add_observations(graph, observations, self._now()), abandon=abandon)
 
     def delete_entities(self, entity_names: list[str], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self.write(lambda graph: rules.delete_entities(graph, entity_names), abandon=abandon)
+        return self.write(lambda graph: writes.delete_entities(graph, entity_names), abandon=abandon)
 
     def delete_observations(self, deletions: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self.write(lambda graph: rules.delete_observations(graph, deletions, self._now()), abandon=abandon)
+        return self.write(lambda graph: writes.delete_observations(graph, deletions, self._now()), abandon=abandon)
 
     def delete_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self.write(lambda graph: rules.delete_relations(graph, relations), abandon=abandon)
+        return self.write(lambda graph: writes.delete_relations(graph, relations), abandon=abandon)
 
-    def merge(self, entities: list[rules.IncomingEntity], relations: list[rules.IncomingRelation]) -> WriteResult:
+    def merge(self, entities: list[writes.IncomingEntity], relations: list[writes.IncomingRelation]) -> WriteResult:
         """Another graph merged in (see graph.merge_graph) in one locked write, so that servers
         sharing the file see one change."""
-        return self.write(lambda graph: rules.merge_graph(graph, entities, relations, self._now()))
+        return self.write(lambda graph: writes.merge_graph(graph, entities, relations, self._now()))
 
     @property
     def saves(self) -> int:
@@ -546,7 +547,7 @@ class GraphStore:
                 return graph
             maker, loss = _INDEXES[kind]
             try:
-                indexed = getattr(rules, maker)(graph)
+                indexed = getattr(indexes, maker)(graph)
             except Exception as error:  # MemoryError, or a fault of ours: searches scan (or rank slowly) instead
                 log.warning("%s (%r).", loss, error)
                 self._unindexable[kind] = graph
@@ -571,7 +572,7 @@ class GraphStore:
                 snapshot.graph.terms is None and indexed.terms is not None):
             # A write of this process landed meanwhile: the indexes are brought up to its graph.
             # (After a reload the graph is all new, and the next search or poll indexes it.)
-            if (carried := rules.carry_word_index(indexed, snapshot.graph)) is not None:
+            if (carried := indexes.carry_word_index(indexed, snapshot.graph)) is not None:
                 self._snapshot = snapshot._replace(graph=carried)
 
     def _stat(self) -> Signature:
@@ -662,7 +663,7 @@ class GraphStore:
         else:
             if start is not before:
                 # None when so much changed that new indexes cost less: the read side makes them when needed.
-                graph = rules.carry_word_index(before, graph) or graph
+                graph = indexes.carry_word_index(before, graph) or graph
             notes = self._commit(graph, check)
         results: list[WriteResult | Exception] = []
         for outcome in changes:
@@ -757,7 +758,7 @@ class GraphStore:
         if current is None or ((graph.words is not None or current.graph.words is None)
                                and (graph.terms is not None or current.graph.terms is None)):
             return graph
-        return rules.carry_word_index(current.graph, graph) or graph
+        return indexes.carry_word_index(current.graph, graph) or graph
 
 
 
