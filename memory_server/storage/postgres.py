@@ -108,7 +108,7 @@ from ..model import graph as rules
 from ..model import writes
 from ..model.graph import Change, Edge, Graph, GraphError, Node, Triple
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_file, decode_line
-from ..model.writes import RowChanges
+from ..model.writes import RowChanges, unique
 from ..retrieval import query as retrieval
 from ..retrieval.paging import Facts
 from . import collector, postgres_vectors
@@ -670,10 +670,6 @@ transaction does not: every write makes a new version of the row, in a transacti
 
 def _version_of(row: tuple[Any, ...] | None) -> Version:
     return None if row is None else (int(row[0]), str(row[1]))
-
-
-def unique(items: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(items))
 
 
 class PostgresStore:

@@ -290,7 +290,7 @@ class GraphStore:
 
     def read_graph_for_pages(self, *, in_memory: bool = False) -> dict[str, Any]:
         """read_graph as the pager takes it: from the cache, the objects as their JSON
-        (msgspec.Raw), the entities a paging.Listing that summarises the graph; else read_graph.
+        (msgspec.Raw), the entities a census.Listing that summarises the graph; else read_graph.
         `in_memory`: see :meth:`search_nodes`."""
         self._keeper.touched()
         if in_memory:
@@ -457,7 +457,7 @@ class GraphStore:
     # -- writes --------------------------------------------------------------------------------
 
     def write(self, operation: Operation, *, abandon: threading.Event | None = None) -> WriteResult:
-        """`operation` (a pure function of the graph, see model/graph.py) on the file's current
+        """`operation` (a pure function of the graph, see model/writes.py) on the file's current
         graph, saved; `abandon` set while it still waits for its turn gives it up (commit W4).
 
         Where the memory file's folder is missing, nothing is created for a write that cannot
@@ -497,7 +497,7 @@ class GraphStore:
         return self.write(lambda graph: writes.delete_relations(graph, relations), abandon=abandon)
 
     def merge(self, entities: list[writes.IncomingEntity], relations: list[writes.IncomingRelation]) -> WriteResult:
-        """Another graph merged in (see graph.merge_graph) in one locked write, so that servers
+        """Another graph merged in (see writes.merge_graph) in one locked write, so that servers
         sharing the file see one change."""
         return self.write(lambda graph: writes.merge_graph(graph, entities, relations, self._now()))
 
