@@ -301,10 +301,10 @@ def parse_query(query: str, now: datetime, *, hemisphere: str = "north",
             window = _opened(span, groups.get("lead") or groups.get("lead2"), now)
             rest = query[:found.start()] + " " + query[found.end():]
             return _tidy(rest), window
-    if events is not None and (found := _SINCE_EVENT.search(query)) is not None:
-        event = found.group("event")
+    if events is not None and (since := _SINCE_EVENT.search(query)) is not None:
+        event = since.group("event")
         if _content_terms(event) and (start := events(event)) is not None and start < now:
-            rest = query[:found.start()] + " " + query[found.end():]
+            rest = query[:since.start()] + " " + query[since.end():]
             return _tidy(rest), (start, datetime.max.replace(tzinfo=UTC))
     return query, None
 
@@ -424,6 +424,13 @@ def nothing_within(window: Span) -> str:
     start, end = (moment.strftime("%Y-%m-%d %H:%M") for moment in window)
     return (f"Nothing was recorded, or told to have happened, from {start} to {end} UTC (the time this query "
             "names), so these facts answer its words at any time: each shows its dates where known.")
+
+
+def nothing_answers_within(window: Span) -> str:
+    """The note of an answer whose query named a time in which no fact answering its words falls."""
+    start, end = (moment.strftime("%Y-%m-%d") for moment in window)
+    return (f"No fact answering these words is dated from {start} to {end} (UTC; the time this query names), so "
+            "these facts answer its words at any time: each shows its dates where known.")
 
 
 def shown_within(node: Node, indexes: Sequence[int]) -> dict[str, Any]:
