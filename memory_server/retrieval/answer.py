@@ -200,7 +200,7 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
     scored = ranking.rank_facts(ranked_by, [(entity["name"], entity["entityType"], entity["observations"])
                                             for entity in entities[:scored_entities]], coverage_of=covered)
     scored = _small_as_one(ranked_by, entities[:scored_entities], scored)
-    meaning_query = ranked_by if scope is not None and terms else query
+    meaning_query = scope.asked if scope is not None and ranking.query_terms(scope.asked) else query
     fused = _fused(scored, covered, entities, meaning_query, nearest, lookup, scope, len(terms))
     if scope is not None:
         fused = _with_scope(fused, entities, scope, bool(terms))
@@ -330,12 +330,16 @@ best (the best such fact ranks with a word match 0.6 as good as the best)."""
 
 def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], scope: scopes.Scope,
                 asks: bool) -> list[tuple[int, int, float]]:
-    """The facts of a scope: its targets' facts join at TARGET_SHARE of the best (in the order
-    they were written) when nothing else brings them; a question with nothing but names (`asks`
-    false) answers with the named entities' facts as written."""
-    top = max((score for _, _, score in fused), default=1.0)
+    """The facts of a scope, weighed by where they stand (guarantee 6): the named entities' and the
+    targets' as they scored, the targets' doubled, the other neighbours' at NEIGHBOUR_SHARE. A
+    target's facts that nothing else brings join at TARGET_SHARE of the best (in the order they were
+    written); a question with nothing but names (`asks` false) answers with the named entities' facts."""
+    named, targets = set(scope.named), set(scope.targets)
+    weight = [2.0 if entity["name"] in targets else 1.0 if entity["name"] in named or entity["name"] not in scope.names
+              else NEIGHBOUR_SHARE for entity in entities]
+    joined = [(position, index, score * weight[position]) for position, index, score in fused]
+    top = max((score for _, _, score in joined), default=1.0)
     have = {(position, index) for position, index, _ in fused}
-    joined = list(fused)
     wanted = [*scope.targets] if asks else [*scope.targets, *scope.named]
     for rank, name in enumerate(wanted):
         for position, entity in enumerate(entities):
@@ -347,6 +351,11 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
                 break
     joined.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
     return joined
+
+
+NEIGHBOUR_SHARE: Final = 0.35
+"""What a fact of an entity one relation from the named one counts, against the named entity's
+own: the question is about the named entity; its neighbours answer through a relation."""
 
 
 def _plausible(fused: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:

@@ -16,10 +16,13 @@ Guarantees (for :func:`find`):
    when it exists.
 3. The scope is the named entities, every entity one relation away from them, the entities whose
    observations name them (among those matched), and, past a relation the question names, the
-   entities one relation further: "my brother's wife" follows a relation whose type matches
-   "brother" (by stemmed words, or a word of the same kind in :data:`RELATION_WORDS`), then one
-   matching "wife". The entities so reached are the scope's targets.
-4. The words left to rank the scope's facts are the question without the names' terms.
+   entities one relation further: "my brother's wife" follows, from the named entity, the
+   relations the first such word names (its stemmed word in the relation's type, a type word
+   :data:`RELATION_WORDS` gives it, or the type of the entity at the other end: "dog"), then from
+   where they led those a later word names. The entities so reached are the scope's targets,
+   the last hop's first.
+4. The words left to rank the scope's facts are the question without the names' terms and
+   without the words that named the relations followed.
 """
 
 from __future__ import annotations
@@ -37,24 +40,25 @@ NAMED_AMONG: Final = 200
 _FIRST_PERSON: Final = re.compile(r"\b(?:i|my|me|mine|myself|we|our|ours|us)\b", re.I)
 _WORD: Final = re.compile(r"[^\W_]+")
 
-RELATION_WORDS: Final = (
-    "wife husband spouse partner married marry girlfriend boyfriend fiance fiancee",
-    "brother sister sibling",
-    "mother father mom mum dad parent",
-    "son daughter child kid",
-    "grandmother grandfather grandma grandpa grandparent grandchild grandson granddaughter",
-    "aunt uncle niece nephew cousin",
-    "boss manager supervisor report manage lead",
-    "colleague coworker teammate",
-    "friend",
-    "work employer company job employ office",
-    "pet dog cat own",
-    "live home city house resident",
-    "doctor dentist therapist physician",
-    "member belong team club",
-    "study school university college attend",
-)
-"""Words of one kind of relation: a question's word matches a relation type holding any of its kind."""
+RELATION_WORDS: Final = {
+    "brother": "brother sibling", "sister": "sister sibling", "sibling": "sibling brother sister",
+    "wife": "wife spouse married marry", "husband": "husband spouse married marry",
+    "spouse": "spouse wife husband married marry", "partner": "partner spouse married girlfriend boyfriend",
+    "girlfriend": "girlfriend partner", "boyfriend": "boyfriend partner",
+    "mother": "mother parent", "mom": "mother parent", "mum": "mother parent", "father": "father parent",
+    "dad": "father parent", "parent": "parent mother father", "son": "son child", "daughter": "daughter child",
+    "child": "child son daughter", "kid": "child son daughter",
+    "boss": "boss manager manage supervisor lead", "manager": "manager manage boss supervisor lead",
+    "supervisor": "supervisor manager manage boss", "colleague": "colleague coworker teammate",
+    "coworker": "coworker colleague teammate", "employer": "work employ employer",
+    "company": "work employ employer company", "job": "work employ job", "work": "work employ",
+    "team": "team member", "pet": "pet own", "dog": "pet own", "cat": "pet own",
+    "home": "home live resident", "house": "house home live", "vet": "vet treat", "doctor": "doctor patient treat",
+    "dentist": "dentist patient", "friend": "friend", "neighbour": "neighbour neighbor",
+    "neighbor": "neighbour neighbor",
+}
+"""The words of relation types a question's word names ("brother": a relation of type brother_of or
+sibling_of), beside the word itself."""
 
 Opened = Callable[[Sequence[str]], Mapping[str, Any]]
 """The entities of some names (those that exist) and the relations touching them: open_nodes."""
@@ -62,11 +66,11 @@ Opened = Callable[[Sequence[str]], Mapping[str, Any]]
 
 @cache
 def _kinds() -> dict[str, frozenset[str]]:
+    """Stemmed: a question's term -> the relation type terms it names."""
     kinds: dict[str, frozenset[str]] = {}
-    for line in RELATION_WORDS:
-        kind = frozenset(ranking.terms(line))
-        for term in kind:
-            kinds[term] = kinds.get(term, frozenset()) | kind
+    for word, named in RELATION_WORDS.items():
+        for term in ranking.terms(word):
+            kinds[term] = kinds.get(term, frozenset()) | frozenset(ranking.terms(named))
     return kinds
 
 
@@ -79,7 +83,10 @@ class Scope:
     targets: tuple[str, ...]
     """The entities reached through the relations the question names, the last hop's first."""
     rest: str
-    """The question without the names' terms: what ranks the scope's facts."""
+    """The question without the names' terms and the words of the relations followed: what ranks
+    the scope's facts by words (all but the names', when nothing else is left)."""
+    asked: str
+    """The question without the names' terms: what ranks them by meaning."""
     views: dict[str, Any] = field(default_factory=dict)
     """The scope's entity objects, by name."""
     relations: list[Any] = field(default_factory=list)
@@ -108,17 +115,11 @@ def speaks_of_user(query: str) -> bool:
     return _FIRST_PERSON.search(query) is not None
 
 
-def _kind_matches(relation_type: str, other_type: str, words: set[str]) -> set[str]:
-    """The question's terms that name this relation: its type's terms, words of their kind, or the
-    type of the entity at its other end."""
-    kinds = _kinds()
-    found = set()
-    for term in ranking.fact_terms(relation_type):
-        if term in words:
-            found.add(term)
-        found |= words & kinds.get(term, frozenset())
-    found |= words & set(ranking.fact_terms(other_type))
-    return found
+def _names_relation(term: str, relation_type: str, other_type: str) -> bool:
+    """Whether the question's term names this relation: a term of its type, a type's term the word
+    names (RELATION_WORDS), or a term of the type of the entity at its other end."""
+    held = ranking.fact_terms(relation_type)
+    return term in held or not _kinds().get(term, frozenset()).isdisjoint(held) or term in ranking.fact_terms(other_type)
 
 
 def _other(relation: Mapping[str, Any], name: str) -> str:
@@ -141,45 +142,43 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     name_terms = {term for name in named for term in _name_terms(name)}
     rest_words = [word for word in _WORD.findall(query) if not name_terms.issuperset(ranking.terms(word))
                   or not ranking.terms(word)]
-    rest = " ".join(rest_words)
-    wanted = set(ranking.query_terms(rest, question_words=False))
     relations = list(first["relations"])
     neighbours = {_other(relation, name) for relation in relations for name in named
                   if name in (relation["from"], relation["to"])}
     # What the neighbours are (their types) is needed to follow a relation by the type at its end.
     around = opened(sorted(neighbours - views.keys()))
     views.update((entity["name"], entity) for entity in around["entities"])
-    hop: list[str] = []
+    # "my brother's wife": the first word naming a relation of the named entity is the first hop,
+    # a later one naming a relation of where that led, the second.
+    ordered = [(word, term) for word in rest_words for term in ranking.query_terms(word, question_words=False)]
     used: set[str] = set()
-    for relation in relations:
-        for name in named:
-            if name in (relation["from"], relation["to"]):
-                other = _other(relation, name)
-                if other in views and other not in named and (
-                        matched := _kind_matches(relation["relationType"], views[other]["entityType"], wanted)):
-                    if other not in hop:
-                        hop.append(other)
-                    used |= matched
-    targets = list(hop)
-    if hop:
-        second = opened(hop)
-        further = [relation for relation in second["relations"] if relation not in relations]
-        ends = {_other(relation, name) for relation in further for name in hop if name in (relation["from"], relation["to"])}
-        more = opened(sorted(ends - views.keys()))
-        views.update((entity["name"], entity) for entity in more["entities"])
-        left = wanted - used
-        last: list[str] = []
-        for relation in further:
-            for name in hop:
-                if name in (relation["from"], relation["to"]):
-                    other = _other(relation, name)
-                    if other in views and other not in named and other not in hop and left and _kind_matches(
-                            relation["relationType"], views[other]["entityType"], left):
-                        if other not in last:
-                            last.append(other)
-        relations += further
-        targets = last + hop
-    return Scope(tuple(named), frozenset(views), tuple(targets), rest, views, relations)
+    targets: list[str] = []
+    hop, reached = list(named), []
+    for word, term in ordered:
+        if len(used) == 2 or word in used:
+            break
+        found = [other for relation in relations for name in hop if name in (relation["from"], relation["to"])
+                 and (other := _other(relation, name)) in views and other not in named and other not in reached
+                 and _names_relation(term, relation["relationType"], views[other]["entityType"])]
+        if not found:
+            continue
+        used.add(word)
+        reached += found
+        hop = list(dict.fromkeys(found))
+        targets = hop + [target for target in targets if target not in hop]
+        if len(used) == 1:
+            second = opened(hop)
+            further = [relation for relation in second["relations"] if relation not in relations]
+            ends = {_other(relation, name) for relation in further for name in hop
+                    if name in (relation["from"], relation["to"])}
+            more = opened(sorted(ends - views.keys()))
+            views.update((entity["name"], entity) for entity in more["entities"])
+            relations += further
+    rest = " ".join(word for word in rest_words if word not in used)
+    asked = " ".join(rest_words)
+    if not ranking.query_terms(rest):
+        rest = asked  # "What is Jordan's job?": the word that led to the employer still asks about Jordan
+    return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations)
 
 
 def mentions(entity: Mapping[str, Any], named: Sequence[str]) -> bool:
