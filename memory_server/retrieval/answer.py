@@ -218,7 +218,9 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
         entity = entities[position]
         if position in done:
             continue
-        if _size(entity) <= SMALL_ENTITY:
+        # (within a scope an entity shows its evidence only: its other facts are what the question
+        # did not ask about the person it names)
+        if _size(entity) <= SMALL_ENTITY and scope is None:
             done.add(position)
             first = [index for index in by_entity[position] if index >= 0]
             taken = set(first)
