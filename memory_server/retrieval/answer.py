@@ -14,8 +14,8 @@ Guarantees:
 2. A query taken as words is answered by facts (observations), each scored on its own
    (:func:`..index.ranking.rank_facts`: rarity of the shared terms over all matching facts,
    the entity's name and type as the fact's context, coverage of the query, closeness of the
-   matched terms) over every matching entity, up to :data:`SCORED_FACTS` facts (beyond them the
-   remaining entities follow in the order the word index ranked them, observations as written).
+   matched terms) over every matching entity, up to :data:`SCORED_FACTS` facts (the entities
+   beyond them, in the order the word index ranked them, are not scored and not shown).
    Entities come in the order of their best fact; a page shows its facts grouped by entity.
    A small entity (:data:`SMALL_ENTITY`) comes whole, placed by the score of its observations
    read as one text (:func:`_small_as_one`: a dialog turn's words, caption and date line together):
@@ -26,6 +26,15 @@ Guarantees:
 4. Every fact of the answer is on exactly one page; an entity of which a page does not show every
    observation carries ``"partial": "3 of 300 observations shown; open_nodes gives all"``.
 5. `limit` keeps the first `limit` entities (in the order of their best fact) and all their facts.
+6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts.
+7. Only evidence answers (:data:`MIN_COVERAGE`, :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
+   :data:`MEANING_SCOPED`): a question about something never said answers empty arrays.
+8. An entity is shown only when its best fact scores within :data:`MARGIN` of the answer's best.
+9. Versions of one kind of fact within an entity come newest first (:data:`VERSIONS_BAND`,
+   :data:`CURRENT_BAND`).
+10. A window keeps the facts within it after 6 to 9 found and ranked them.
+
+The rules in full, with their figures: docs/search.md, "The person named, the time asked...".
 """
 
 from __future__ import annotations
