@@ -433,13 +433,15 @@ def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
     average = length / facts if length else 1.0  # facts of no terms at all ("", "...") weigh as average
     count = max(facts, 1)
     idf = {term: math.log(1.0 + (count - df[term] + 0.5) / (df[term] + 0.5)) for term in wanted}
+    unheld = {term for term in wanted_set if not df[term]}
     rarest_held = max((idf[term] for term in wanted_set if df[term]), default=0.0)
-    held_terms: set[str] = set()
-    for name, entity_type, _ in entities:
-        if rarest_held and len(held_terms) < len(wanted_set):
-            held_terms.update(wanted_set.intersection(terms(name)), wanted_set.intersection(terms(entity_type)))
-    for term in wanted_set:
-        if not df[term] and term not in held_terms and rarest_held:
+    if unheld and rarest_held:
+        # (a term only a name or a type holds keeps its rarity: it names the entity asked about)
+        for name, entity_type, _ in entities:
+            unheld.difference_update(fact_terms(name), fact_terms(entity_type))
+            if not unheld:
+                break
+        for term in unheld:
             idf[term] = rarest_held
     whole = sum(idf.values()) or 1.0
     k1, b = ranker.k1, ranker.b

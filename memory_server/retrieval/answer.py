@@ -123,6 +123,7 @@ def shape(query: str, entities: Sequence[Any], relations: Sequence[Any], charact
     entities = list(entities)
     words = not (entities and whole_query_matches(query, entities[0]))
     touching = list(relations)
+    matched = len(entities)
     if not words:
         if limit is not None:
             entities = entities[:limit]
@@ -130,14 +131,16 @@ def shape(query: str, entities: Sequence[Any], relations: Sequence[Any], charact
         if window is not None:
             order = _kept_within(order, entities, window)
     else:
-        entities, order = _word_order(query, entities, nearest, lookup, opened, window)
+        entities_given = entities
+        entities, order = _word_order(query, list(entities), nearest, lookup, opened, window)
         if limit is not None:
             assert isinstance(order, FactOrder)
             order, kept = order.first_entities(limit)
             entities = [entities[position] for position in kept]
-        shown = {entities[position]["name"] for position, _ in order}
-        if opened is not None and shown - {end for relation in touching for end in (relation["from"], relation["to"])}:
-            # Entities of a scope bring relations of their own (open_nodes gives them).
+        given = {entity["name"] for entity in entities_given[:matched]}
+        if opened is not None and (shown := {entities[position]["name"] for position, _ in order} - given):
+            # Entities of a scope (or only meaning found) bring relations of their own: open_nodes gives
+            # them; the relations given already touch every matched entity.
             known = {(relation["from"], relation["to"], relation["relationType"]) for relation in touching}
             for relation in opened(sorted(shown))["relations"]:
                 if (relation["from"], relation["to"], relation["relationType"]) not in known:
