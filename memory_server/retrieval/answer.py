@@ -308,7 +308,9 @@ def _fused(scored: list[tuple[int, int, float]], covered: Mapping[tuple[int, int
     found = None
     if nearest is not None:
         try:
-            found = nearest(query, SEMANTIC_CANDIDATES * (10 if scope is not None else 1))
+            # Within a scope the question without its names resembles everyone's facts alike: all
+            # the candidates are asked for, and the scope's kept (the others have no place here).
+            found = nearest(query, SCORED_FACTS if scope is not None else SEMANTIC_CANDIDATES)
         except Exception:  # a model that fails answers nothing; the words still do
             found = None
     best_word = max((score for _, _, score in evidence), default=0.0) or 1.0
@@ -344,13 +346,15 @@ best (the best such fact ranks with a word match 0.6 as good as the best)."""
 
 def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], scope: scopes.Scope,
                 asks: bool) -> list[tuple[int, int, float]]:
-    """The facts of a scope, weighed by where they stand (guarantee 6): the named entities' and the
-    targets' as they scored, the targets' doubled, the other neighbours' at NEIGHBOUR_SHARE. A
+    """The facts of a scope, weighed by where they stand (guarantee 6): the named entities' as they
+    scored, the targets' doubled, the other neighbours' and those that mention a named entity at
+    NEIGHBOUR_SHARE. A
     target's facts that nothing else brings join at TARGET_SHARE of the best (in the order they were
     written); a question with nothing but names (`asks` false) answers with the named entities' facts."""
     named, targets = set(scope.named), set(scope.targets)
-    weight = [2.0 if entity["name"] in targets else 1.0 if entity["name"] in named or entity["name"] not in scope.names
-              else NEIGHBOUR_SHARE for entity in entities]
+    # (an entity that only mentions a named one, as a place a person went, is no more than a neighbour)
+    weight = [2.0 if entity["name"] in targets else 1.0 if entity["name"] in named else NEIGHBOUR_SHARE
+              for entity in entities]
     joined = [(position, index, score * weight[position]) for position, index, score in fused]
     top = max((score for _, _, score in joined), default=1.0)
     have = {(position, index) for position, index, _ in fused}
