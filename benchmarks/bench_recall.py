@@ -5,6 +5,8 @@ Run from the repository root (on demand; pytest does not collect it):
     .venv/bin/python benchmarks/bench_recall.py                                  # synthetic memory, both servers
     .venv/bin/python benchmarks/bench_recall.py --locomo /path/to/locomo10_v2    # and LoCoMo, both mappings
     .venv/bin/python benchmarks/bench_recall.py --locomo DIR --servers none      # in-process rankers only
+    .venv/bin/python benchmarks/bench_recall.py --personal tuning                # a personal memory, by category
+    .venv/bin/python benchmarks/bench_recall.py --personal held-out              # (never tune on held-out)
 
 Memories:
 
@@ -519,6 +521,10 @@ RANKERS = {"plain": (ranking.PLAIN, (1, 1)), "default": (ranking.DEFAULT, rankin
 def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--locomo", type=Path, help="directory holding LoCoMo's conversation *.json files")
+    parser.add_argument("--personal", choices=("tuning", "held-out"),
+                        help="only the personal memory (benchmarks/personal_memory.py) with this question set, "
+                             "per category: the answering fact within the first 1,000 characters")
+    parser.add_argument("--show-misses", action="store_true", help="with --personal: print the questions missed")
     parser.add_argument("--mappings", default=",".join(MAPPINGS), help=f"LoCoMo turn mappings ({', '.join(MAPPINGS)})")
     parser.add_argument("--no-synthetic", action="store_true", help="skip the synthetic memory")
     parser.add_argument("--no-people", action="store_true", help="skip the memory of people with many facts")
@@ -531,8 +537,85 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+PERSONAL_WITHIN = 1_000
+
+
+def personal_passes(fact: str | None, answer: Answer) -> bool:
+    """A question about the personal memory is answered when its fact ends within the first
+    PERSONAL_WITHIN characters of the answer's text; one about something never said, when the
+    answer is empty or one line (at most one observation)."""
+    if fact is not None:
+        end = fact_end(answer.text, fact)
+        return end is not None and end <= PERSONAL_WITHIN
+    try:
+        shown = json.loads(answer.text) if answer.text else {"entities": []}
+    except ValueError:
+        return False
+    return sum(max(len(entity.get("observations", [])), 1) for entity in shown.get("entities", [])) <= 1
+
+
+def personal(options: argparse.Namespace) -> int:
+    """The personal memory, one question set, per category, for ours (a real process, dates on),
+    plain BM25 over facts, and the reference (when npm can install it)."""
+    from datetime import UTC, datetime
+
+    import personal_memory
+
+    asked = personal_memory.SETS[options.personal]
+    records = personal_memory.memory(datetime.now(UTC).date())
+    memory = Memory(f"personal/{options.personal}", records,
+                    [Question(item.text, frozenset(), item.fact) for item in asked])
+    entities = sum(1 for record in records if record["type"] == "entity")
+    facts = sum(len(record["observations"]) for record in records if record["type"] == "entity")
+    print(f"bench_recall --personal {options.personal} {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
+          f"{entities} entities, {facts} facts, {len(records) - entities} relations, {len(asked)} questions",
+          flush=True)
+    servers = [name for name in options.servers.split(",") if name in ("ours", "reference")]
+    with tempfile.TemporaryDirectory(prefix="bench-recall-") as scratch:
+        root = Path(scratch)
+        askers: list[tuple[str, Callable[[Path], list[Answer]]]] = []
+        if "ours" in servers:
+            askers.append(("ours (stdio)", lambda work: ask_server(our_command(), memory, work, None, options.timeout)))
+        askers.append(("fact BM25 top 10", lambda work: ask_fact_bm25(memory)))
+        try:
+            if "reference" in servers:
+                try:
+                    command, version = install_reference(root / "npm", REFERENCE_PACKAGE, 600)
+                    askers.append((f"reference {version}", lambda work: ask_server(command, memory, work, None,
+                                                                                  options.timeout)))
+                except BenchError as error:
+                    print(f"reference not run: {error}", flush=True)
+            print(f"{'asker':<24} " + " ".join(f"{category:>10}" for category in personal_memory.CATEGORIES)
+                  + f" {'overall':>8} {'median B':>9}", flush=True)
+            for label, ask in askers:
+                work = root / "run"
+                shutil.rmtree(work, ignore_errors=True)
+                work.mkdir()
+                answers = ask(work)
+                passed = [personal_passes(item.fact, answer) for item, answer in zip(asked, answers, strict=True)]
+                cells = []
+                for category in personal_memory.CATEGORIES:
+                    mine = [ok for item, ok in zip(asked, passed, strict=True) if item.category == category]
+                    cells.append(f"{sum(mine):>3}/{len(mine):<2} {sum(mine) / len(mine):4.0%}" if mine else "")
+                sizes = sorted(answer.size for answer in answers)
+                print(f"{label:<24} " + " ".join(f"{cell:>10}" for cell in cells)
+                      + f" {sum(passed) / len(passed):8.1%} {sizes[len(sizes) // 2]:>9,}", flush=True)
+                if options.show_misses:
+                    for item, ok, answer in zip(asked, passed, answers, strict=True):
+                        if not ok:
+                            print(f"    miss [{item.category}] {item.text!r}: {answer.text[:300]}", flush=True)
+        except BenchError as error:
+            print(f"bench_recall: {error}", file=sys.stderr)
+            return 1
+        finally:
+            kill_live_processes()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     options = arguments(argv)
+    if options.personal is not None:
+        return personal(options)
     groups: list[tuple[str, list[Memory]]] = []
     if not options.no_synthetic:
         groups.append(("synthetic", [synthetic_memory()]))

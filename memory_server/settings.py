@@ -46,7 +46,7 @@ SETTINGS: Final = (
     # What check() reads; each is described in docs (README, docs/*.md) and in --help.
     "MEMORY_FILE_PATH", "MEMORY_DATABASE_URL", "MEMORY_NAME", DATES_VARIABLE, SEMANTIC_VARIABLE,
     "MEMORY_SEMANTIC_MODEL", SEMANTIC_MAX_VARIABLE, "MEMORY_ANSWER_BUDGET", "MEMORY_SEARCH_CHARACTERS",
-    "MEMORY_LOCK_TIMINGS", HTTP_TOKEN_VARIABLE, HTTP_SESSION_IDLE_VARIABLE, HTTP_LIMITS_VARIABLE,
+    "MEMORY_LOCK_TIMINGS", "MEMORY_HEMISPHERE", HTTP_TOKEN_VARIABLE, HTTP_SESSION_IDLE_VARIABLE, HTTP_LIMITS_VARIABLE,
     # OAuth (oauth_settings.py parses them, with the shared token they exclude)
     "MCP_MEMORY_OAUTH_ISSUER", "MCP_MEMORY_OAUTH_JWKS_URL", "MCP_MEMORY_PUBLIC_URL",
 )
@@ -122,6 +122,7 @@ def check(environ: Mapping[str, str]) -> Settings:
     from .oauth_settings import oauth_from
     from .retrieval.answer import characters_from
     from .retrieval.paging import budget_from
+    from .retrieval.when import hemisphere_from
     from .storage.choice import StoreChoiceError, database_from
     from .storage.lock import LockTimings
 
@@ -135,6 +136,7 @@ def check(environ: Mapping[str, str]) -> Settings:
     try:
         answer_budget = budget_from(environ)
         search_characters = characters_from(environ)
+        hemisphere_from(environ)  # read again by each search (retrieval/when.py): the seasons it names
         LockTimings.from_environment(environ)
         oauth_from(environ, "/mcp")
     except ValueError as error:

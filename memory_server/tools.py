@@ -9,6 +9,8 @@ result fields (skipped, notFound, deletedCount, nextCursor, summary) and a curso
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import os
 import re
 import threading
@@ -24,6 +26,8 @@ from msgspec import UNSET, Meta, UnsetType
 
 from protocol import RequestContext, Server, ToolError, ToolResult
 
+from .model import dates
+from .model.dates import Span
 from .retrieval import answer as answers
 from .retrieval.paging import CursorError, Facts, Page, Pager, budget_from, request_key
 from .storage.interface import MemoryStore
@@ -291,7 +295,7 @@ class MemoryTools:
     async def search_nodes(self, arguments: SearchNodes, context: RequestContext) -> ToolResult:
         # The store finds the matching entities; retrieval.answer makes the answer of their facts
         # (best first, a glance per page: see docs/search.md). A time window (since/until, or a
-        # phrase such as "last week") keeps what falls within it.
+        # phrase such as "last week") keeps the facts within it, once words and meaning found them.
         from .retrieval import when  # loaded with the first search, not at start-up
 
         store = self.store
@@ -303,24 +307,64 @@ class MemoryTools:
                                       None if isinstance(arguments.until, UnsetType) else arguments.until)
         except ValueError as error:
             raise ToolError(str(error)) from None
-        words, window = (query, explicit) if explicit is not None else when.parse_query(query, datetime.now(UTC))
+        characters = answers.check_characters(wanted, self.pager.budget)
+        hemisphere = when.hemisphere_from(os.environ)  # (checked at start: settings.py)
 
         def answer(in_memory: bool) -> dict[str, Any] | Facts:
+            def cached(value: dict[str, Any] | Facts, words: str, window: Span | None) -> Facts:
+                if isinstance(value, Facts):
+                    return value
+                # matched from the cache: the answer is made of their facts here
+                return answers.shape(words, value["entities"], value["relations"], characters, limit=limit,
+                                     opened=lambda names: store.open_nodes(list(names), in_memory=in_memory),
+                                     window=window)
+
+            def event_date(event: str) -> datetime | None:
+                # "since we moved": when the fact that best tells of moving happened (or was recorded)
+                found = cached(store.search_nodes(event, characters=characters, in_memory=in_memory), event, None)
+                for position, index in itertools.islice(found.order, 20):
+                    if day := answers.fact_date(found.entities[position], index):
+                        with contextlib.suppress(ValueError):
+                            return dates.parse_when(day)[0][0]
+                return None
+
+            window: Span | None
+            if explicit is not None:
+                words, window = query, explicit
+            else:
+                words, window = when.parse_query(query, datetime.now(UTC), hemisphere=hemisphere, events=event_date)
             remark = ""
             if window is not None:
-                if in_memory:
-                    raise NotInMemory  # made in a worker: it reads the dates of every match
-                within = store.search_within(query, words, window, explicit=explicit is not None, limit=limit)
-                # A window the query's own words name ("in June", "4 years ago") narrows only when
-                # something was recorded or happened within it; else the words answer as without it
-                # (a fact told long after it happened carries no date of its own).
-                if within is not None and (within["entities"] or explicit is not None):
-                    return within
-                remark = "" if within is None else when.nothing_within(window)
-            characters = answers.check_characters(wanted, self.pager.budget)
-            value = store.search_nodes(query, limit, characters=characters, in_memory=in_memory)
-            if not isinstance(value, Facts):  # matched from the cache: the answer is made of their facts here
-                value = answers.shape(query, value["entities"], value["relations"], characters, limit=limit)
+                if not when._content_terms(words):
+                    # Nothing asked but a time ("what did I do last week?"): every fact within it.
+                    if in_memory:
+                        raise NotInMemory  # made in a worker: it reads the dates of every match
+                    within = store.search_within(query, words, window, explicit=explicit is not None, limit=limit)
+                    if within is not None and (within["entities"] or explicit is not None):
+                        return within
+                    remark = "" if within is None else when.nothing_within(window)
+                else:
+                    whole = cached(store.search_nodes(query, limit, characters=characters, in_memory=in_memory),
+                                   query, None)
+                    if not whole.words:
+                        # The whole query held by entities: the reference's answer; within since/until,
+                        # their facts of that time, the latest first among equals.
+                        if explicit is None:
+                            return whole
+                        if in_memory:
+                            raise NotInMemory
+                        within = store.search_within(query, words, window, explicit=True, limit=limit)
+                        assert within is not None
+                        return within
+                    value = cached(store.search_nodes(words, limit, characters=characters, in_memory=in_memory,
+                                                      window=window), words, window)
+                    if value.order or explicit is not None:
+                        return value
+                    # A window the query's own words name, in which no fact answering them falls: the
+                    # words answer at any time (a fact told long after it happened may carry no date of
+                    # its own), and the note says so.
+                    return replace(whole, remark=when.nothing_answers_within(window))
+            value = cached(store.search_nodes(query, limit, characters=characters, in_memory=in_memory), query, None)
             return replace(value, remark=remark) if remark else value
         return await self._read("search_nodes", arguments, answer, context, long=len(query) > LONG_QUERY_CHARS)
 

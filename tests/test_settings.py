@@ -39,6 +39,7 @@ BAD_SETTINGS = [
     ("MCP_MEMORY_HTTP_LIMITS", "streams=0", "above 0"),
     ("MCP_MEMORY_HTTP_LIMITS", "sockets=4", "name=value pairs"),
     ("MEMORY_NAME", "bad name!", "letters, digits"),
+    ("MEMORY_HEMISPHERE", "east", "north or south"),
 ]
 
 

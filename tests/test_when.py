@@ -40,10 +40,10 @@ def whole_day(year: int, month: int, date: int) -> tuple[datetime, datetime]:
     ("party in December", "party", (day(2026, 12, 1), day(2027, 1, 1))),
     ("what happened on 2023-05-07", "what happened", whole_day(2023, 5, 7)),
     ("2023-05", "", (day(2023, 5, 1), day(2023, 6, 1))),
-    ("dinner 3 days ago", "dinner", whole_day(2026, 11, 28)),
-    ("a week ago", "", (day(2026, 11, 23), day(2026, 11, 30))),
-    ("two months ago", "", (day(2026, 10, 1), day(2026, 11, 1))),
-    ("a couple of weeks ago", "", (day(2026, 11, 16), day(2026, 11, 23))),
+    ("dinner 3 days ago", "dinner", (day(2026, 11, 27), day(2026, 11, 30))),  # 4 to 2 days back
+    ("a week ago", "", (day(2026, 11, 16), NOW + timedelta(seconds=1))),  # the week before to now
+    ("two months ago", "", (day(2026, 9, 1), day(2026, 12, 1))),
+    ("a couple of weeks ago", "", (day(2026, 11, 9), day(2026, 11, 30))),
     ("books in the past 2 weeks", "books", (NOW - timedelta(weeks=2), NOW + timedelta(seconds=1))),
     ("over the last 10 days", "", (NOW - timedelta(days=10), NOW + timedelta(seconds=1))),
     ("calls since March 2024", "calls", (day(2024, 3, 1), END_OF_TIME)),
@@ -60,6 +60,14 @@ def whole_day(year: int, month: int, date: int) -> tuple[datetime, datetime]:
     ("in 2023", "", (day(2023, 1, 1), day(2024, 1, 1))),
     ("last year", "", (day(2025, 1, 1), NOW + timedelta(seconds=1))),
     ("last month", "", (day(2026, 11, 1), NOW + timedelta(seconds=1))),
+    # seasons, northern by default (NOW is in December: winter has begun less than a month ago)
+    ("What did I do last spring?", "What did I do?", (day(2026, 3, 1), day(2026, 6, 1))),
+    ("this summer trip", "trip", (day(2026, 6, 1), day(2026, 9, 1))),
+    ("Where did we go over the winter?", "Where did we go?", (day(2025, 12, 1), day(2026, 3, 1))),
+    ("hikes in the fall", "hikes", (day(2026, 9, 1), day(2026, 12, 1))),
+    ("in spring 2025", "", (day(2025, 3, 1), day(2025, 6, 1))),
+    ("the winter of 2025", "", (day(2024, 12, 1), day(2025, 3, 1))),
+    ("since last summer", "", (day(2026, 6, 1), END_OF_TIME)),
 ])
 def test_a_time_phrase_becomes_a_window_and_leaves_the_query(query: str, words: str,
                                                               window: tuple[datetime, datetime]) -> None:
@@ -69,6 +77,7 @@ def test_a_time_phrase_becomes_a_window_and_leaves_the_query(query: str, words: 
 @pytest.mark.parametrize("query", [
     "May I ask about cats", "Monday meetings", "Caroline support group", "march of the penguins",
     "room 2023", "a 5 day trip", "the last of us", "dog", "", "   ", "2023-13-45", "February 30",
+    "spring rolls recipe", "summer", "since", "since we moved",
 ])
 def test_words_that_name_no_time_leave_the_query_alone(query: str) -> None:
     assert parse_query(query, NOW) == (query, None)
@@ -81,9 +90,41 @@ def test_a_month_without_a_year_is_its_latest_one_not_after_now() -> None:
     assert parse_query("on Dec 1", NOW)[1] == whole_day(2026, 12, 1)
 
 
+def test_seasons_follow_the_hemisphere() -> None:
+    march = day(2026, 3, 20)
+    assert parse_query("over the winter", march)[1] == (day(2025, 12, 1), day(2026, 3, 1))
+    assert parse_query("over the winter", march, hemisphere="south")[1] == (day(2025, 6, 1), day(2025, 9, 1))
+    assert parse_query("last summer", march, hemisphere="south")[1] == (day(2025, 12, 1), day(2026, 3, 1))
+    # under way for more than a month: "this winter" is the current one
+    assert parse_query("this winter", day(2026, 2, 10))[1] == (day(2025, 12, 1), day(2026, 3, 1))
+    assert parse_query("last winter", day(2026, 2, 10))[1] == (day(2024, 12, 1), day(2025, 3, 1))
+
+
+def test_the_hemisphere_setting_takes_north_or_south() -> None:
+    assert when.hemisphere_from({}) == "north"
+    assert when.hemisphere_from({"MEMORY_HEMISPHERE": " South "}) == "south"
+    with pytest.raises(ValueError, match="MEMORY_HEMISPHERE must be north or south"):
+        when.hemisphere_from({"MEMORY_HEMISPHERE": "east"})
+
+
+def test_since_an_event_starts_at_the_date_of_the_fact_that_tells_it() -> None:
+    asked: list[str] = []
+
+    def events(words: str) -> datetime | None:
+        asked.append(words)
+        return day(2025, 8, 14) if "moved" in words else None
+
+    assert parse_query("What did I buy since we moved?", NOW, events=events) == (
+        "What did I buy?", (day(2025, 8, 14), END_OF_TIME))
+    assert asked == ["we moved"]
+    # an event no dated fact tells names no window: the query stays whole
+    assert parse_query("Who did I meet since I quit smoking?", NOW, events=events) == (
+        "Who did I meet since I quit smoking?", None)
+
+
 def test_months_back_keep_to_the_calendar() -> None:
     march_31 = datetime(2026, 3, 31, 10, tzinfo=UTC)
-    assert parse_query("a month ago", march_31)[1] == (day(2026, 2, 1), day(2026, 3, 1))
+    assert parse_query("a month ago", march_31)[1] == (day(2026, 1, 1), march_31 + timedelta(seconds=1))
     assert parse_query("past 1 month", march_31)[1] == (datetime(2026, 2, 28, 10, tzinfo=UTC),
                                                         march_31 + timedelta(seconds=1))
     assert parse_query("last month", day(2026, 1, 15))[1] == (day(2025, 12, 1), day(2026, 1, 15) + timedelta(seconds=1))

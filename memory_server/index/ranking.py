@@ -403,14 +403,19 @@ _NO_HITS: Final[frozenset[str]] = frozenset()
 
 
 def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
-               ranker: FactRanker = FACTS, *, held: Sequence[Sequence[tuple[str, ...]]] | None = None) -> list[ScoredFact]:
+               ranker: FactRanker = FACTS, *, held: Sequence[Sequence[tuple[str, ...]]] | None = None,
+               coverage_of: dict[tuple[int, int], float] | None = None) -> list[ScoredFact]:
     """The facts of `entities` (name, type, observations) that the query's terms reach, best
     first (ties: entity position, then the order the observations were added).
 
     Rarity is counted over the facts given: pass every entity holding a query term and the
-    counts are exactly those of the whole memory's facts for these terms. `held`: each entity's
-    facts as terms, when the caller has them otherwise than one fact per observation (several
-    observations read as one); the observations are then not read."""
+    counts are exactly those of the whole memory's facts for these terms. A query term no fact
+    holds weighs as the rarest term one holds: the question asks something the memory words
+    otherwise, and an unbounded rarity would make every fact's coverage of the rest nil.
+    `held`: each entity's facts as terms, when the caller has them otherwise than one fact per
+    observation (several observations read as one); the observations are then not read.
+    `coverage_of`: filled with each scored fact's share of the query's rarity, (position, index) ->
+    0 to 1, the evidence its words give (see answer.MIN_COVERAGE)."""
     wanted = query_terms(query, question_words=True)
     if not wanted:
         return []
@@ -428,8 +433,19 @@ def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
     average = length / facts if length else 1.0  # facts of no terms at all ("", "...") weigh as average
     count = max(facts, 1)
     idf = {term: math.log(1.0 + (count - df[term] + 0.5) / (df[term] + 0.5)) for term in wanted}
+    unheld = {term for term in wanted_set if not df[term]}
+    rarest_held = max((idf[term] for term in wanted_set if df[term]), default=0.0)
+    if unheld and rarest_held:
+        # (a term only a name or a type holds keeps its rarity: it names the entity asked about)
+        for name, entity_type, _ in entities:
+            unheld.difference_update(fact_terms(name), fact_terms(entity_type))
+            if not unheld:
+                break
+        for term in unheld:
+            idf[term] = rarest_held
     whole = sum(idf.values()) or 1.0
     k1, b = ranker.k1, ranker.b
+    share_of = coverage_of
     scored: list[ScoredFact] = []
     for position, ((name, entity_type, _), found, found_hits) in enumerate(zip(entities, held, hits_of, strict=True)):
         context: dict[str, float] = {}
@@ -440,7 +456,10 @@ def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
         if not found:
             if context:
                 score = sum(idf[term] * weight for term, weight in context.items())
-                scored.append((position, -1, score * (sum(idf[t] for t in context) / whole) ** ranker.coverage))
+                share = sum(idf[t] for t in context) / whole
+                if coverage_of is not None:
+                    coverage_of[position, -1] = share
+                scored.append((position, -1, score * share ** ranker.coverage))
             continue
         for index, (fact, hits) in enumerate(zip(found, found_hits, strict=True)):
             if not hits and not context:
@@ -455,6 +474,8 @@ def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
                 if term not in hits:
                     score += idf[term] * weight
                     covered += idf[term]
+            if share_of is not None:
+                share_of[position, index] = covered / whole
             if ranker.coverage:
                 score *= (covered / whole) ** ranker.coverage
             if not hits:

@@ -14,8 +14,8 @@ Guarantees:
 2. A query taken as words is answered by facts (observations), each scored on its own
    (:func:`..index.ranking.rank_facts`: rarity of the shared terms over all matching facts,
    the entity's name and type as the fact's context, coverage of the query, closeness of the
-   matched terms) over every matching entity, up to :data:`SCORED_FACTS` facts (beyond them the
-   remaining entities follow in the order the word index ranked them, observations as written).
+   matched terms) over every matching entity, up to :data:`SCORED_FACTS` facts (the entities
+   beyond them, in the order the word index ranked them, are not scored and not shown).
    Entities come in the order of their best fact; a page shows its facts grouped by entity.
    A small entity (:data:`SMALL_ENTITY`) comes whole, placed by the score of its observations
    read as one text (:func:`_small_as_one`: a dialog turn's words, caption and date line together):
@@ -26,11 +26,21 @@ Guarantees:
 4. Every fact of the answer is on exactly one page; an entity of which a page does not show every
    observation carries ``"partial": "3 of 300 observations shown; open_nodes gives all"``.
 5. `limit` keeps the first `limit` entities (in the order of their best fact) and all their facts.
+6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts.
+7. Only evidence answers (:data:`MIN_COVERAGE`, :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
+   :data:`MEANING_SCOPED`): a question about something never said answers empty arrays.
+8. An entity is shown only when its best fact scores within :data:`MARGIN` of the answer's best.
+9. Versions of one kind of fact within an entity come newest first (:data:`VERSIONS_BAND`,
+   :data:`CURRENT_BAND`).
+10. A window keeps the facts within it after 6 to 9 found and ranked them.
+
+The rules in full, with their figures: docs/search.md, "The person named, the time asked...".
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Final
@@ -38,6 +48,8 @@ from typing import Any, Final
 import msgspec
 
 from ..index.search import FIELD_SEPARATOR
+from ..model.dates import Span
+from . import scope as scopes
 from .paging import FactOrder, Facts
 
 CHARACTERS_VARIABLE: Final = "MEMORY_SEARCH_CHARACTERS"
@@ -100,29 +112,49 @@ def whole_query_matches(query: str, entity: Mapping[str, Any]) -> bool:
 
 def shape(query: str, entities: Sequence[Any], relations: Sequence[Any], characters: int, *,
           limit: int | None = None, nearest: Nearest | None = None,
-          lookup: Callable[[str], Any | None] | None = None) -> Facts:
+          lookup: Callable[[str], Any | None] | None = None, opened: scopes.Opened | None = None,
+          window: Span | None = None) -> Facts:
     """The answer to `query` from its matched entities (best first, as :func:`.query.matches` gives
     them) and the relations touching them (each with an end among them). `nearest`: semantic
     candidates (see guarantee 3); `lookup`: an entity's object by name, for a candidate that no
-    word of the query matched."""
+    word of the query matched; `opened`: the entities and relations of some names (open_nodes),
+    for the question's scope (guarantee 6); `window`: the time the answer's facts must fall in
+    (guarantee 10)."""
     entities = list(entities)
     words = not (entities and whole_query_matches(query, entities[0]))
+    touching = list(relations)
+    matched = len(entities)
     if not words:
         if limit is not None:
             entities = entities[:limit]
-        order = _contained_order(query, entities, characters)
+        order: Sequence[tuple[int, int]] = _contained_order(query, entities, characters)
+        if window is not None:
+            order = _kept_within(order, entities, window)
     else:
-        order = _word_order(query, entities, nearest, lookup)
+        entities_given = entities
+        entities, order = _word_order(query, list(entities), nearest, lookup, opened, window)
         if limit is not None:
+            assert isinstance(order, FactOrder)
             order, kept = order.first_entities(limit)
             entities = [entities[position] for position in kept]
-    touching = list(relations)
-    # Every relation given touches a given entity (and entities a semantic candidate adds bring none
-    # of their own): only a limit can leave one with no end among the entities.
-    if limit is not None:
-        names = {entity["name"] for entity in entities}
-        touching = [relation for relation in relations if relation["from"] in names or relation["to"] in names]
+        given = {entity["name"] for entity in entities_given[:matched]}
+        if opened is not None and (shown := {entities[position]["name"] for position, _ in order} - given):
+            # Entities of a scope (or only meaning found) bring relations of their own: open_nodes gives
+            # them; the relations given already touch every matched entity.
+            known = {(relation["from"], relation["to"], relation["relationType"]) for relation in touching}
+            for relation in opened(sorted(shown))["relations"]:
+                if (relation["from"], relation["to"], relation["relationType"]) not in known:
+                    touching.append(relation)
+    # Only relations with an end among the entities shown stay.
+    names = {entity["name"] for entity in entities}
+    touching = [relation for relation in touching if relation["from"] in names or relation["to"] in names]
     return Facts(entities, order, touching, characters, words)
+
+
+def _kept_within(order: Sequence[tuple[int, int]], entities: Sequence[Any], window: Span) -> FactOrder:
+    """The facts of an order that fall within the window (the whole-query rule's answer, windowed)."""
+    kept = [(position, index) for position, index in order if index >= 0 and within(entities[position], index, window)]
+    return FactOrder((), None, (), head=([position for position, _ in kept], [index for _, index in kept]))
 
 
 def _size(entity: Mapping[str, Any]) -> int:
@@ -151,46 +183,229 @@ def _contained_order(query: str, entities: list[Any], characters: int) -> FactOr
 
 
 def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
-                lookup: Callable[[str], Any | None] | None) -> FactOrder:
+                lookup: Callable[[str], Any | None] | None, opened: scopes.Opened | None = None,
+                window: Span | None = None) -> tuple[list[Any], FactOrder]:
+    """The facts answering a query taken as words (guarantees 2, 3, 6 to 9), and the entities
+    they refer to by position (the matches, or the question's scope)."""
     from ..index import ranking
 
+    scope = scopes.find(query, entities, opened) if opened is not None else None
+    ranked_by = query
+    if scope is not None:
+        # The question's scope (guarantee 6): its named entities, their targets, the rest, then
+        # the matches whose observations name them; ranked by the question without the names.
+        order_of = {name: number for number, name in enumerate((*scope.named, *scope.targets))}
+        pool = sorted(scope.views.values(), key=lambda entity: (order_of.get(entity["name"], len(order_of)),
+                                                                 entity["name"]))
+        pool += [entity for entity in entities[:scopes.NAMED_AMONG]
+                 if entity["name"] not in scope.names and scopes.mentions(entity, scope.named)]
+        entities = pool
+        ranked_by = scope.rest
+    terms = ranking.query_terms(ranked_by)
     scored_entities, facts = 0, 0
     for entity in entities:
         if facts >= SCORED_FACTS:
             break
         facts += len(entity["observations"])
         scored_entities += 1
-    scored = _small_as_one(query, entities[:scored_entities], ranking.rank_facts(
-        query, [(entity["name"], entity["entityType"], entity["observations"]) for entity in entities[:scored_entities]]))
-    ranked = [(position, index) for position, index, _ in scored]
-    if nearest is not None:
-        ranked = _fused(scored, entities, query, nearest, lookup)
+    covered: dict[tuple[int, int], float] = {}
+    scored = ranking.rank_facts(ranked_by, [(entity["name"], entity["entityType"], entity["observations"])
+                                            for entity in entities[:scored_entities]], coverage_of=covered)
+    scored = _small_as_one(ranked_by, entities[:scored_entities], scored)
+    meaning_query = scope.asked if scope is not None and ranking.query_terms(scope.asked) else query
+    fused = _fused(scored, covered, entities, meaning_query, nearest, lookup, scope, len(terms))
+    if scope is not None:
+        fused = _with_scope(fused, entities, scope, bool(terms))
+    if window is not None:
+        fused = [fact for fact in fused if within(entities[fact[0]], fact[1], window)]
+    fused = _plausible(fused)
+    fused = _newest_first(fused, entities, current=is_about_now(query))
     by_entity: dict[int, list[int]] = {}
-    for position, index in ranked:
+    for position, index, _ in fused:
         by_entity.setdefault(position, []).append(index)
     positions: list[int] = []
     indexes: list[int] = []
     done: set[int] = set()
-    for position, index in ranked:
+    for position, index, _ in fused:
         entity = entities[position]
         if position in done:
             continue
-        if _size(entity) <= SMALL_ENTITY:
+        # (within a scope an entity shows its evidence only: its other facts are what the question
+        # did not ask about the person it names)
+        if _size(entity) <= SMALL_ENTITY and scope is None:
             done.add(position)
             first = [index for index in by_entity[position] if index >= 0]
             taken = set(first)
-            rest = [index for index in range(len(entity["observations"])) if index not in taken]
+            rest = [] if window is not None else [
+                index for index in range(len(entity["observations"])) if index not in taken]
             shown = first + rest or [-1]
             positions += [position] * len(shown)
             indexes += shown
         else:
             positions.append(position)
             indexes.append(index)
-    # Entities not scored fact by fact (or reached by none of their facts): after the ranked ones,
-    # in the word index's order, their observations as written (runs: no object per fact).
-    unranked = list(itertools.filterfalse(by_entity.__contains__, range(len(entities))))
-    counts = list(map(len, map(_observations_of, map(entities.__getitem__, unranked))))
-    return FactOrder(unranked, None, counts, head=(positions, indexes))
+    return entities, FactOrder((), None, (), head=(positions, indexes))
+
+
+# --------------------------------------------------------------------------------------------
+# Evidence, scope, window, precision and versions (guarantees 6 to 9)
+# --------------------------------------------------------------------------------------------
+
+MIN_COVERAGE: Final = 0.4
+"""A fact is evidence by words when it holds at least this share of the question's rarity."""
+MEANING_ALONE: Final = 0.45
+"""A fact no word reaches is evidence by meaning at this cosine similarity to the question."""
+MEANING_ONE_WORD: Final = 0.27
+"""... to a one-word question (``dog`` and "a border collie named Biscuit" are 0.37 apart)."""
+MEANING_SCOPED: Final = 0.25
+"""... inside the scope of a named entity (its facts are few, and about what is asked)."""
+MARGIN: Final = 0.35
+"""An entity is shown when its best fact scores at least this share of the answer's best."""
+TARGET_SHARE: Final = 0.6
+"""The score, as a share of the answer's best, of the facts of an entity reached through a
+relation the question names, when nothing else makes them evidence."""
+VERSIONS_BAND: Final = 0.75
+"""Facts of one entity scoring within this share of its best are versions of one kind of fact:
+newest first. For a question about the present, :data:`CURRENT_BAND`."""
+CURRENT_BAND: Final = 0.35
+_NOW_WORDS: Final = re.compile(r"\b(?:now|currently|current|latest|still|these\s+days|nowadays|at\s+the\s+moment|"
+                               r"at\s+present|any\s*more|most\s+recent|recently|newest)\b", re.I)
+
+
+def is_about_now(query: str) -> bool:
+    """Whether the question asks about the present ("Where do I live now?")."""
+    return _NOW_WORDS.search(query) is not None
+
+
+def fact_date(entity: Mapping[str, Any], index: int) -> str:
+    """When a fact happened (its happenedOn), else when it was recorded, as an answer shows it
+    (``2026-05-15``, ``2026-05``); empty when unknown."""
+    every = entity.get("observationDates")
+    if not every or not 0 <= index < len(every) or every[index] is None:
+        return ""
+    shown: str = every[index]
+    if shown.startswith("happened "):
+        return shown[len("happened "):].split(",", 1)[0]
+    return shown
+
+
+def within(entity: Mapping[str, Any], index: int, window: Span) -> bool:
+    from ..model import dates
+
+    date = fact_date(entity, index)
+    return bool(date) and dates.overlaps(date, window)
+
+
+def _fused(scored: list[tuple[int, int, float]], covered: Mapping[tuple[int, int], float], entities: list[Any],
+           query: str, nearest: Nearest | None, lookup: Callable[[str], Any | None] | None,
+           scope: scopes.Scope | None, terms: int) -> list[tuple[int, int, float]]:
+    """The facts that are evidence (guarantee 7), fused by score: each fact's word score as a
+    share of the best, plus SEMANTIC_WEIGHT times its similarity as a share of the best, or, for a
+    fact only meaning finds, MEANING_SHARE times that similarity's share. Candidates of entities
+    the words did not match are added to `entities` (through `lookup`; in a scope, only its own)."""
+    evidence = [(position, index, score) for position, index, score in scored
+                if covered.get((position, index), 1.0) >= MIN_COVERAGE]
+    found = None
+    if nearest is not None:
+        try:
+            # Within a scope the question without its names resembles everyone's facts alike: all
+            # the candidates are asked for, and the scope's kept (the others have no place here).
+            found = nearest(query, SCORED_FACTS if scope is not None else SEMANTIC_CANDIDATES)
+        except Exception:  # a model that fails answers nothing; the words still do
+            found = None
+    best_word = max((score for _, _, score in evidence), default=0.0) or 1.0
+    fused: dict[tuple[int, int], float] = {(position, index): score / best_word for position, index, score in evidence}
+    if found:
+        floor = MEANING_SCOPED if scope is not None else MEANING_ONE_WORD if terms <= 1 else MEANING_ALONE
+        best_meaning = max(similarity for _, _, similarity in found) or 1.0
+        positions = {entity["name"]: position for position, entity in enumerate(entities)}
+        for name, index, similarity in found:
+            position = positions.get(name)
+            if position is None:
+                entity = lookup(name) if lookup is not None and scope is None else None
+                if entity is None:
+                    continue
+                position = positions[name] = len(entities)
+                entities.append(entity)
+            if not 0 <= index < len(entities[position]["observations"]) or similarity <= 0:
+                continue
+            fact = (position, index)
+            share = similarity / best_meaning
+            if fact in fused:
+                fused[fact] += SEMANTIC_WEIGHT * share
+            elif similarity >= floor:
+                fused[fact] = MEANING_SHARE * share if evidence else share
+    return sorted(((position, index, score) for (position, index), score in fused.items()),
+                  key=lambda fact: (-fact[2], fact[0], fact[1]))
+
+
+MEANING_SHARE: Final = 0.6
+"""A fact only meaning finds, against word matches: this share of its similarity's share of the
+best (the best such fact ranks with a word match 0.6 as good as the best)."""
+
+
+def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], scope: scopes.Scope,
+                asks: bool) -> list[tuple[int, int, float]]:
+    """The facts of a scope, weighed by where they stand (guarantee 6): the named entities' as they
+    scored, the targets' doubled, the other neighbours' and those that mention a named entity at
+    NEIGHBOUR_SHARE. A
+    target's facts that nothing else brings join at TARGET_SHARE of the best (in the order they were
+    written); a question with nothing but names (`asks` false) answers with the named entities' facts."""
+    named, targets = set(scope.named), set(scope.targets)
+    # (an entity that only mentions a named one, as a place a person went, is no more than a neighbour)
+    weight = [2.0 if entity["name"] in targets else 1.0 if entity["name"] in named else NEIGHBOUR_SHARE
+              for entity in entities]
+    joined = [(position, index, score * weight[position]) for position, index, score in fused]
+    top = max((score for _, _, score in joined), default=1.0)
+    have = {(position, index) for position, index, _ in fused}
+    wanted = [*scope.targets] if asks else [*scope.targets, *scope.named]
+    for rank, name in enumerate(wanted):
+        for position, entity in enumerate(entities):
+            if entity["name"] == name:
+                count = len(entity["observations"])
+                for index in range(count) if count else [-1]:
+                    if (position, index) not in have:
+                        joined.append((position, index, top * (TARGET_SHARE - 0.01 * rank) * (1 - index / (10 * count + 10))))
+                break
+    joined.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
+    return joined
+
+
+NEIGHBOUR_SHARE: Final = 0.35
+"""What a fact of an entity one relation from the named one counts, against the named entity's
+own: the question is about the named entity; its neighbours answer through a relation."""
+
+
+def _plausible(fused: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+    """Only the entities whose best fact scores within MARGIN of the answer's best (guarantee 8)."""
+    if not fused:
+        return fused
+    best: dict[int, float] = {}
+    for position, _, score in fused:
+        best.setdefault(position, score)
+    bar = MARGIN * fused[0][2]
+    return [fact for fact in fused if best[fact[0]] >= bar]
+
+
+def _newest_first(fused: list[tuple[int, int, float]], entities: Sequence[Any], *,
+                  current: bool) -> list[tuple[int, int, float]]:
+    """Within each entity, the dated facts scoring within the band of its best are its versions
+    of one kind of fact: newest first, taking the places (scores) of the band in turn (guarantee 9)."""
+    band = CURRENT_BAND if current else VERSIONS_BAND
+    by_entity: dict[int, list[int]] = {}
+    for number, (position, _, _) in enumerate(fused):
+        by_entity.setdefault(position, []).append(number)
+    result = list(fused)
+    for position, numbers in by_entity.items():
+        top = fused[numbers[0]][2]
+        versions = [number for number in numbers if fused[number][2] >= band * top
+                    and fact_date(entities[position], fused[number][1])]
+        if len(versions) < 2:
+            continue
+        newest = sorted(versions, key=lambda number: fact_date(entities[position], fused[number][1]), reverse=True)
+        for place, number in zip(versions, newest, strict=True):
+            result[place] = (position, fused[number][1], fused[place][2])
+    return result
 
 
 def _small_as_one(query: str, entities: Sequence[Any], scored: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
@@ -219,39 +434,6 @@ def _small_as_one(query: str, entities: Sequence[Any], scored: list[tuple[int, i
               for number, (position, index, score) in enumerate(scored)]
     placed.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
     return placed
-
-
-def _fused(scored: list[tuple[int, int, float]], entities: list[Any], query: str, nearest: Nearest,
-           lookup: Callable[[str], Any | None] | None) -> list[tuple[int, int]]:
-    """The word ranking fused with the semantic candidates (guarantee 3): each fact's word score as a
-    share of the best one, plus SEMANTIC_WEIGHT times its similarity as a share of the best one.
-    Scores, not ranks: a strong word match keeps its lead over a fact that only resembles the
-    question, and a fact no word reaches still joins, ahead of weak word matches. Candidates of
-    entities the words did not match are added to `entities` (through `lookup`)."""
-    ranked = [(position, index) for position, index, _ in scored]
-    try:
-        found = nearest(query, SEMANTIC_CANDIDATES)
-    except Exception:  # a model that fails answers nothing; the words still do
-        found = None
-    if not found:
-        return ranked
-    best_word = max((score for _, _, score in scored), default=0.0) or 1.0
-    best_meaning = max(similarity for _, _, similarity in found) or 1.0
-    fused: dict[tuple[int, int], float] = {(position, index): score / best_word for position, index, score in scored}
-    positions = {entity["name"]: position for position, entity in enumerate(entities)}
-    for name, index, similarity in found:
-        position = positions.get(name)
-        if position is None:
-            entity = lookup(name) if lookup is not None else None
-            if entity is None:
-                continue
-            position = positions[name] = len(entities)
-            entities.append(entity)
-        if not 0 <= index < len(entities[position]["observations"]) or similarity <= 0:
-            continue
-        fact = (position, index)
-        fused[fact] = fused.get(fact, 0.0) + SEMANTIC_WEIGHT * similarity / best_meaning
-    return sorted(fused, key=lambda fact: (-fused[fact], fact))
 
 
 __all__ = [

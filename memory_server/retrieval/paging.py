@@ -694,7 +694,7 @@ def _take_facts(facts: Facts, start: int, room: int, *, least: int = 0,
                                          "observations": []})) + 1
         observation = entity["observations"][index] if index >= 0 else None
         if observation is not None:
-            cost += len(_encoder.encode(observation)) + 1
+            cost += len(_encoder.encode(observation)) + 1 + _dates_cost(entity, index, position not in shown)
         if used + cost > room and (at == start or used + cost > room + stretch or not (
                 position in stretched or (position not in shown and len(shown) < least))):
             if at > start:
@@ -721,6 +721,20 @@ def _take_facts(facts: Facts, start: int, room: int, *, least: int = 0,
         cut.append(f"Not shown at all: the entity {_shown(facts.entities[order[start][0]]['name'])}, because even "
                    "its name exceeds the page. It stays in the memory file.")
     return _FactFill(at, shown, indexes, [], 0, cut), used
+
+
+def _dates_cost(entity: Mapping[str, Any], index: int, first: bool) -> int:
+    """The bytes a shown fact's date and author take beside it (observationDates, observationAuthors),
+    with the keys and the entity's own dates for its first fact: left out, a page of dated facts
+    overflowed and was cut again and again until its first fact showed nothing."""
+    cost = 0
+    for key in ("observationDates", "observationAuthors"):
+        values = entity.get(key)
+        if values and 0 <= index < len(values):
+            cost += len(_encoder.encode(values[index])) + 1 + (len(key) + 5 if first else 0)
+    if first:
+        cost += sum(len(key) + 17 for key in ("createdAt", "updatedAt") if key in entity)
+    return cost
 
 
 _source_of: Final = itemgetter("from")

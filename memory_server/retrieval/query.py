@@ -36,6 +36,7 @@ from .paging import Facts
 
 if TYPE_CHECKING:
     from ..index.ranking import Ranker
+    from ..model.dates import Span
 
 _Match = TypeVar("_Match")
 
@@ -46,22 +47,33 @@ vector; given whole, a pasted text of megabytes would cost seconds before it is 
 
 
 def search(graph: Graph, query: str, *, characters: int = answers.DEFAULT_CHARACTERS,
-           limit: int | None = None, ranked: Callable[[Graph], Graph] | None = None) -> Facts:
+           limit: int | None = None, ranked: Callable[[Graph], Graph] | None = None,
+           window: Span | None = None) -> Facts:
     """The answer to a search_nodes call on the graph in memory: rules 1 to 3, semantic candidates
     included when ``retrieval/semantic.py`` and its model are installed. `ranked`: see :func:`matches`."""
-    return answer_of(graph, query, matches(graph, query, ranked=ranked), characters=characters, limit=limit)
+    return answer_of(graph, query, matches(graph, query, ranked=ranked), characters=characters, limit=limit,
+                     window=window)
 
 
 def answer_of(graph: Graph | None, query: str, matched: dict[str, Any], *, characters: int,
-              limit: int | None = None) -> Facts:
+              limit: int | None = None, window: Span | None = None,
+              opened: Callable[[Sequence[str]], dict[str, Any]] | None = None) -> Facts:
     """Rule 3 on what rules 1 and 2 matched (all of it: `limit` applies here). `graph`: the graph
-    they came from, for semantic candidates; None when they came from the on-disk cache (words only)."""
+    they came from, for semantic candidates and the question's scope; None when they came from the
+    on-disk cache (words only; `opened` then gives the scope). `window`: see answer.shape."""
     nearest = None
     if graph is not None and not (matched["entities"] and answers.whole_query_matches(query, matched["entities"][0])):
         nearest = semantic_nearest(graph)
     lookup = None if graph is None else (lambda name: view_of(graph, name))
+    if graph is not None:
+        opened = partial(opened_in, graph)
     return answers.shape(query, matched["entities"], matched["relations"], characters, limit=limit,
-                         nearest=nearest, lookup=lookup)
+                         nearest=nearest, lookup=lookup, opened=opened, window=window)
+
+
+def opened_in(graph: Graph, names: Sequence[str]) -> dict[str, Any]:
+    """open_nodes on the graph: the entities of these names that exist and the relations touching them."""
+    return rules.open_nodes(graph, list(names))
 
 
 def view_of(graph: Graph, name: str) -> dict[str, Any] | None:

@@ -9,13 +9,27 @@ and the window the phrase names come out. Phrases understood (any case, as whole
   calls last week often happened a few days ago: the window is generous, ranking orders it);
 - ``past`` / ``last`` N ``days`` / ``weeks`` / ``months`` / ``years`` (also ``few``, ``couple of``):
   the N units before now;
-- N ``days`` / ``weeks`` / ``months`` / ``years ago``: that day, or that week, month or year;
+- N ``days`` / ``weeks`` / ``months`` / ``years ago``: from the unit before that one to the unit
+  after it (``two weeks ago``: the calendar weeks three to one weeks back; ``3 days ago``: 4 to 2
+  days back), never past now;
 - ``last monday`` ... ``last sunday``, ``on monday``: the most recent such day before today;
 - a date: ``2023-05-07``, ``2023-05``, ``in 2023``, ``may 2023``, ``in may``, ``may 7``,
   ``7 may 2023``, ``may 7, 2023`` (a month without a year is its latest one not after now; a bare
   month name is a date only after in, on, during, since, before, until, after or by, or with a
   day or year: "may" alone is a verb);
-- ``since`` / ``after`` X: from X on; ``before`` / ``until`` X: up to X.
+- ``since`` / ``after`` X: from X on; ``before`` / ``until`` X: up to X;
+- seasons: ``spring``, ``summer``, ``autumn`` / ``fall``, ``winter`` after ``last``, ``this``,
+  ``over the``, ``in the``, ``during the``, ``the``, or with a year (``summer 2025``, ``the winter of
+  2025``): meteorological seasons of the hemisphere :data:`HEMISPHERE_VARIABLE` names (default
+  north: spring is March to May, winter December to February; south: spring is September to
+  November). ``last`` S is the latest S that has ended; ``this`` S and the others the S under way
+  for a month at least, else the latest that has ended; S of a year Y is the one that starts in Y (a winter of Y starts
+  in its December... except that ``winter 2025`` means the winter holding January 2025);
+- ``since`` an event (``since we moved``, ``since I started at Acme``): from the date of the fact
+  that best answers the event's words (its ``happenedOn``, else when it was recorded), given by the
+  caller as `events`; no such dated fact, no window.
+
+"Now" is the caller's clock: the server's, in UTC.
 
 Guarantees (for :func:`search`):
 
@@ -40,7 +54,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
@@ -62,18 +76,24 @@ _UNITS: Final = {"day": "day", "days": "day", "week": "week", "weeks": "week", "
 _COUNTS: Final = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                   "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2, "a couple of": 2, "a few": 3}
 _LEAD: Final = r"(?:in|on|during|since|before|until|till|after|by|from)"
+HEMISPHERE_VARIABLE: Final = "MEMORY_HEMISPHERE"
+HEMISPHERES: Final = ("north", "south")
+_SEASONS: Final = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+"""The month each season starts with in the north; in the south six months later."""
 _OPEN: Final = {"since": "from", "after": "from", "from": "from", "before": "to", "until": "to", "till": "to", "by": "to"}
 
 _month = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _day = "|".join(_DAYS)
 _count = r"\d{1,3}|" + "|".join(sorted(map(re.escape, _COUNTS), key=len, reverse=True))
 _unit = "|".join(_UNITS)
+_season = "|".join(_SEASONS)
 
 # What every pattern below needs one of: a digit, or one of these words standing alone (the
 # same engine and flags, so a query without any matches none of them). A query without any is
 # left whole without the patterns being compiled (2 ms, which a first search paid otherwise).
 _TRIGGER: Final = re.compile(r"\d|\b(?:" + "|".join(sorted(
-    {*_MONTHS, *_DAYS, "today", "tonight", "this", "yesterday", "ago", "past", "last", "previous"},
+    {*_MONTHS, *_DAYS, *_SEASONS, "today", "tonight", "this", "yesterday", "ago", "past", "last", "previous",
+     "since"},
     key=len, reverse=True)) + r")\b", re.I)
 
 
@@ -88,6 +108,10 @@ def _patterns() -> list[tuple[str, re.Pattern[str]]]:
                                       rf"(?:,?\s+(?P<y>\d{{4}}))?(?!\d)", re.I)),
         ("month_year", re.compile(rf"(?:(?P<lead>{_LEAD})\s+)?(?P<m>{_month})\.?,?\s+(?P<y>\d{{4}})\b", re.I)),
         ("lead_month", re.compile(rf"(?P<lead>{_LEAD})\s+(?P<m>{_month})\b", re.I)),
+        ("season_year", re.compile(rf"(?:(?P<lead>{_LEAD})\s+)?(?:the\s+)?(?P<season>{_season})\s+(?:of\s+)?"
+                                   rf"(?P<y>(?:19|20)\d{{2}})\b", re.I)),
+        ("season", re.compile(rf"\b(?:(?P<lead>{_LEAD}|over)\s+)?(?:(?P<which>last|this|past|previous)\s+|the\s+)"
+                              rf"(?P<season>{_season})\b|\b(?P<lead2>in|during|over)\s+(?P<bare>{_season})\b", re.I)),
         ("year", re.compile(rf"(?P<lead>{_LEAD})\s+(?:the\s+year\s+)?(?P<y>(?:19|20)\d{{2}})\b", re.I)),
         ("today", re.compile(r"(?:(?P<lead>since|until|before)\s+)?\b(?P<word>today|tonight|this\s+morning|"
                              r"this\s+afternoon|this\s+evening)\b", re.I)),
@@ -145,9 +169,49 @@ def _count_of(text: str) -> int:
     return int(cleaned) if cleaned.isdigit() else _COUNTS[cleaned]
 
 
-def _span(kind: str, found: re.Match[str], now: datetime) -> Span | None:
+def hemisphere_from(environ: Mapping[str, str]) -> str:
+    """MEMORY_HEMISPHERE: north (the default, also unset or empty) or south; ValueError saying so."""
+    raw = environ.get(HEMISPHERE_VARIABLE, "").strip().lower()
+    if not raw:
+        return HEMISPHERES[0]
+    if raw not in HEMISPHERES:
+        raise ValueError(f"{HEMISPHERE_VARIABLE} must be north or south (the seasons a question names; "
+                         f"default north, unset or empty for the default); got {environ[HEMISPHERE_VARIABLE]!r}")
+    return raw
+
+
+def season_span(season: str, year: int, hemisphere: str = "north") -> Span:
+    """The season (meteorological: three whole months) that starts in `year`."""
+    first = _SEASONS[season.lower()] + (6 if hemisphere == "south" else 0)
+    start = _month_start(year, first)
+    return start, _month_start(start.year, start.month + 3)
+
+
+def _season_around(season: str, now: datetime, hemisphere: str, *, ended: bool) -> Span:
+    """The season under way at `now` (unless `ended`), else the latest that has ended by now."""
+    for year in (now.year + 1, now.year, now.year - 1, now.year - 2):
+        span = season_span(season, year, hemisphere)
+        # (a season begun less than a month ago is not yet the one a person talks of)
+        if span[1] <= now or (not ended and span[0] + timedelta(days=30) <= now):
+            return span
+    return season_span(season, now.year - 2, hemisphere)
+
+
+def _span(kind: str, found: re.Match[str], now: datetime, hemisphere: str = "north") -> Span | None:
     groups = found.groupdict()
     today = _day_start(now)
+    if kind == "season_year":
+        year = int(groups["y"])
+        season = groups["season"].lower()
+        # "winter 2025" is the winter holding January 2025 (it starts in the December before)
+        starts = season_span(season, year, hemisphere)
+        if starts[0].year == year and starts[1].year > year:
+            starts = season_span(season, year - 1, hemisphere)
+        return starts
+    if kind == "season":
+        season = (groups.get("season") or groups.get("bare") or "").lower()
+        which = (groups.get("which") or "").lower()
+        return _season_around(season, now, hemisphere, ended=which in ("last", "past", "previous"))
     if kind == "iso":
         try:
             return dates.parse_when(groups["date"])[0]
@@ -174,8 +238,13 @@ def _span(kind: str, found: re.Match[str], now: datetime) -> Span | None:
         start = today - timedelta(days=2 if found.group(0).lower().startswith("the day before") else 1)
         return start, start + timedelta(days=1)
     if kind == "ago":
+        # A person's "two weeks ago" is rarely the calendar week: from the unit before it to the
+        # unit after it (the ranking orders what the window keeps), never past now.
         unit = _UNITS[groups["unit"].lower()]
-        return _unit_span(unit, _back(now, unit, _count_of(groups["n"])))
+        count = _count_of(groups["n"])
+        start = _unit_span(unit, _back(now, unit, count + 1))[0]
+        end = _unit_span(unit, _back(now, unit, count - 1))[1] if count > 1 or unit != "day" else today
+        return start, min(end, now + timedelta(seconds=1))
     if kind == "past":
         unit = _UNITS[groups["unit"].lower()]
         return _back(now, unit, _count_of(groups["n"])), now + timedelta(seconds=1)
@@ -204,24 +273,39 @@ def _opened(span: Span, lead: str | None, now: datetime) -> Span:
     return span
 
 
-def parse_query(query: str, now: datetime) -> tuple[str, Span | None]:
+_SINCE_EVENT: Final = re.compile(
+    r"\bsince\s+(?P<event>(?:we|i|you|he|she|they|my|our|his|her|their|the)\s+[^?.!,;]{2,60}?)\s*(?=[?.!,;]|$)", re.I)
+
+Events = Callable[[str], "datetime | None"]
+"""The date of the fact that best answers some words (None: no dated fact answers them)."""
+
+
+def parse_query(query: str, now: datetime, *, hemisphere: str = "north",
+                events: Events | None = None) -> tuple[str, Span | None]:
     """The query without its time phrase, and the window the phrase names (None: no phrase).
 
-    Pure: `now` (aware, UTC) is what "today" and "last week" are counted from. A query longer
-    than MAX_PHRASE_QUERY characters is a pasted text, not a question about a time: it is left whole."""
+    Pure but for `events`: `now` (aware, UTC) is what "today" and "last week" are counted from;
+    `events` dates the event of "since we moved". A query longer than MAX_PHRASE_QUERY characters
+    is a pasted text, not a question about a time: it is left whole."""
     if len(query) > MAX_PHRASE_QUERY or not _TRIGGER.search(query):
         return query, None
     for kind, pattern in _patterns():
         for found in pattern.finditer(query):
             try:
-                span = _span(kind, found, now)
+                span = _span(kind, found, now, hemisphere)
             except (ValueError, OverflowError, KeyError):
                 span = None
             if span is None:
                 continue
-            window = _opened(span, found.groupdict().get("lead"), now)
+            groups = found.groupdict()
+            window = _opened(span, groups.get("lead") or groups.get("lead2"), now)
             rest = query[:found.start()] + " " + query[found.end():]
             return _tidy(rest), window
+    if events is not None and (since := _SINCE_EVENT.search(query)) is not None:
+        event = since.group("event")
+        if _content_terms(event) and (start := events(event)) is not None and start < now:
+            rest = query[:since.start()] + " " + query[since.end():]
+            return _tidy(rest), (start, datetime.max.replace(tzinfo=UTC))
     return query, None
 
 
@@ -340,6 +424,13 @@ def nothing_within(window: Span) -> str:
     start, end = (moment.strftime("%Y-%m-%d %H:%M") for moment in window)
     return (f"Nothing was recorded, or told to have happened, from {start} to {end} UTC (the time this query "
             "names), so these facts answer its words at any time: each shows its dates where known.")
+
+
+def nothing_answers_within(window: Span) -> str:
+    """The note of an answer whose query named a time in which no fact answering its words falls."""
+    start, end = (moment.strftime("%Y-%m-%d") for moment in window)
+    return (f"No fact answering these words is dated from {start} to {end} (UTC; the time this query names), so "
+            "these facts answer its words at any time: each shows its dates where known.")
 
 
 def shown_within(node: Node, indexes: Sequence[int]) -> dict[str, Any]:

@@ -977,7 +977,7 @@ class PostgresStore:
         return graph
 
     def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
-                     in_memory: bool = False) -> dict[str, Any] | Facts:
+                     in_memory: bool = False, window: Span | None = None) -> dict[str, Any] | Facts:
         """The matches (see retrieval.query.matches); with `characters`, the answer made of their
         facts (retrieval.query.search), with the candidates by meaning (P11)."""
         if in_memory:
@@ -998,7 +998,8 @@ class PostgresStore:
                      "relations": found.touching({node.record.name for node in matched})}
             if characters is None:
                 return value
-            return self._meaning.answer(query, value, characters=characters, limit=limit)
+            return self._meaning.answer(query, value, characters=characters, limit=limit, window=window,
+                                        opened=lambda names: self.open_nodes(list(names)))
 
     def _matched(self, snapshot: _Snapshot, query: str) -> tuple[_Read, Sequence[Node]]:
         """Rules 1 and 2 (retrieval.query.rule) on the candidates the database gives (P9): the rows

@@ -54,6 +54,7 @@ from ..retrieval import answer as answers
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..model.dates import Span
     from ..retrieval.paging import Facts
     from .postgres import PostgresStore
 
@@ -467,7 +468,8 @@ class Meaning:
         with self._store._connection() as connection:
             return self._uses_pgvector(connection)
 
-    def answer(self, query: str, value: dict[str, Any], *, characters: int, limit: int | None) -> Facts:
+    def answer(self, query: str, value: dict[str, Any], *, characters: int, limit: int | None,
+               window: Span | None = None, opened: Callable[[Sequence[str]], dict[str, Any]] | None = None) -> Facts:
         """Rule 3 (retrieval.query.answer_of) on what the words matched, with this memory's
         semantic candidates when a model can be used and the whole query did not match."""
         entities = value["entities"]
@@ -477,7 +479,7 @@ class Meaning:
             found = _Found(self)
             nearest, lookup = found.nearest, found.view
         return answers.shape(query, entities, value["relations"], characters, limit=limit, nearest=nearest,
-                             lookup=lookup)
+                             lookup=lookup, opened=opened, window=window)
 
     def nearest(self, query: str, k: int) -> tuple[list[tuple[str, int, float]], dict[str, Any]]:
         """The `k` observations nearest `query` (entity name, index, similarity), best first, and

@@ -311,7 +311,7 @@ class GraphStore:
         return rules.open_nodes(self._graph(), names)
 
     def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
-                     in_memory: bool = False) -> dict[str, Any] | Facts:
+                     in_memory: bool = False, window: Span | None = None) -> dict[str, Any] | Facts:
         """The best `limit` (default: all) entities for the query, best first (retrieval.query's
         rules 1 and 2); with `characters`, the answer made of their facts (rule 3), semantic
         candidates included when the graph answered.
@@ -330,7 +330,9 @@ class GraphStore:
                 if characters is None:
                     return matched
                 graph = source.graph if isinstance(source, _GraphCandidates) else self._loaded_graph()
-                return retrieval.answer_of(graph, query, matched, characters=characters, limit=limit)
+                # (matched by the cache, with no graph loaded: the scope is read from the cache too)
+                return retrieval.answer_of(graph, query, matched, characters=characters, limit=limit, window=window,
+                                           opened=lambda names: self.open_nodes(list(names), in_memory=in_memory))
             raise AssertionError("the graph always answers")
         finally:
             # The word index a scan asked for: made by a worker, after this answer is worked out.

@@ -1,0 +1,194 @@
+"""The part of the memory a question is about: the people and things it names, and their neighbours.
+
+Pure but for `opened` (the entities and relations of some names, as open_nodes gives them, from
+whichever store answers). A question that names an entity ("What pet does Maria have?") is about
+that entity and what it is related to, not about every fact that shares a word with it; and the
+name is no evidence for one of its facts over another.
+
+Guarantees (for :func:`find`):
+
+1. An entity is named when every term of its name is a term of the question, or when its name
+   has several terms and the question holds the first one as a capitalised word ("Maria" for
+   ``Maria_Garcia``). Only the first :data:`NAMED_AMONG` matched entities are looked at (they are
+   ranked with a name term counting three times, so a named entity is among them).
+2. A question that names no entity but speaks in the first person (I, my, me, mine, we, our,
+   us) names :data:`USER`, the entity the README's prompt tells the model to keep the user in,
+   when it exists.
+3. The scope is the named entities, every entity one relation away from them, the entities whose
+   observations name them (among those matched), and, past a relation the question names, the
+   entities one relation further: "my brother's wife" follows, from the named entity, the
+   relations the first such word names (its stemmed word in the relation's type, a type word
+   :data:`RELATION_WORDS` gives it, or the type of the entity at the other end: "dog"), then from
+   where they led those a later word names. The entities so reached are the scope's targets,
+   the last hop's first.
+4. The words left to rank the scope's facts are the question without the names' terms and
+   without the words that named the relations followed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Final
+
+from ..index import ranking
+
+USER: Final = "default_user"
+NAMED_AMONG: Final = 200
+_FIRST_PERSON: Final = re.compile(r"\b(?:i|my|me|mine|myself|we|our|ours|us)\b", re.I)
+_WORD: Final = re.compile(r"[^\W_]+")
+
+RELATION_WORDS: Final = {
+    "brother": "brother sibling", "sister": "sister sibling", "sibling": "sibling brother sister",
+    "wife": "wife spouse married marry", "husband": "husband spouse married marry",
+    "spouse": "spouse wife husband married marry", "partner": "partner spouse married girlfriend boyfriend",
+    "girlfriend": "girlfriend partner", "boyfriend": "boyfriend partner",
+    "mother": "mother parent", "mom": "mother parent", "mum": "mother parent", "father": "father parent",
+    "dad": "father parent", "parent": "parent mother father", "son": "son child", "daughter": "daughter child",
+    "child": "child son daughter", "kid": "child son daughter",
+    "boss": "boss manager manage supervisor lead", "manager": "manager manage boss supervisor lead",
+    "supervisor": "supervisor manager manage boss", "colleague": "colleague coworker teammate",
+    "coworker": "coworker colleague teammate", "employer": "work employ employer",
+    "company": "work employ employer company", "job": "work employ job", "work": "work employ",
+    "team": "team member", "pet": "pet own", "dog": "pet own", "cat": "pet own",
+    "home": "home live resident", "house": "house home live", "vet": "vet treat", "doctor": "doctor patient treat",
+    "dentist": "dentist patient", "friend": "friend", "neighbour": "neighbour neighbor",
+    "neighbor": "neighbour neighbor",
+}
+"""The words of relation types a question's word names ("brother": a relation of type brother_of or
+sibling_of), beside the word itself."""
+
+Opened = Callable[[Sequence[str]], Mapping[str, Any]]
+"""The entities of some names (those that exist) and the relations touching them: open_nodes."""
+
+
+@cache
+def _kinds() -> dict[str, frozenset[str]]:
+    """Stemmed: a question's term -> the relation type terms it names."""
+    kinds: dict[str, frozenset[str]] = {}
+    for word, named in RELATION_WORDS.items():
+        for term in ranking.terms(word):
+            kinds[term] = kinds.get(term, frozenset()) | frozenset(ranking.terms(named))
+    return kinds
+
+
+@dataclass(frozen=True)
+class Scope:
+    named: tuple[str, ...]
+    """The entities the question names (or the user's)."""
+    names: frozenset[str]
+    """Every entity of the scope."""
+    targets: tuple[str, ...]
+    """The entities reached through the relations the question names, the last hop's first."""
+    rest: str
+    """The question without the names' terms and the words of the relations followed: what ranks
+    the scope's facts by words (all but the names', when nothing else is left)."""
+    asked: str
+    """The question without the names' terms: what ranks them by meaning."""
+    views: dict[str, Any] = field(default_factory=dict)
+    """The scope's entity objects, by name."""
+    relations: list[Any] = field(default_factory=list)
+    """The relations touching the named entities and the targets."""
+
+
+def _name_terms(name: str) -> tuple[str, ...]:
+    return ranking.fact_terms(name)
+
+
+def named_in(query: str, entities: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The names of the matched entities the query names (guarantee 1), in their order."""
+    wanted = set(ranking.query_terms(query, question_words=False))
+    if not wanted:
+        return []
+    capitalised = {term for word in _WORD.findall(query) if word[:1].isupper() for term in ranking.terms(word)}
+    named = []
+    for entity in entities[:NAMED_AMONG]:
+        terms = _name_terms(entity["name"])
+        if terms and (wanted.issuperset(terms) or (len(terms) > 1 and terms[0] in capitalised)):
+            named.append(entity["name"])
+    return named
+
+
+def speaks_of_user(query: str) -> bool:
+    return _FIRST_PERSON.search(query) is not None
+
+
+def _names_relation(term: str, relation_type: str, other_type: str) -> bool:
+    """Whether the question's term names this relation: a term of its type, a type's term the word
+    names (RELATION_WORDS), or a term of the type of the entity at its other end."""
+    held = ranking.fact_terms(relation_type)
+    return term in held or not _kinds().get(term, frozenset()).isdisjoint(held) or term in ranking.fact_terms(other_type)
+
+
+def _other(relation: Mapping[str, Any], name: str) -> str:
+    return relation["to"] if relation["from"] == name else relation["from"]
+
+
+def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> Scope | None:
+    """The scope of the question (guarantees 1 to 4); None when it names no entity and the user's
+    entity is not spoken of (or does not exist)."""
+    named = named_in(query, entities)
+    if not named and speaks_of_user(query):
+        named = [USER]
+    if not named:
+        return None
+    first = opened(named)
+    views = {entity["name"]: entity for entity in first["entities"]}
+    named = [name for name in named if name in views]
+    if not named:
+        return None
+    name_terms = {term for name in named for term in _name_terms(name)}
+    rest_words = [word for word in _WORD.findall(query) if not name_terms.issuperset(ranking.terms(word))
+                  or not ranking.terms(word)]
+    relations = list(first["relations"])
+    neighbours = {_other(relation, name) for relation in relations for name in named
+                  if name in (relation["from"], relation["to"])}
+    # What the neighbours are (their types) is needed to follow a relation by the type at its end.
+    around = opened(sorted(neighbours - views.keys()))
+    views.update((entity["name"], entity) for entity in around["entities"])
+    # "my brother's wife": the first word naming a relation of the named entity is the first hop,
+    # a later one naming a relation of where that led, the second.
+    ordered = [(word, term) for word in rest_words for term in ranking.query_terms(word, question_words=False)]
+    used: set[str] = set()
+    targets: list[str] = []
+    hop, reached = list(named), []
+    for word, term in ordered:
+        if len(used) == 2 or word in used:
+            break
+        found = [other for relation in relations for name in hop if name in (relation["from"], relation["to"])
+                 and (other := _other(relation, name)) in views and other not in named and other not in reached
+                 and _names_relation(term, relation["relationType"], views[other]["entityType"])]
+        if not found:
+            continue
+        used.add(word)
+        reached += found
+        hop = list(dict.fromkeys(found))
+        targets = hop + [target for target in targets if target not in hop]
+        if len(used) == 1:
+            second = opened(hop)
+            further = [relation for relation in second["relations"] if relation not in relations]
+            ends = {_other(relation, name) for relation in further for name in hop
+                    if name in (relation["from"], relation["to"])}
+            more = opened(sorted(ends - views.keys()))
+            views.update((entity["name"], entity) for entity in more["entities"])
+            relations += further
+    rest = " ".join(word for word in rest_words if word not in used)
+    asked = " ".join(rest_words)
+    if not ranking.query_terms(rest):
+        rest = asked  # "What is Jordan's job?": the word that led to the employer still asks about Jordan
+    return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations)
+
+
+def mentions(entity: Mapping[str, Any], named: Sequence[str]) -> bool:
+    """Whether one of the entity's observations holds every term of a named entity's name."""
+    for name in named:
+        terms = set(_name_terms(name))
+        if terms and any(terms.issubset(ranking.fact_terms(observation)) for observation in entity["observations"]):
+            return True
+    return False
+
+
+__all__ = ["NAMED_AMONG", "RELATION_WORDS", "USER", "Opened", "Scope", "find", "mentions", "named_in",
+           "speaks_of_user"]

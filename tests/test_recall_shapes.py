@@ -1,0 +1,140 @@
+"""Questions shaped as people ask them, on a personal memory written through the tools (a real server
+process over stdio, dates on; MEMORY_TEST_STORE=postgres runs the same on a database): the person
+named scopes the question (retrieval/scope.py), a time window keeps what words and meaning found,
+its note is true, the latest version of a changing fact comes first, a relation is followed, and
+an answer holds no filler (docs/search.md, guarantees 6 to 10)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memory_helpers import (  # noqa: F401  (memory_servers is a fixture)
+    MemoryClient,
+    MemoryServers,
+    entity,
+    memory_servers,
+    relation,
+    texts,
+)
+
+from memory_server.retrieval import when
+
+DATED = {"MEMORY_DATES": "on"}
+ERA = "modern"
+
+
+def last_spring_day(today: date) -> str:
+    """A day in the middle of the latest spring (northern) that has ended by today."""
+    for year in (today.year, today.year - 1):
+        start, end = when.season_span("spring", year)
+        if end.date() <= today:
+            return (start + timedelta(days=40)).date().isoformat()
+    raise AssertionError("a spring ends every year")
+
+
+def write_memory(client: MemoryClient) -> None:
+    today = datetime.now(UTC).date()
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Name is Sam"]),
+        entity("Maria_Garcia", "person", [f"Enjoys {thing}" for thing in (
+            "jazz", "sailing", "crosswords", "gardening", "opera", "chess", "baking", "cycling")]),
+        entity("Bob", "person", ["Works at a bakery on Main Street"]),
+        entity("Tom", "person", ["Sam's younger brother"]),
+        entity("Anna", "person", ["Teaches chemistry at the high school"]),
+        entity("Gensler", "company", ["Architecture firm"]),
+        entity("Retired_teacher", "person", ["Lives next door and lends tools"]),
+    ]})
+    client.ok("add_observations", {"observations": [
+        {"entityName": "Maria_Garcia", "contents": ["Works as an architect at Gensler"]},
+        {"entityName": "default_user", "contents": ["Lives in Boston in a flat"], "happenedOn": "2024-03-01"},
+        {"entityName": "default_user", "contents": ["Lives in Denver since the move"], "happenedOn": "2025-06-01"},
+        {"entityName": "default_user", "contents": ["Lives in Boulder in a house"],
+         "happenedOn": (today - timedelta(days=30)).isoformat()},
+        {"entityName": "default_user", "contents": ["Took a trip to Lisbon with Jordan"],
+         "happenedOn": last_spring_day(today)},
+        {"entityName": "default_user", "contents": ["Planned a trip to Japan"], "happenedOn": "2024-01-10"},
+        {"entityName": "default_user", "contents": ["Favourite food is hot pot"]},
+    ]})
+    client.ok("create_relations", {"relations": [
+        relation("Maria_Garcia", "Gensler", "works_at"), relation("Tom", "default_user", "brother_of"),
+        relation("Tom", "Anna", "married_to"), relation("Retired_teacher", "default_user", "neighbour_of"),
+    ]})
+
+
+@pytest.fixture
+def client(memory_servers: MemoryServers, tmp_path: Path) -> MemoryClient:
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    write_memory(client)
+    return client
+
+
+def facts(answer: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(shown["name"], observation) for shown in answer["entities"] for observation in shown["observations"]]
+
+
+def test_a_named_person_scopes_the_question_and_the_name_ranks_none_of_their_facts(client: MemoryClient) -> None:
+    answer = client.ok("search_nodes", {"query": "Where does Maria work?"})
+    shown = facts(answer)
+    assert shown[0] == ("Maria_Garcia", "Works as an architect at Gensler")
+    # none of Maria's eight other facts (the name is no evidence), nor Bob's work (not Maria's)
+    assert [fact for fact in shown if fact[0] == "Maria_Garcia"] == [shown[0]]
+    assert ("Bob", "Works at a bakery on Main Street") not in shown
+    assert relation("Maria_Garcia", "Gensler", "works_at") in answer["relations"]
+
+
+def test_a_relation_named_in_the_question_is_followed_two_hops(client: MemoryClient) -> None:
+    answer = client.ok("search_nodes", {"query": "What does my brother's wife teach?"})
+    assert facts(answer)[0] == ("Anna", "Teaches chemistry at the high school")
+
+
+def test_the_latest_version_of_a_changing_fact_comes_first_with_its_date(client: MemoryClient) -> None:
+    for question in ("Where do I live now?", "Which city do I live in?"):
+        answer = client.ok("search_nodes", {"query": question})
+        user = answer["entities"][0]
+        lives = [observation for observation in user["observations"] if observation.startswith("Lives in")]
+        assert lives == ["Lives in Boulder in a house", "Lives in Denver since the move", "Lives in Boston in a flat"]
+        dates = [user["observationDates"][user["observations"].index(fact)] for fact in lives]
+        assert all(date_shown.startswith("happened ") for date_shown in dates), dates
+
+
+def test_a_window_keeps_the_facts_words_found_within_it(client: MemoryClient) -> None:
+    spring = last_spring_day(datetime.now(UTC).date())
+    start, end = spring[:4] + "-03-01", spring[:4] + "-05-31"
+    answer = client.ok("search_nodes", {"query": "trip", "since": start, "until": end})
+    assert facts(answer) == [("default_user", "Took a trip to Lisbon with Jordan")]
+    # the season named in the question, likewise
+    asked = client.ok("search_nodes", {"query": "Where did I go on a trip last spring?"})
+    assert facts(asked)[0] == ("default_user", "Took a trip to Lisbon with Jordan")
+    assert ("default_user", "Planned a trip to Japan") not in facts(asked)
+
+
+def test_a_note_about_a_window_is_true(client: MemoryClient) -> None:
+    spring = last_spring_day(datetime.now(UTC).date())
+    month = datetime.fromisoformat(spring).strftime("%B %Y")
+    result = client.call("search_nodes", {"query": f"holiday in {month}"})
+    # a fact happened that month: no note may say nothing did
+    assert not any("Nothing was recorded" in text for text in texts(result))
+    told = client.ok("search_nodes", {"query": f"What did I do in {month}?"})
+    assert ("default_user", "Took a trip to Lisbon with Jordan") in facts(told)
+
+
+def test_a_question_about_something_never_said_is_answered_by_empty_arrays_or_one_line(
+        client: MemoryClient) -> None:
+    assert client.ok("search_nodes", {"query": "quantum chromodynamics lecture notes"}) == {
+        "entities": [], "relations": []}
+    answer = client.ok("search_nodes", {"query": "What is my favourite opera?"})
+    assert len(facts(answer)) <= 1
+    # no filler: the retired teacher next door answers nothing about a trip
+    trip = client.ok("search_nodes", {"query": "trip"})
+    assert all(name == "default_user" for name, _ in facts(trip))
+
+
+def test_a_bad_window_is_a_tool_error_and_the_server_keeps_serving(client: MemoryClient) -> None:
+    message = client.tool_error("search_nodes", {"query": "trip", "since": "last spring-ish"})
+    assert "since" in message
+    message = client.tool_error("search_nodes", {"query": "trip", "since": "2026-05-01", "until": "2026-04-01"})
+    assert "must come before" in message
+    assert facts(client.ok("search_nodes", {"query": "Where does Maria work?"}))[0][0] == "Maria_Garcia"
