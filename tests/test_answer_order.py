@@ -117,7 +117,7 @@ def test_an_entity_is_shown_only_when_its_best_evidence_is_within_the_margin_of_
     rarity and its best such fact scores at least MARGIN of the best; best first; no other fact."""
     entities = [{"name": f"e{number}", "entityType": "note", "observations": observations}
                 for number, observations in enumerate(facts)]
-    graph = rules.with_term_index(rules.with_word_index(rules.create_entities(rules.EMPTY, entities).graph))
+    graph = indexes.with_term_index(indexes.with_word_index(writes.create_entities(rules.EMPTY, entities).graph))
     matched = query.matches(graph, question)
     answer = answers.shape(question, matched["entities"], matched["relations"], 1_500, limit=limit)
     if not answer.words:
