@@ -23,7 +23,7 @@ from memory_server.model import graph as rules
 from memory_server.model import indexes, writes
 from memory_server.retrieval import answer as answers
 from memory_server.retrieval import query
-from memory_server.retrieval.paging import FactOrder
+from memory_server.retrieval.paging.pages import FactOrder
 
 Order = list[tuple[int, int]]
 

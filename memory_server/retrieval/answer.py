@@ -38,7 +38,7 @@ from typing import Any, Final
 import msgspec
 
 from ..index.search import FIELD_SEPARATOR
-from .paging import FactOrder, Facts
+from .paging.pages import FactOrder, Facts
 
 CHARACTERS_VARIABLE: Final = "MEMORY_SEARCH_CHARACTERS"
 DEFAULT_CHARACTERS: Final = 1_500

@@ -54,7 +54,7 @@ from ..retrieval import answer as answers
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..retrieval.paging import Facts
+    from ..retrieval.paging.pages import Facts
     from .postgres import PostgresStore
 
 log = logging.getLogger(__name__)
