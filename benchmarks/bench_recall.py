@@ -69,7 +69,7 @@ from memory_server.model import graph as rules
 from memory_server.model import indexes, writes
 from memory_server.retrieval import query
 from memory_server.retrieval import query as retrieval
-from memory_server.retrieval.paging import Pager
+from memory_server.retrieval.paging.pager import Pager
 
 Record = dict[str, Any]
 

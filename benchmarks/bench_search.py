@@ -29,7 +29,8 @@ import bench_memory  # (the seed)
 
 import memory_server
 from memory_server.retrieval.answer import DEFAULT_CHARACTERS
-from memory_server.retrieval.paging import Facts, Pager
+from memory_server.retrieval.paging.pager import Pager
+from memory_server.retrieval.paging.pages import Facts
 from memory_server.storage.store import GraphStore, State
 
 QUERIES = (

@@ -121,7 +121,7 @@ def check(environ: Mapping[str, str]) -> Settings:
     """Every setting, parsed; SettingError (one line) for the first that is not usable."""
     from .oauth_settings import oauth_from
     from .retrieval.answer import characters_from
-    from .retrieval.paging import budget_from
+    from .retrieval.paging.budget import budget_from
     from .retrieval.when import hemisphere_from
     from .storage.choice import StoreChoiceError, database_from
     from .storage.lock import LockTimings

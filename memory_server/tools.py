@@ -29,7 +29,10 @@ from protocol import RequestContext, Server, ToolError, ToolResult
 from .model import dates
 from .model.dates import Span
 from .retrieval import answer as answers
-from .retrieval.paging import CursorError, Facts, Page, Pager, budget_from, request_key
+from .retrieval.paging.budget import budget_from
+from .retrieval.paging.cursors import CursorError, request_key
+from .retrieval.paging.pager import Pager
+from .retrieval.paging.pages import Facts, Page
 from .storage.interface import MemoryStore
 from .storage.store import GraphError, NotInMemory, WriteResult
 

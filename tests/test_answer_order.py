@@ -1,4 +1,4 @@
-"""The order of an answer's facts (retrieval/answer.py, paging.FactOrder), and the ranking that
+"""The order of an answer's facts (retrieval/answer.py, paging.pages.FactOrder), and the ranking that
 makes it (index/ranking.py, retrieval/query.py), against the straightforward ways. The order: a
 list with one (entity position, observation index) pair per fact, worked out entity by entity,
 as the answer was first written. FactOrder keeps runs of whole entities instead of a pair
@@ -22,7 +22,7 @@ from memory_server.model import graph as rules
 from memory_server.model import indexes, writes
 from memory_server.retrieval import answer as answers
 from memory_server.retrieval import query
-from memory_server.retrieval.paging import FactOrder
+from memory_server.retrieval.paging.pages import FactOrder
 
 Order = list[tuple[int, int]]
 

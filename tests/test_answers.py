@@ -30,9 +30,12 @@ from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.model import indexes, writes
 from memory_server.retrieval import answer as answers
-from memory_server.retrieval import paging, query
+from memory_server.retrieval import query
 from memory_server.retrieval import query as retrieval
-from memory_server.retrieval.paging import Facts, Page, Pager, request_key
+from memory_server.retrieval.paging import fact_pages
+from memory_server.retrieval.paging.cursors import request_key
+from memory_server.retrieval.paging.pager import Pager
+from memory_server.retrieval.paging.pages import Facts, Page
 
 REQUEST = request_key("search_nodes", {"query": "x"})
 
@@ -88,10 +91,10 @@ def test_pages_give_every_fact_once_each_within_its_size_and_partial_entities_sa
     for page in pages:
         size = len(page.json) + sum(len(note.encode()) for note in page.notes)
         shown = json.loads(page.json)["entities"]
-        # A page of words may stretch past its size (up to paging.STRETCH times) only to show its
+        # A page of words may stretch past its size (up to fact_pages.STRETCH times) only to show its
         # first LEAST_ENTITIES entities.
-        assert size <= characters or (facts.words and size <= characters * paging.STRETCH
-                                      and len(shown) <= paging.LEAST_ENTITIES), (size, len(shown))
+        assert size <= characters or (facts.words and size <= characters * fact_pages.STRETCH
+                                      and len(shown) <= fact_pages.LEAST_ENTITIES), (size, len(shown))
         for entity in shown:
             whole = held[entity["name"]]
             if len(entity["observations"]) < len(whole):
@@ -324,8 +327,8 @@ def test_a_page_of_words_stretches_to_show_five_entities_and_no_more_facts_of_th
     facts = query.search(graph, "where did Melanie go camping?")
     page = Pager().first_facts("search_nodes", REQUEST, facts)
     shown = json.loads(page.json)["entities"]
-    assert len(shown) == paging.LEAST_ENTITIES, "five turns, although three fill 1,500 characters"
-    assert answers.DEFAULT_CHARACTERS < len(page.json) <= answers.DEFAULT_CHARACTERS * paging.STRETCH
+    assert len(shown) == fact_pages.LEAST_ENTITIES, "five turns, although three fill 1,500 characters"
+    assert answers.DEFAULT_CHARACTERS < len(page.json) <= answers.DEFAULT_CHARACTERS * fact_pages.STRETCH
     assert all("partial" not in entity for entity in shown), "each turn whole"
     # a large entity already on the page gets no more facts from the stretch
     big = {"name": "default_user", "entityType": "person",

@@ -15,7 +15,7 @@ from test_store_cache import wait_for
 from memory_server.model import graph as rules
 from memory_server.model.records import decode_file
 from memory_server.retrieval import query as retrieval
-from memory_server.retrieval.paging import DEFAULT_BUDGET
+from memory_server.retrieval.paging.budget import DEFAULT_BUDGET
 from memory_server.storage import index_cache
 from memory_server.storage.coldstart import FileBytes, FirstRecords
 from memory_server.storage.files import rejected_path_for

@@ -24,7 +24,10 @@ from memory_server.model import writes
 from memory_server.model.graph import EMPTY
 from memory_server.model.records import decode_file, join_lines
 from memory_server.retrieval import query as retrieval
-from memory_server.retrieval.paging import DEFAULT_BUDGET, Page, Pager, request_key
+from memory_server.retrieval.paging.budget import DEFAULT_BUDGET
+from memory_server.retrieval.paging.cursors import request_key
+from memory_server.retrieval.paging.pager import Pager
+from memory_server.retrieval.paging.pages import Page
 from memory_server.storage import index_cache
 from memory_server.storage import store as store_module
 from memory_server.storage.store import GraphStore, NotInMemory, State

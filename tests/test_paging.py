@@ -17,17 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_server.model.census import Listing, summarise
-from memory_server.retrieval.paging import (
-    BUDGET_VARIABLE,
-    CURSOR_LENGTH,
-    DEFAULT_BUDGET,
-    MINIMUM_BUDGET,
-    CursorError,
-    Page,
-    Pager,
-    budget_from,
-    request_key,
-)
+from memory_server.retrieval.paging.budget import BUDGET_VARIABLE, DEFAULT_BUDGET, MINIMUM_BUDGET, budget_from
+from memory_server.retrieval.paging.cursors import CURSOR_LENGTH, CursorError, request_key
+from memory_server.retrieval.paging.pager import Pager
+from memory_server.retrieval.paging.pages import Page
 
 READ_GRAPH = request_key("read_graph", {})
 

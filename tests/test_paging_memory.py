@@ -9,13 +9,10 @@ import msgspec
 import pytest
 from test_paging import many
 
-from memory_server.retrieval.paging import (
-    MINIMUM_BUDGET,
-    CursorError,
-    Pager,
-    footprint,
-    request_key,
-)
+from memory_server.retrieval.paging.budget import MINIMUM_BUDGET
+from memory_server.retrieval.paging.cursors import CursorError, request_key
+from memory_server.retrieval.paging.kept import footprint
+from memory_server.retrieval.paging.pager import Pager
 
 
 def test_a_cut_answer_keeps_a_digest_of_its_call_not_its_query() -> None:
@@ -28,7 +25,7 @@ def test_a_cut_answer_keeps_a_digest_of_its_call_not_its_query() -> None:
     pager = Pager(MINIMUM_BUDGET)
     first = pager.first_page("search_nodes", key, many(300), [])
     cursor = json.loads(first.json)["nextCursor"]
-    assert pager.kept_bytes < 64 * 1024, "the query is not kept"
+    assert pager.kept.kept_bytes < 64 * 1024, "the query is not kept"
     assert json.loads(pager.next_page(cursor, "search_nodes", key).json)["entities"]
     with pytest.raises(CursorError, match="other arguments"):
         pager.next_page(cursor, "search_nodes", request_key("search_nodes", {"query": query[:-1], "limit": 3}))
@@ -42,9 +39,9 @@ def test_kept_answers_are_bounded_by_bytes_the_oldest_forgotten() -> None:
         key = request_key("read_graph", {"n": number})
         cursors.append((key, json.loads(pager.first_page("read_graph", key, list(raw), []).json)["nextCursor"]))
         if number == 0:
-            assert pager.kept_bytes > sum(map(len, raw))
-            pager.keep_bytes = 3 * pager.kept_bytes  # room for three such answers
-        assert pager.kept_bytes <= pager.keep_bytes
+            assert pager.kept.kept_bytes > sum(map(len, raw))
+            pager.kept.keep_bytes = 3 * pager.kept.kept_bytes  # room for three such answers
+        assert pager.kept.kept_bytes <= pager.kept.keep_bytes
     for key, cursor in cursors[:-3]:
         with pytest.raises(CursorError, match="expired"):
             pager.next_page(cursor, "read_graph", key)
@@ -57,7 +54,7 @@ def test_the_newest_answer_is_kept_however_large() -> None:
     pager = Pager(MINIMUM_BUDGET, keep_bytes=1)
     key = request_key("read_graph", {})
     cursor = json.loads(pager.first_page("read_graph", key, raw, []).json)["nextCursor"]
-    assert pager.kept_bytes > pager.keep_bytes
+    assert pager.kept.kept_bytes > pager.kept.keep_bytes
     assert json.loads(pager.next_page(cursor, "read_graph", key).json)["entities"]
 
 
@@ -65,6 +62,6 @@ def test_the_footprint_counts_what_an_answer_holds_of_its_own() -> None:
     raw = [msgspec.Raw(b'{"name":"a","entityType":"t","observations":[]}')] * 10
     pager = Pager(MINIMUM_BUDGET)
     pager.first_page("read_graph", request_key("read_graph", {}), raw * 20, [])
-    (answer,) = pager._answers.values()
+    (answer,) = pager.kept._answers.values()
     assert footprint(answer) >= sum(map(len, answer.units)) + 32
-    assert pager.kept_bytes == footprint(answer)
+    assert pager.kept.kept_bytes == footprint(answer)

@@ -23,7 +23,7 @@ from postgres_helpers import database_url, memory_name  # noqa: F401  (a fixture
 from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.model.records import EntityRecord
-from memory_server.retrieval.paging import Facts
+from memory_server.retrieval.paging.pages import Facts
 from memory_server.storage.postgres import SCHEMA_VERSION, PostgresStore, haystack_of, like_pattern
 from memory_server.storage.store import GraphStore
 

@@ -1,6 +1,6 @@
 """A search's answer made of the facts that answer it, best first, sized for a glance.
 
-Pure: the matched entities (see :mod:`.query`) go in, a :class:`~.paging.Facts` comes out, which
+Pure: the matched entities (see :mod:`.query`) go in, a :class:`~.paging.pages.Facts` comes out, which
 the pager cuts into pages of at most `characters` (see :func:`characters_from`).
 
 Guarantees:
@@ -50,7 +50,7 @@ import msgspec
 from ..index.search import FIELD_SEPARATOR
 from ..model.dates import Span
 from . import scope as scopes
-from .paging import FactOrder, Facts
+from .paging.pages import FactOrder, Facts
 
 CHARACTERS_VARIABLE: Final = "MEMORY_SEARCH_CHARACTERS"
 DEFAULT_CHARACTERS: Final = 1_500

@@ -32,7 +32,7 @@ from ..model import graph as rules
 from ..model import indexes
 from ..model.graph import Graph, Node
 from . import answer as answers
-from .paging import Facts
+from .paging.pages import Facts
 
 if TYPE_CHECKING:
     from ..index.ranking import Ranker

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ..model.dates import Span
     from ..model.writes import IncomingEntity, IncomingRelation
-    from ..retrieval.paging import Facts
+    from ..retrieval.paging.pages import Facts
     from .store import WriteResult
 
 

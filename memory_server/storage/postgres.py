@@ -110,7 +110,7 @@ from ..model.graph import Change, Edge, Graph, GraphError, Node, Triple
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_file, decode_line
 from ..model.writes import RowChanges, unique
 from ..retrieval import query as retrieval
-from ..retrieval.paging import Facts
+from ..retrieval.paging.pages import Facts
 from . import collector, postgres_vectors
 from .interface import StoreChoiceError
 from .postgres_names import DEFAULT_MEMORY, memory_name_from, without_fragments, without_password
@@ -490,7 +490,7 @@ def graph_again(before: Graph, entity_lines: Sequence[bytes], relation_lines: Se
     earlier read of it, `before` (P12): an entity or relation whose line is the same is the same
     node or edge (its place updated), so only the rows written since are decoded, and the answers
     of the earlier reads share their objects with this one's. A pager keeping a few cut read_graph
-    answers (paging.KEPT_ANSWERS) then holds one memory's objects, not one copy of them per read,
+    answers (paging.kept.KEPT_ANSWERS) then holds one memory's objects, not one copy of them per read,
     and forgetting the oldest frees a few objects, not a whole memory's, whose cost would fall on
     whichever answer made the pager forget it, as often as not a search."""
     nodes = {node.line: node for node in before.entities.values()}

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..model.dates import Span
-    from ..retrieval.paging import Facts
+    from ..retrieval.paging.pages import Facts
     from .postgres import PostgresStore
 
 log = logging.getLogger(__name__)

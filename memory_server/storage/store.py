@@ -49,7 +49,7 @@ from ..model import indexes, writes
 from ..model.graph import Change, Graph, GraphError, Node
 from ..model.records import Layout, Line, layout_pieces
 from ..retrieval import query as retrieval
-from ..retrieval.paging import Facts
+from ..retrieval.paging.pages import Facts
 from . import index_cache
 from .coldstart import CLOSE_BUDGET, CacheKeeper, ColdStart, FileBytes, FirstSource, State
 from .commit import MAX_BATCH, GroupCommit, Operation, WriteResult
