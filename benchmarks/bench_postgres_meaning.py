@@ -31,7 +31,7 @@ def main() -> None:
     from postgres_helpers import PostgresCluster, pgvector_binaries
 
     from memory_server.retrieval import semantic
-    from memory_server.storage.postgres import PostgresStore
+    from memory_server.storage.postgres.store import PostgresStore
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--vectors", type=int, default=1_000_000)

@@ -48,7 +48,8 @@ from test_memory_live import check_update, subscribe
 
 from memory_server.model.graph import GraphError, graph_from_lines
 from memory_server.model.records import decode_file
-from memory_server.storage.postgres import (
+from memory_server.storage.postgres.names import without_password
+from memory_server.storage.postgres.store import (
     BUSY_SECONDS,
     CONNECT_SECONDS,
     COPY_ROWS,
@@ -58,7 +59,6 @@ from memory_server.storage.postgres import (
     DatabaseUnreachable,
     PostgresStore,
 )
-from memory_server.storage.postgres_names import without_password
 from memory_server.storage.store import GraphStore
 
 ALICE = entity("Alice", "person", ["Loves jazz", "Has a border collie named Biscuit"])

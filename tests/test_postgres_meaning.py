@@ -18,7 +18,7 @@ from memory_helpers import entity
 from postgres_helpers import database_url, memory_name, pgvector_url  # noqa: F401  (fixtures)
 
 from memory_server.retrieval.paging import Facts
-from memory_server.storage.postgres import SCHEMA_VERSION, PostgresStore
+from memory_server.storage.postgres.store import SCHEMA_VERSION, PostgresStore
 from memory_server.storage.store import GraphStore
 
 pytest.importorskip("onnxruntime")  # (the test extra installs the semantic extra: never skipped in CI)

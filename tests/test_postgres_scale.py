@@ -24,7 +24,7 @@ from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.model.records import EntityRecord
 from memory_server.retrieval.paging import Facts
-from memory_server.storage.postgres import SCHEMA_VERSION, PostgresStore, haystack_of, like_pattern
+from memory_server.storage.postgres.store import SCHEMA_VERSION, PostgresStore, haystack_of, like_pattern
 from memory_server.storage.store import GraphStore
 
 # Characters a LIKE pattern, a regular expression or a C string would take for something else.
@@ -319,7 +319,7 @@ def test_a_memory_grown_by_the_tools_is_analysed_when_the_planner_does_not_know_
     STATISTICS_ROWS rows (its entities), and again once it has written as many as the memory
     then held (its relations), the memory's columns are analysed; after which a search reads the
     relations of the entities it found by their ends, not every relation of the memory for each."""
-    from memory_server.storage import postgres
+    from memory_server.storage.postgres import store as postgres
 
     with PostgresStore(empty_database, "imported") as imported:
         imported.merge([(EntityRecord(f"seeded {index}", "t", [f"note {index}"]), None) for index in range(3_000)], [])
@@ -361,7 +361,7 @@ def test_the_gin_pending_lists_are_bounded_without_waiting_for_a_write(empty_dat
     """P14: the server bounds both GIN indexes' pending lists (which every search reads through);
     a start while a write holds the tables does not wait for it (ALTER INDEX would lock every
     search out meanwhile), and a later start bounds them."""
-    from memory_server.storage import postgres
+    from memory_server.storage.postgres import store as postgres
 
     bounded = [f"gin_pending_list_limit={postgres.GIN_PENDING_KB}"]
     with PostgresStore(empty_database, memory_name()) as store:

@@ -101,23 +101,24 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
 
-from .. import background
-from ..index import ranking
-from ..index.search import FIELD_SEPARATOR
-from ..model import graph as rules
-from ..model import writes
-from ..model.graph import Change, Edge, Graph, GraphError, Node, Triple
-from ..model.records import EntityRecord, Extended, RelationRecord, decode_file, decode_line
-from ..model.writes import RowChanges, unique
-from ..retrieval import query as retrieval
-from ..retrieval.paging import Facts
-from . import collector, postgres_vectors
-from .interface import StoreChoiceError
-from .postgres_names import DEFAULT_MEMORY, memory_name_from, without_fragments, without_password
-from .store import NotInMemory, WriteResult
+from ... import background
+from ...index import ranking
+from ...index.search import FIELD_SEPARATOR
+from ...model import graph as rules
+from ...model import writes
+from ...model.graph import Change, Edge, Graph, GraphError, Node, Triple
+from ...model.records import EntityRecord, Extended, RelationRecord, decode_file, decode_line
+from ...model.writes import RowChanges, unique
+from ...retrieval import query as retrieval
+from ...retrieval.paging import Facts
+from .. import collector
+from ..interface import StoreChoiceError
+from ..store import NotInMemory, WriteResult
+from . import vectors
+from .names import DEFAULT_MEMORY, memory_name_from, without_fragments, without_password
 
 if TYPE_CHECKING:
-    from ..model.dates import Span
+    from ...model.dates import Span
 
 try:
     import psycopg
@@ -719,7 +720,7 @@ class PostgresStore:
         # Set while no look is running: a look is work of the process's Background, and close waits for it.
         self._statistics_idle = threading.Event()
         self._statistics_idle.set()
-        self._meaning = postgres_vectors.Meaning(self, _node_from)  # P11: the vectors' writes, embedder and searches
+        self._meaning = vectors.Meaning(self, _node_from)  # P11: the vectors' writes, embedder and searches
 
     def _connection_class(self) -> type[psycopg.Connection[Any]]:
         """psycopg's connection, which records in this store how each attempt to connect ended (the
@@ -854,9 +855,9 @@ class PostgresStore:
                     # open write (an import of a million rows) before it looks.
                     for statement in _SCHEMA:
                         connection.execute(statement)
-                    postgres_vectors.make_schema(connection, self.where)
+                    vectors.make_schema(connection, self.where)
                 if version in (1, 2):
-                    postgres_vectors.upgrade(connection, _node_from)
+                    vectors.upgrade(connection, _node_from)
                 if version is None:
                     connection.execute(_RECORD_VERSION, (SCHEMA_VERSION,))
                 self._trigrams = self._make_trigram_index(connection)
@@ -1028,7 +1029,7 @@ class PostgresStore:
         answer with (P9): those containing the query or its words whole, and those holding a term of
         its words, with the memory's statistics. Words without a topic ("what happened last week")
         may be answered by any entity of the window: the whole memory is read for them."""
-        from ..retrieval import when
+        from ...retrieval import when
 
         if not when._content_terms(words):  # every entity within the window answers
             return when.search(self.graph(), query, words, window, explicit=explicit, limit=limit)

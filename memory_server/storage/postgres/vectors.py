@@ -47,15 +47,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 import psycopg
 
-from ..model.graph import Graph, GraphError, Node
-from ..model.writes import RowChanges
-from ..retrieval import answer as answers
+from ...model.graph import Graph, GraphError, Node
+from ...model.writes import RowChanges
+from ...retrieval import answer as answers
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..retrieval.paging import Facts
-    from .postgres import PostgresStore
+    from ...retrieval.paging import Facts
+    from .store import PostgresStore
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ CHUNK: Final = 10_000
 
 
 def _sync_texts() -> int:
-    from ..retrieval import semantic
+    from ...retrieval import semantic
 
     return int(getattr(semantic, "SYNC_LIMIT", 512))
 
@@ -309,7 +309,7 @@ class Meaning:
     def model(self) -> str | None:
         """The model this server embeds with, loading it when not yet loaded; None: words only."""
         if not self._model_known.is_set():
-            from ..retrieval import semantic
+            from ...retrieval import semantic
 
             try:
                 self._model = semantic.model_identity()
@@ -404,7 +404,7 @@ class Meaning:
     def _embed_held(self, connection: psycopg.Connection[Any], held: list[tuple[bytes, bytes]]) -> None:
         """Texts whose rows this transaction holds, embedded and written, but those that got a
         vector before they were held (a statement begun after the claim sees it: M2)."""
-        from ..retrieval import semantic
+        from ...retrieval import semantic
 
         memory, model = self._store.memory, self._model
         done = {bytes(digest) for (digest,) in connection.execute(_EMBEDDED, (memory, model, [d for d, _ in held]))}
@@ -484,7 +484,7 @@ class Meaning:
         the views of the entities holding them."""
         import numpy as np
 
-        from ..retrieval import semantic
+        from ...retrieval import semantic
 
         if k <= 0 or not query.strip():
             return [], {}
