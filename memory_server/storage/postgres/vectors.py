@@ -1,4 +1,4 @@
-"""Meaning on PostgreSQL (postgres.py's P11): the observations' vectors kept in the database.
+"""Meaning on PostgreSQL (the package's P11): the observations' vectors kept in the database.
 
 A search by meaning on the team store finds what it finds on a file (retrieval/semantic.py, the
 same model, the same fusion with the words in retrieval/answer.py's ``shape``): only where the
@@ -31,7 +31,7 @@ M5. The same answers with pgvector or without. Where the ``vector`` extension is
     brute force. Either way the candidates are scored again in the same way (the stored float16
     vector against the float32 query, in float64), the best ``k`` observations kept (at least
     MIN_SIMILARITY), and the answer is ``retrieval.answer.shape``'s on them, as a file's.
-M6. The tables are made by the store's schema (postgres.py, P6): a database of version 1 or 2
+M6. The tables are made by the store's schema (schema.py, P6): a database of version 1 or 2
     gets them in its upgrade, filled with the texts of every entity there, whose vectors the
     embedders then make in the background. Which column the vectors have is chosen when the
     table is made; the memories of a database share it.
@@ -200,7 +200,7 @@ def _reason(error: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Schema (called by postgres.py's, in its transaction)
+# Schema (called by schema.py's, in its transaction)
 # --------------------------------------------------------------------------------------------
 
 
@@ -265,7 +265,7 @@ class Meaning:
     embedder thread (M2, M4), and the semantic candidates of its searches (M5)."""
 
     def __init__(self, store: PostgresStore, node_from: Callable[[int, bytes], Node]) -> None:
-        """`node_from`: how the store reads an entity's row (postgres.py, which imports this module)."""
+        """`node_from`: how the store reads an entity's row (reads.node_from)."""
         self._store = store
         self._node_from = node_from
         self._stop = threading.Event()
