@@ -4,7 +4,7 @@ observations, warm by meaning at most 100 ms), with pgvector's HNSW index.
 The vectors are synthetic (random unit vectors, made in the database: embedding a million texts
 on this machine takes hours), which is the hard case for HNSW (real sentence vectors cluster);
 the queries are real ones, by the model. What is timed is the store's whole search by meaning
-(postgres_vectors.Meaning.nearest: the query's vector, kept after its first search, the index
+(postgres/vectors.py's Meaning.nearest: the query's vector, kept after its first search, the index
 scan, the candidates scored again, their holders read), not the words' part of search_nodes.
 
     python benchmarks/bench_postgres_meaning.py [--vectors 1000000]
@@ -31,7 +31,7 @@ def main() -> None:
     from postgres_helpers import PostgresCluster, pgvector_binaries
 
     from memory_server.retrieval import semantic
-    from memory_server.storage.postgres import PostgresStore
+    from memory_server.storage.postgres.store import PostgresStore
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--vectors", type=int, default=1_000_000)

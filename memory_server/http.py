@@ -100,7 +100,7 @@ def memories_app(default: Any, database_url: str, options: dict[str, Any], oauth
     from .memories import Memories
     from .model.dates import clock_from
     from .oauth_settings import PUBLIC_URL_VARIABLE, SCOPES
-    from .storage.postgres import PostgresStore
+    from .storage.postgres.store import PostgresStore
 
     clock = clock_from(os.environ)
 

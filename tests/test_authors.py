@@ -85,7 +85,7 @@ def file_store(tmp_path: Path, _: Any) -> Iterator[Any]:
 
 @contextmanager
 def postgres_store(_: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
-    from memory_server.storage.postgres import PostgresStore
+    from memory_server.storage.postgres.store import PostgresStore
 
     with PostgresStore(request.getfixturevalue("database_url"), memory_name("authors"), clock=now_stamp) as store:
         yield store

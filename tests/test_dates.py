@@ -434,7 +434,7 @@ def test_the_database_store_keeps_dates_too(database_url: str) -> None:
     from postgres_helpers import memory_name
 
     from memory_server.retrieval.when import window_of
-    from memory_server.storage.postgres import PostgresStore
+    from memory_server.storage.postgres.store import PostgresStore
 
     memory = memory_name("dates")
     with PostgresStore(database_url, memory, clock=iter([T0, T1]).__next__) as store:

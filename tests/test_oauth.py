@@ -64,7 +64,7 @@ async def memory_client(tmp_path: Path, idp: TestIdP, *, clock: Clock | None = N
     if database_url is None:
         store: Any = GraphStore(tmp_path / "memory.jsonl")
     else:
-        from memory_server.storage.postgres import PostgresStore
+        from memory_server.storage.postgres.store import PostgresStore
         store = PostgresStore(database_url, memory_name("oauth"))
     app = asgi_app(build_server(store), oauth=resource, required_scope=required_scope, **app_options)
     async with app.lifespan():

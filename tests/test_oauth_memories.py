@@ -20,7 +20,7 @@ from postgres_helpers import database_url, memory_name  # noqa: F401
 from memory_server.app import build_server
 from memory_server.memories import Memories, memory_exists
 from memory_server.oauth_settings import SCOPES, oauth_from, required_scope
-from memory_server.storage.postgres import PostgresStore
+from memory_server.storage.postgres.store import PostgresStore
 from protocol import asgi_app
 
 PUBLIC_URL = "http://127.0.0.1:8000"

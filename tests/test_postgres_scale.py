@@ -1,4 +1,4 @@
-"""The database answers without a replica (memory_server/storage/postgres.py, P1-P12): the same
+"""The database answers without a replica (memory_server/storage/postgres/, P1-P12): the same
 answers as a file for random graphs, writes and queries; the search's candidates a superset of
 its matches whatever the names hold; the memory's counts exact after every write; a memory with
 no pg_trgm; a version 1 database upgraded in place with every row kept."""
@@ -24,7 +24,9 @@ from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.model.records import EntityRecord
 from memory_server.retrieval.paging.pages import Facts
-from memory_server.storage.postgres import SCHEMA_VERSION, PostgresStore, haystack_of, like_pattern
+from memory_server.storage.postgres.schema import SCHEMA_VERSION
+from memory_server.storage.postgres.statements import haystack_of, like_pattern
+from memory_server.storage.postgres.store import PostgresStore
 from memory_server.storage.store import GraphStore
 
 # Characters a LIKE pattern, a regular expression or a C string would take for something else.
@@ -262,7 +264,7 @@ def test_without_pg_trgm_a_search_scans_and_answers_the_same(plain_role_database
 
 # --- version 1, upgraded -------------------------------------------------------------------------------------
 
-VERSION_1 = (  # the tables of the release before (storage/postgres.py, SCHEMA_VERSION 1)
+VERSION_1 = (  # the tables of the release before (storage/postgres/schema.py, SCHEMA_VERSION 1)
     "CREATE TABLE kg_schema (version integer NOT NULL)",
     """CREATE TABLE kg_memories (name text PRIMARY KEY, revision bigint NOT NULL DEFAULT 0,
         removals bigint NOT NULL DEFAULT 0, next_seq bigint NOT NULL DEFAULT 0)""",
@@ -319,7 +321,7 @@ def test_a_memory_grown_by_the_tools_is_analysed_when_the_planner_does_not_know_
     STATISTICS_ROWS rows (its entities), and again once it has written as many as the memory
     then held (its relations), the memory's columns are analysed; after which a search reads the
     relations of the entities it found by their ends, not every relation of the memory for each."""
-    from memory_server.storage import postgres
+    from memory_server.storage.postgres import statements, statistics
 
     with PostgresStore(empty_database, "imported") as imported:
         imported.merge([(EntityRecord(f"seeded {index}", "t", [f"note {index}"]), None) for index in range(3_000)], [])
@@ -327,10 +329,10 @@ def test_a_memory_grown_by_the_tools_is_analysed_when_the_planner_does_not_know_
         connection.execute("ALTER TABLE kg_entities SET (autovacuum_enabled = false)")
         connection.execute("ALTER TABLE kg_relations SET (autovacuum_enabled = false)")
     analysed = _analyses(empty_database)
-    size = postgres.STATISTICS_ROWS + 200
+    size = statistics.STATISTICS_ROWS + 200
     with PostgresStore(empty_database, "grown") as store:
         for start in range(0, size, 200):
-            if start + 200 < postgres.STATISTICS_ROWS:
+            if start + 200 < statistics.STATISTICS_ROWS:
                 assert _analyses(empty_database) == analysed  # not yet
             store.create_entities([entity(f"grown {index}", "t", [f"zephyr {index}" if index % 100 == 0 else "plain"])
                                    for index in range(start, start + 200)])
@@ -344,7 +346,7 @@ def test_a_memory_grown_by_the_tools_is_analysed_when_the_planner_does_not_know_
         assert 2 * _expected_rows(empty_database, "grown", "kg_relations") >= 2 * size
         with psycopg.connect(empty_database, autocommit=True) as connection:
             plan = "\n".join(row[0] for row in connection.execute(
-                "EXPLAIN " + postgres._CONTAINING, {"memory": "grown", "value": like_pattern("zephyr")}, prepare=False))
+                "EXPLAIN " + statements.CONTAINING, {"memory": "grown", "value": like_pattern("zephyr")}, prepare=False))
         assert "Index Cond: ((target = found_2.name) AND (memory = 'grown'::text))" in plan, plan
         assert len(store.search_nodes("zephyr")["entities"]) == size // 100
         store.create_entities([entity("one more", "t", ["plain"])])  # far fewer rows than the memory holds
@@ -361,9 +363,9 @@ def test_the_gin_pending_lists_are_bounded_without_waiting_for_a_write(empty_dat
     """P14: the server bounds both GIN indexes' pending lists (which every search reads through);
     a start while a write holds the tables does not wait for it (ALTER INDEX would lock every
     search out meanwhile), and a later start bounds them."""
-    from memory_server.storage import postgres
+    from memory_server.storage.postgres import statistics
 
-    bounded = [f"gin_pending_list_limit={postgres.GIN_PENDING_KB}"]
+    bounded = [f"gin_pending_list_limit={statistics.GIN_PENDING_KB}"]
     with PostgresStore(empty_database, memory_name()) as store:
         store.create_entities([entity("Ann", "person", ["jazz"])])
     assert _pending_limits(empty_database) == {"kg_entities_by_term": bounded, "kg_entities_by_trigram": bounded}

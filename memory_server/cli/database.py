@@ -13,7 +13,7 @@ from ..storage.choice import Database, StoreChoiceError, database_from, open_dat
 from .commands import CommandError, export_graph, read_import
 
 if TYPE_CHECKING:
-    from ..storage.postgres import PostgresStore
+    from ..storage.postgres.store import PostgresStore
 
 
 def where_the_memory_is(on_file: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

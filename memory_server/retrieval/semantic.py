@@ -819,7 +819,7 @@ class Engine:
 
 
 # --------------------------------------------------------------------------------------------
-# For a store that keeps its own vectors (storage/postgres_vectors.py)
+# For a store that keeps its own vectors (storage/postgres/vectors.py)
 # --------------------------------------------------------------------------------------------
 
 def model_identity() -> str | None:

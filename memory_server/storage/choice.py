@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from .interface import StoreChoiceError  # (where the stores find it too)
 
 if TYPE_CHECKING:
-    from .postgres import PostgresStore
+    from .postgres.store import PostgresStore
 
 DRIVER_MISSING = ("MEMORY_DATABASE_URL is set, but the PostgreSQL driver is not installed: "
                   "pip install 'kg-memory-mcp[postgres]' (or unset MEMORY_DATABASE_URL to keep the memory in a file)")
@@ -37,7 +37,7 @@ def database_from(env: Mapping[str, str]) -> Database | None:
     if not url.startswith(("postgresql://", "postgres://")) and "=" not in url:
         raise StoreChoiceError("MEMORY_DATABASE_URL is not a PostgreSQL connection URI "
                                "(postgresql://user:password@host:port/dbname)")
-    from .postgres_names import memory_name_from
+    from .postgres.names import memory_name_from
 
     try:
         return Database(url, memory_name_from(env.get("MEMORY_NAME")))
@@ -49,7 +49,7 @@ def open_database(database: Database, *, clock: Callable[[], str] | None = None)
     """The store on that database (`clock`: what its writes record, see model.dates); StoreChoiceError
     when the driver is not installed."""
     try:
-        from .postgres import PostgresStore
+        from .postgres.store import PostgresStore
     except ImportError:
         raise StoreChoiceError(DRIVER_MISSING) from None
     return PostgresStore(database.url, database.memory, clock=clock)

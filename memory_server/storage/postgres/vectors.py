@@ -1,4 +1,4 @@
-"""Meaning on PostgreSQL (postgres.py's P11): the observations' vectors kept in the database.
+"""Meaning on PostgreSQL (the package's P11): the observations' vectors kept in the database.
 
 A search by meaning on the team store finds what it finds on a file (retrieval/semantic.py, the
 same model, the same fusion with the words in retrieval/answer.py's ``shape``): only where the
@@ -31,7 +31,7 @@ M5. The same answers with pgvector or without. Where the ``vector`` extension is
     brute force. Either way the candidates are scored again in the same way (the stored float16
     vector against the float32 query, in float64), the best ``k`` observations kept (at least
     MIN_SIMILARITY), and the answer is ``retrieval.answer.shape``'s on them, as a file's.
-M6. The tables are made by the store's schema (postgres.py, P6): a database of version 1 or 2
+M6. The tables are made by the store's schema (schema.py, P6): a database of version 1 or 2
     gets them in its upgrade, filled with the texts of every entity there, whose vectors the
     embedders then make in the background. Which column the vectors have is chosen when the
     table is made; the memories of a database share it.
@@ -47,16 +47,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 import psycopg
 
-from ..model.graph import Graph, GraphError, Node
-from ..model.writes import RowChanges
-from ..retrieval import answer as answers
+from ...model.graph import Graph, GraphError, Node
+from ...model.writes import RowChanges
+from ...retrieval import answer as answers
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..model.dates import Span
-    from ..retrieval.paging.pages import Facts
-    from .postgres import PostgresStore
+    from ...model.dates import Span
+    from ...retrieval.paging.pages import Facts
+    from .store import PostgresStore
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ CHUNK: Final = 10_000
 
 
 def _sync_texts() -> int:
-    from ..retrieval import semantic
+    from ...retrieval import semantic
 
     return int(getattr(semantic, "SYNC_LIMIT", 512))
 
@@ -201,7 +201,7 @@ def _reason(error: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Schema (called by postgres.py's, in its transaction)
+# Schema (called by schema.py's, in its transaction)
 # --------------------------------------------------------------------------------------------
 
 
@@ -266,7 +266,7 @@ class Meaning:
     embedder thread (M2, M4), and the semantic candidates of its searches (M5)."""
 
     def __init__(self, store: PostgresStore, node_from: Callable[[int, bytes], Node]) -> None:
-        """`node_from`: how the store reads an entity's row (postgres.py, which imports this module)."""
+        """`node_from`: how the store reads an entity's row (reads.node_from)."""
         self._store = store
         self._node_from = node_from
         self._stop = threading.Event()
@@ -310,7 +310,7 @@ class Meaning:
     def model(self) -> str | None:
         """The model this server embeds with, loading it when not yet loaded; None: words only."""
         if not self._model_known.is_set():
-            from ..retrieval import semantic
+            from ...retrieval import semantic
 
             try:
                 self._model = semantic.model_identity()
@@ -405,7 +405,7 @@ class Meaning:
     def _embed_held(self, connection: psycopg.Connection[Any], held: list[tuple[bytes, bytes]]) -> None:
         """Texts whose rows this transaction holds, embedded and written, but those that got a
         vector before they were held (a statement begun after the claim sees it: M2)."""
-        from ..retrieval import semantic
+        from ...retrieval import semantic
 
         memory, model = self._store.memory, self._model
         done = {bytes(digest) for (digest,) in connection.execute(_EMBEDDED, (memory, model, [d for d, _ in held]))}
@@ -486,7 +486,7 @@ class Meaning:
         the views of the entities holding them."""
         import numpy as np
 
-        from ..retrieval import semantic
+        from ...retrieval import semantic
 
         if k <= 0 or not query.strip():
             return [], {}
