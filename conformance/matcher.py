@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
+from conformance.dated import undated
 from conformance.diff import Difference, diff
 from conformance.paths import Pattern, parse_pattern
 from conformance.report import Failure, ServerLine
@@ -66,8 +67,10 @@ def _notification_stream(message: dict[str, Any]) -> StreamKey:
     return ("notification", "")
 
 
-def compare(expected: Expect, actual: ServerLine, volatile: Sequence[Pattern]) -> list[Difference]:
+def compare(expected: Expect, actual: ServerLine, volatile: Sequence[Pattern], dates_by_shape: bool = True) -> list[Difference]:
     if isinstance(expected.wire, JsonLine) and isinstance(actual.wire, JsonLine):
+        if dates_by_shape:
+            return diff(*undated(expected.wire.value, actual.wire.value), volatile)
         return diff(expected.wire.value, actual.wire.value, volatile)
     if expected.wire == actual.wire:
         return []
@@ -106,9 +109,10 @@ class _Expectation:
 class Matcher:
     """Tracks which expected lines have arrived as the client side of a transcript is played."""
 
-    def __init__(self, steps: Sequence[Step], volatile: Sequence[Pattern]) -> None:
+    def __init__(self, steps: Sequence[Step], volatile: Sequence[Pattern], dates_by_shape: bool = True) -> None:
         self._steps = tuple(steps)
         self._volatile = tuple(volatile)
+        self._dates_by_shape = dates_by_shape
         self._streams: dict[StreamKey, list[_Expectation]] = {}
         for position, step in enumerate(self._steps):
             if isinstance(step, Expect):
@@ -153,7 +157,7 @@ class Matcher:
         if head is None:
             return self._unexpected(actual, self._why_unexpected(key))
         expected = head.step
-        differences = compare(expected, actual, self._volatile)
+        differences = compare(expected, actual, self._volatile, self._dates_by_shape)
         if head.position >= self._horizon:
             return self._early(head, actual, differences)
         if differences:
@@ -213,5 +217,5 @@ class Matcher:
         return Failure(self._last_line, summary, step.wire, step.line, actual, tuple(differences))
 
     def _closest(self, actual: ServerLine) -> tuple[Expect, list[Difference]] | None:
-        candidates = [(step, compare(step, actual, self._volatile)) for step in self.outstanding()]
+        candidates = [(step, compare(step, actual, self._volatile, self._dates_by_shape)) for step in self.outstanding()]
         return min(candidates, key=lambda candidate: len(candidate[1]), default=None)

@@ -90,6 +90,8 @@ class ReplaySettings:
     quiet_period: float = 0.3
     default_data: bool = False
     """Run the server on whatever data its defaults (and the harness's environment) name."""
+    dates_by_shape: bool = True
+    """Dated fields match by their shape (conformance/dated.py); False: exactly, as every other value."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,8 @@ async def replay(transcript: Transcript, settings: ReplaySettings) -> Verdict:
             "'MEMORY_FILE_PATH={tmp}/memory.jsonl' ({tmp} is a fresh directory per transcript), or pass "
             "--default-data to run it on its defaults knowingly."
         )
-    matcher = Matcher(transcript.steps, volatile_paths(transcript.header.volatile, settings.volatile))
+    matcher = Matcher(transcript.steps, volatile_paths(transcript.header.volatile, settings.volatile),
+                      settings.dates_by_shape)
     from_header, ignored = header_environment(transcript.header.env)
     ignored = [name for name in ignored if name not in settings.env]
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:

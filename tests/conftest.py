@@ -412,6 +412,25 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+# --- what the servers a test starts run with ------------------------------------------------------------
+
+SHIPPED_SWITCHES = ("MEMORY_DATES", "MEMORY_SEMANTIC")
+"""Settings whose default is what the README installs (dates on, the model on): a value left in the
+shell that runs the suite must not change what the tests hold the server to."""
+
+
+@pytest.fixture(autouse=True)
+def shipped_configuration(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every server a test starts (servers inherit the test's environment) runs as shipped: dates
+    and the model on. A test marked `reference_exact` compares byte for byte with the reference's
+    answers or lines, which carry no dates: its servers run with MEMORY_DATES=off. A test that
+    sets either switch itself (env=, monkeypatch) still does so after this."""
+    for name in SHIPPED_SWITCHES:
+        monkeypatch.delenv(name, raising=False)
+    if request.node.get_closest_marker("reference_exact") is not None:
+        monkeypatch.setenv("MEMORY_DATES", "off")
+
+
 # --- the example server ---------------------------------------------------------------------------------
 
 EXAMPLE_SERVER = REPO / "tests" / "example_server.py"

@@ -11,6 +11,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,6 +36,7 @@ from conftest import (
 from jsonschema import Draft202012Validator
 
 import memory_server
+from conformance.dated import DATED_KEYS, without_dates
 
 GRAPH_URI = "memory://knowledge-graph"
 ERAS = ("legacy", "modern")
@@ -99,6 +101,65 @@ def file_lines(path: Path) -> list[str]:
 
 def mode_of(path: Path) -> int:
     return path.stat().st_mode & 0o777
+
+
+STORED_DATES = ("createdAt", "updatedAt", "recordedAt", "happenedOn", "recordedBy")
+"""The keys a dated entity line holds after the reference's four (docs/dates.md, docs/oauth.md)."""
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+
+
+def _stored_problem(record: dict[str, Any]) -> str | None:
+    """Why the dates stored on an entity line lack their documented shape, or None."""
+    count = len(record["observations"])
+    for key in ("createdAt", "updatedAt"):
+        if key in record and not (isinstance(record[key], str) and _STAMP.fullmatch(record[key])):
+            return f"{key} is not a UTC stamp"
+    for key in ("recordedAt", "happenedOn", "recordedBy"):
+        values = record.get(key, [None] * count)
+        if not (isinstance(values, list) and len(values) == count):
+            return f"{key} is not parallel to the observations"
+        if not all(value is None or (isinstance(value, str) and value) for value in values):
+            return f"{key} holds something other than texts and nulls"
+        if key == "recordedAt" and not all(value is None or _STAMP.fullmatch(value) for value in values):
+            return "recordedAt holds something other than UTC stamps"
+    return None
+
+
+def undated_lines(path: Path) -> list[str]:
+    """The memory file's lines with the dates and authors of each entity line left out, once they
+    are checked to have their documented shape: the reference's lines, for a test about what the
+    file holds besides its dates (a test of the exact bytes is marked `reference_exact`)."""
+    lines = []
+    for line in file_lines(path):
+        record = json.loads(line)
+        if not (isinstance(record, dict) and record.get("type") == "entity"):
+            lines.append(line)
+            continue
+        problem = _stored_problem(record)
+        assert problem is None, f"{problem}: {line}"
+        lines.append(record_line({key: value for key, value in record.items() if key not in STORED_DATES}))
+    return lines
+
+
+def _entities_in(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, list):
+        for item in value:
+            yield from _entities_in(item)
+    elif isinstance(value, dict):
+        if isinstance(value.get("name"), str) and isinstance(value.get("observations"), list):
+            yield value
+        for item in value.values():
+            yield from _entities_in(item)
+
+
+def undated(answer: Any) -> Any:
+    """An answer (or graph) with the dates and authors of its entities left out, once each is checked
+    to have its documented shape (conformance/dated.py): for a test about what an answer holds
+    besides them, as the reference would give it."""
+    plain = without_dates(answer)
+    misshapen = [item for item in _entities_in(plain) if any(key in item for key in DATED_KEYS)]
+    assert not misshapen, f"dated fields without their documented shape: {misshapen}"
+    return plain
 
 
 # --- tool results ---------------------------------------------------------------------------------------
@@ -277,9 +338,9 @@ def subscription_of(message: dict[str, Any]) -> Any:
 # --- starting servers -------------------------------------------------------------------------------------
 
 def server_environment(memory_file: Path | str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The test's environment with MEMORY_FILE_PATH set as given (None: unset), and MEMORY_DATES off
-    unless `extra` (or the test's environment) sets it: these tests hold the server to the reference's
-    exact lines and answers; tests/test_dates.py runs it with its dates.
+    """The test's environment with MEMORY_FILE_PATH set as given (None: unset), then `extra`. Dates
+    and the model are on, as the README installs the server, except in a test marked
+    `reference_exact` (conftest's `shipped_configuration` sets the test's environment).
 
     The server runs the repository's code, as this test process imports it, even where the
     project is also installed (non-editable) into the environment."""
@@ -287,7 +348,6 @@ def server_environment(memory_file: Path | str | None, extra: dict[str, str] | N
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     if memory_file is not None:
         environment.update(memory_environment(memory_file))
-    environment.setdefault("MEMORY_DATES", "off")
     return {**environment, **(extra or {})}
 
 

@@ -62,15 +62,14 @@ def server_messages(transcript: Transcript) -> list[dict[str, Any]]:
             if isinstance(step, Expect) and isinstance(step.wire, JsonLine)]
 
 
-THROWAWAY = {"MEMORY_FILE_PATH": "{tmp}/memory.jsonl", "MEMORY_DATES": "off"}
-"""Where the replayed servers keep their memory: a fresh directory per transcript; and no dates of
-their own (transcripts compare answers as text too, which a day's date would change)."""
+THROWAWAY = {"MEMORY_FILE_PATH": "{tmp}/memory.jsonl"}
+"""Where the replayed servers keep their memory: a fresh directory per transcript. They keep their
+dates, as shipped: the matcher takes a dated field by its shape (conformance/dated.py)."""
 
 
 def replay_cli(*arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "conformance", "replay", *arguments, "--env",
-                           f"MEMORY_FILE_PATH={THROWAWAY['MEMORY_FILE_PATH']}", "--env", "MEMORY_DATES=off",
-                           "--", *MEMORY_SERVER],
+                           f"MEMORY_FILE_PATH={THROWAWAY['MEMORY_FILE_PATH']}", "--", *MEMORY_SERVER],
                           cwd=REPO, capture_output=True, text=True, timeout=4 * TIMEOUT)
 
 
@@ -89,6 +88,26 @@ def test_the_memory_server_answers_as_the_transcript_says(path: Path) -> None:
     transcript = load_transcript(path)
     verdict = anyio.run(replay, transcript, ReplaySettings(MEMORY_SERVER, THROWAWAY, timeout=TIMEOUT))
     assert verdict.failure is None, format_failure(named(path), verdict.failure, verdict.stderr_tail)
+
+
+@pytest.mark.reference_exact
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=named)
+def test_without_dates_the_memory_server_answers_exactly_as_recorded(path: Path) -> None:
+    """The corpus was recorded without dates (parity/ from the reference): with MEMORY_DATES=off every
+    answer is the recorded one, dated fields compared as exactly as any other value."""
+    transcript = load_transcript(path)
+    settings = ReplaySettings(MEMORY_SERVER, THROWAWAY, timeout=TIMEOUT, dates_by_shape=False)
+    verdict = anyio.run(replay, transcript, settings)
+    assert verdict.failure is None, format_failure(named(path), verdict.failure, verdict.stderr_tail)
+
+
+def test_a_dated_server_fails_a_transcript_compared_exactly_naming_the_dates() -> None:
+    path = CORPUS / "sdk" / "legacy.jsonl"
+    settings = ReplaySettings(MEMORY_SERVER, THROWAWAY, timeout=TIMEOUT, dates_by_shape=False)
+    verdict = anyio.run(replay, load_transcript(path), settings)
+    assert verdict.failure is not None
+    shown = format_failure(named(path), verdict.failure, verdict.stderr_tail)
+    assert "createdAt" in shown or "observationDates" in shown, shown
 
 
 def test_a_changed_expected_value_fails_against_the_real_server_naming_its_path(tmp_path: Path) -> None:

@@ -32,11 +32,12 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
     entity,
     entity_record,
     era,
-    file_lines,
     memory_servers,
     record_line,
     relation,
     subscription_of,
+    undated,
+    undated_lines,
 )
 
 ALICE = entity("Alice", "person", ["Loves Jazz"])
@@ -124,7 +125,7 @@ def test_legacy_subscriber_gets_one_update_per_changing_write_and_none_after_uns
 
     assert client.request("resources/unsubscribe", {"uri": GRAPH_URI}) == {}
     client.ok("create_entities", {"entities": [BOB]})
-    assert client.graph() == {"entities": [ALICE, BOB], "relations": []}
+    assert undated(client.graph()) == {"entities": [ALICE, BOB], "relations": []}
     client.process.close_stdin()
     client.drain()
     assert client.process.wait() == 0
@@ -217,7 +218,7 @@ def test_a_change_by_another_process_is_announced_and_read(memory_servers: Memor
     # the watcher polls the file's signature; no bound on how soon, only a generous one on how late
     (_, external) = client.wait_updates(2, listen_id)
     check_update(external, era, listen_id)
-    assert client.graph() == {"entities": [ALICE, BOB], "relations": []}
+    assert undated(client.graph()) == {"entities": [ALICE, BOB], "relations": []}
 
 
 # --- sharing one file -------------------------------------------------------------------------------------------
@@ -246,6 +247,6 @@ def test_several_servers_writing_one_file_at_once_lose_nothing(memory_servers: M
     for client in clients:
         graph = client.graph()
         assert sorted(item["name"] for item in graph["entities"]) == sorted(item["name"] for item in everything)
-    assert sorted(file_lines(memory_file)) == sorted(record_line(entity_record(item)) for item in everything)
+    assert sorted(undated_lines(memory_file)) == sorted(record_line(entity_record(item)) for item in everything)
     leftovers = sorted(path.name for path in tmp_path.iterdir())
     assert leftovers == ["cwd", "memory.jsonl"], "no lock, break guard or temporary file is left behind"
