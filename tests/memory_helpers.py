@@ -125,6 +125,17 @@ def _stored_problem(record: dict[str, Any]) -> str | None:
     return None
 
 
+def without_stored_dates(graph: dict[str, Any]) -> dict[str, Any]:
+    """A graph as `export --format json` gives it with the stored dates and authors of each entity left
+    out, once they are checked to have their documented shape."""
+    entities = []
+    for item in graph["entities"]:
+        problem = _stored_problem(item)
+        assert problem is None, f"{problem}: {item}"
+        entities.append({key: value for key, value in item.items() if key not in STORED_DATES})
+    return {**graph, "entities": entities}
+
+
 def undated_lines(path: Path) -> list[str]:
     """The memory file's lines with the dates and authors of each entity line left out, once they
     are checked to have their documented shape: the reference's lines, for a test about what the

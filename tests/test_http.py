@@ -45,7 +45,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
-from memory_helpers import GRAPH_URI, TOOL_NAMES, server_environment
+from memory_helpers import GRAPH_URI, TOOL_NAMES, server_environment, undated
 
 from memory_server.storage.store import GraphStore
 
@@ -83,7 +83,7 @@ async def test_the_sdk_client_uses_every_tool_and_the_resource_in_each_mode(
             deleted = await client.call_tool("delete_entities", {"entityNames": ["Bob", "Nobody"]})
             assert deleted.structured_content["notFound"] == ["Nobody"]
             graph = await client.call_tool("read_graph", {})
-            assert graph.structured_content == {"entities": [entity("Ada")], "relations": []}
+            assert undated(graph.structured_content) == {"entities": [entity("Ada")], "relations": []}
 
             invalid = await client.call_tool("create_entities", {"entities": "not a list"})
             assert invalid.is_error and "/entities" in invalid.content[0].text
@@ -92,8 +92,8 @@ async def test_the_sdk_client_uses_every_tool_and_the_resource_in_each_mode(
             assert unknown.value.code == -32602
 
             read = await client.read_resource(GRAPH_URI)
-            assert json.loads(read.contents[0].text) == {"entities": [entity("Ada")], "relations": []}
-    assert [line for line in GraphStore(tmp_path / "memory.jsonl").read_graph()["entities"]] == [entity("Ada")]
+            assert json.loads(read.contents[0].text) == graph.structured_content, "the resource is read_graph's graph"
+    assert undated(GraphStore(tmp_path / "memory.jsonl").read_graph())["entities"] == [entity("Ada")]
 
 
 @pytest.mark.anyio
@@ -279,7 +279,7 @@ async def test_the_sdk_clients_session_outlives_the_idle_time_while_its_get_stre
             await client.call_tool("create_entities", {"entities": [entity("Ada")]})
             await anyio.to_thread.run_sync(outlast_the_idle_time)
             opened = await client.call_tool("open_nodes", {"names": ["Ada"]})
-            assert opened.structured_content["entities"] == [entity("Ada")]
+            assert undated(opened.structured_content)["entities"] == [entity("Ada")]
     assert "idle for" not in server.stderr
 
 

@@ -28,6 +28,8 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
     mode_of,
     record_line,
     server_environment,
+    undated,
+    undated_lines,
 )
 
 import memory_server
@@ -136,7 +138,7 @@ def test_an_absolute_path_is_used_as_is_and_its_parents_are_made(memory_servers:
                                                                  tmp_path: Path) -> None:
     memory_file = tmp_path / "a" / "b" / "memory.jsonl"
     stderr = startup_and_write(memory_servers, era, str(memory_file))
-    assert file_lines(memory_file) == [record_line(entity_record(ALICE))]
+    assert undated_lines(memory_file) == [record_line(entity_record(ALICE))]
     assert mode_of(memory_file) == 0o600
     assert str(memory_file) in stderr
 
@@ -148,7 +150,7 @@ def test_a_relative_path_is_resolved_against_the_package_directory(memory_server
     assert configured.startswith(".."), "the path climbs out of the package, so the repository is not written"
     # the working directory differs from the package directory, so resolving against it would miss
     stderr = startup_and_write(memory_servers, era, configured)
-    assert file_lines(memory_file) == [record_line(entity_record(ALICE))]
+    assert undated_lines(memory_file) == [record_line(entity_record(ALICE))]
     assert str(memory_file) in stderr, "the resolved absolute path is printed"
     assert configured not in stderr.replace(str(memory_file), "")
 
@@ -171,7 +173,7 @@ def test_unset_means_memory_jsonl_in_the_package_directory(memory_servers: Memor
     # `python -m` puts the working directory first on sys.path, so the copy is the package that runs
     stderr = startup_and_write(memory_servers, era, configured, cwd=package_copy)
     memory_file = package_copy / "memory_server" / "memory.jsonl"
-    assert file_lines(memory_file) == [record_line(entity_record(ALICE))]
+    assert undated_lines(memory_file) == [record_line(entity_record(ALICE))]
     assert str(memory_file) in stderr
     assert (repository_file.stat().st_mtime_ns if repository_file.exists() else None) == before
 
@@ -181,7 +183,7 @@ def test_unset_moves_a_legacy_memory_json_once(memory_servers: MemoryServers, er
     content = record_line(entity_record(entity("Old", "memory", ["from memory.json"]))).encode()
     legacy.write_bytes(content)
     client = MemoryClient(memory_servers.process(None, cwd=package_copy), era).open()
-    assert client.graph()["entities"] == [entity("Old", "memory", ["from memory.json"])]
+    assert undated(client.graph())["entities"] == [entity("Old", "memory", ["from memory.json"])]
     client.process.finish()
     stderr = client.process.stderr
     assert MIGRATION_STARTED in stderr and MIGRATION_DONE in stderr
@@ -190,7 +192,7 @@ def test_unset_moves_a_legacy_memory_json_once(memory_servers: MemoryServers, er
 
     legacy.write_bytes(b"")  # both present now: memory.jsonl wins, nothing moves, nothing is said
     again = MemoryClient(memory_servers.process(None, cwd=package_copy), era).open()
-    assert again.graph()["entities"] == [entity("Old", "memory", ["from memory.json"])]
+    assert undated(again.graph())["entities"] == [entity("Old", "memory", ["from memory.json"])]
     again.process.finish()
     assert "DETECTED" not in again.process.stderr and legacy.exists()
 
@@ -246,7 +248,7 @@ def test_a_leading_tilde_is_the_home_directory(memory_servers: MemoryServers, er
     client.ok("create_entities", {"entities": [ALICE]})
     client.process.finish()
     memory_file = home / "mcp" / "memory.jsonl"
-    assert file_lines(memory_file) == [record_line(entity_record(ALICE))]
+    assert undated_lines(memory_file) == [record_line(entity_record(ALICE))]
     assert f"memory file {memory_file}" in client.process.stderr
     assert not (PACKAGE_DIR / "~").exists(), "no folder named ~ inside the package"
     # the commands resolve it the same way
