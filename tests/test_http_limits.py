@@ -335,15 +335,21 @@ def legacy_call(client: httpx.Client, url: str, session: dict[str, str], name: s
     return result
 
 
+WALKED = 40
+"""Entities the walker pages through: some six pages of the answer budget below, each one more
+round of 60 answers cut by the other clients (more than the 16 each keeps)."""
+
+
 def test_one_clients_cut_answers_never_expire_another_clients_cursors(http_servers: HttpServers,
                                                                     tmp_path: Path) -> None:
-    server = http_servers.memory(memory_of(tmp_path / "memory.jsonl", 300),
+    server = http_servers.memory(memory_of(tmp_path / "memory.jsonl", WALKED),
                                  extra_env={"MEMORY_ANSWER_BUDGET": "5000"})
     with httpx.Client(timeout=WAIT_SECONDS) as client:
         walker, busy = session_of(client, server.url), session_of(client, server.url)
         page = legacy_call(client, server.url, walker, "search_nodes", {"query": "fact"})["structuredContent"]
-        seen = [entity["name"] for entity in page["entities"]]
+        seen, pages = [entity["name"] for entity in page["entities"]], 1
         while (cursor := page.get("nextCursor")) is not None:
+            pages += 1
             # between two of its pages, another session and a sessionless client cut 20 answers each
             for number in range(20):
                 legacy_call(client, server.url, busy, "search_nodes", {"query": f"fact {number}"})
@@ -352,7 +358,8 @@ def test_one_clients_cut_answers_never_expire_another_clients_cursors(http_serve
             page = legacy_call(client, server.url, walker, "search_nodes",
                                {"query": "fact", "cursor": cursor})["structuredContent"]
             seen += [entity["name"] for entity in page["entities"]]
-        assert sorted(seen) == [f"Entity {i:04}" for i in range(300)]
+        assert sorted(seen) == [f"Entity {i:04}" for i in range(WALKED)]
+        assert pages > 3, "the walk goes over several pages, each with the others' cuts between"
         # the busy one's own oldest cut answers do expire, beyond its 16
         first = legacy_call(client, server.url, busy, "read_graph", {})["structuredContent"]["nextCursor"]
         for _ in range(16):
