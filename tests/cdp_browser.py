@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import one_at_a_time
 
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -37,13 +38,15 @@ def find_chromium() -> str | None:
 
 
 def install_chromium() -> str | None:
-    """Debian's chromium, installed with apt-get when this process may (root, apt present); else None."""
-    if find_chromium() is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for command in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):
-            if subprocess.run(command, env=environment, capture_output=True, timeout=900).returncode != 0:
-                return None
-    return find_chromium()
+    """Debian's chromium, installed with apt-get when this process may (root, apt present); else None.
+    One process at a time: two test workers' apt-get would trip over dpkg's lock."""
+    with one_at_a_time("apt-get"):
+        if find_chromium() is None and os.geteuid() == 0 and shutil.which("apt-get"):
+            environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            for command in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):
+                if subprocess.run(command, env=environment, capture_output=True, timeout=900).returncode != 0:
+                    return None
+        return find_chromium()
 
 
 class BrowserError(AssertionError):

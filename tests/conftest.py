@@ -6,17 +6,19 @@ except the `example_server` fixture at the bottom.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
 import queue
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -410,6 +412,31 @@ async def open_session(server: Server, **options: Any) -> AsyncIterator[SessionH
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+# --- work shared by the processes of one run ----------------------------------------------------------------
+
+@contextmanager
+def one_at_a_time(name: str) -> Iterator[None]:
+    """Held by one process at a time on this machine: the run's xdist workers, and any other run. For
+    work two processes must never do at once (an npm install into one folder, apt-get)."""
+    with open(Path(tempfile.gettempdir()) / f"kg-memory-tests-{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # let go when the file closes, also if the process dies
+        yield
+
+
+def shared_directory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder every worker of this run sees (pytest's cache, kept for the next run, when it has one;
+    else the run's temporary root): for something costly made once, under `one_at_a_time(name)`."""
+    cache = getattr(request.config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir(name))
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # each worker's base is a folder of the run's
+    folder = root / name
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 # --- what the servers a test starts run with ------------------------------------------------------------

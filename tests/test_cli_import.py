@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import StdioProcess
+from conftest import StdioProcess, one_at_a_time, shared_directory
 from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures)
     MemoryClient,
     MemoryServers,
@@ -209,20 +209,22 @@ def test_a_running_server_sees_the_import_as_one_change(memory_servers: MemorySe
 
 # --- the npm reference server itself ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def reference_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The command of the npm reference server, installed once into pytest's cache (when it has one)."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.fail("node and npm are needed to run the reference server")
-    cache = getattr(request.config, "cache", None)
-    prefix = Path(cache.mkdir("reference-server-memory")) if cache is not None else tmp_path_factory.mktemp("reference")
+    prefix = shared_directory(request, tmp_path_factory, "reference-server-memory")
     script = prefix / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
-    if not script.exists():
-        done = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", REFERENCE_PACKAGE],
-                              capture_output=True, timeout=600)
-        if done.returncode != 0:
-            pytest.fail(f"npm could not install {REFERENCE_PACKAGE}: {done.stderr.decode(errors='replace')[-500:]}")
+    installed = prefix / "installed"  # written once the install is whole: one cut short is done again
+    with one_at_a_time("reference-server-memory"):
+        if not (script.exists() and installed.exists() and installed.read_text() == REFERENCE_PACKAGE):
+            done = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+                                   REFERENCE_PACKAGE], capture_output=True, timeout=600)
+            if done.returncode != 0:
+                pytest.fail(f"npm could not install {REFERENCE_PACKAGE}: {done.stderr.decode(errors='replace')[-500:]}")
+            installed.write_text(REFERENCE_PACKAGE)
     return [node, str(script)]
 
 

@@ -33,6 +33,8 @@ PYPROJECT = REPO_ROOT / "pyproject.toml"
 VOLUME_DIR = "/app/dist"
 INSTALL_TIMEOUT = 600
 RESPONSE_TIMEOUT = 60
+# The module's image is built once, by one worker: its tests stay together (pyproject: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("docker-image")
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
