@@ -417,19 +417,23 @@ def anyio_backend() -> str:
 # --- work shared by the processes of one run ----------------------------------------------------------------
 
 @contextmanager
-def one_at_a_time(name: str) -> Iterator[None]:
-    """Held by one process at a time on this machine: the run's xdist workers, and any other run. For
-    work two processes must never do at once (an npm install into one folder, apt-get)."""
-    with open(Path(tempfile.gettempdir()) / f"kg-memory-tests-{name}.lock", "a") as lock:
+def one_at_a_time(name: str, where: Path | None = None) -> Iterator[None]:
+    """Held by one process at a time: the run's xdist workers, and any other run on this machine (or,
+    given `where`, any process using that folder). For work two processes must never do at once (an
+    npm install into one folder, apt-get) or that one does for all."""
+    with open((where or Path(tempfile.gettempdir())) / f"kg-memory-tests-{name}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # let go when the file closes, also if the process dies
         yield
 
 
-def shared_directory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
-    """A folder every worker of this run sees (pytest's cache, kept for the next run, when it has one;
-    else the run's temporary root): for something costly made once, under `one_at_a_time(name)`."""
+def shared_directory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str, *,
+                     across_runs: bool) -> Path:
+    """A folder every xdist worker of this run sees, for something costly made once (under
+    `one_at_a_time`): in pytest's cache, kept for later runs, when `across_runs` and there is a cache
+    (something from outside, such as an npm package); else in the run's temporary root (something
+    made from this checkout)."""
     cache = getattr(request.config, "cache", None)
-    if cache is not None:
+    if across_runs and cache is not None:
         return Path(cache.mkdir(name))
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):

@@ -215,7 +215,7 @@ def reference_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.fail("node and npm are needed to run the reference server")
-    prefix = shared_directory(request, tmp_path_factory, "reference-server-memory")
+    prefix = shared_directory(request, tmp_path_factory, "reference-server-memory", across_runs=True)
     script = prefix / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
     installed = prefix / "installed"  # written once the install is whole: one cut short is done again
     with one_at_a_time("reference-server-memory"):

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import one_at_a_time, shared_directory
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = REPO_ROOT / "Dockerfile"
@@ -33,8 +34,6 @@ PYPROJECT = REPO_ROOT / "pyproject.toml"
 VOLUME_DIR = "/app/dist"
 INSTALL_TIMEOUT = 600
 RESPONSE_TIMEOUT = 60
-# The module's image is built once, by one worker: its tests stay together (pyproject: --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("docker-image")
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -270,10 +269,21 @@ def run_checked(command: list[str], cwd: Path) -> None:
     assert done.returncode == 0, f"{command} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
 
 
-@pytest.fixture(scope="module")
-def entrypoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The image's entrypoint command, installed the way the two stages install it."""
-    root = tmp_path_factory.mktemp("image")
+@pytest.fixture(scope="session")
+def entrypoint(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The image's entrypoint command, installed the way the two stages install it: once in a run, by
+    the first worker that needs it (the others wait for it, then use it)."""
+    root = shared_directory(request, tmp_path_factory, "image", across_runs=False)
+    with one_at_a_time("image", where=root):
+        built = root / "entrypoint"
+        if not built.exists():
+            built.write_text(str(install_the_image(root)))
+    return Path(built.read_text())
+
+
+def install_the_image(root: Path) -> Path:
+    for made in ("src", "dist", "venv"):  # what an earlier attempt cut short left
+        shutil.rmtree(root / made, ignore_errors=True)
     context = root / "src"
     context.mkdir()
     lay_out_context(dockerfile_stages()[0], context)
