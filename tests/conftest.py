@@ -416,6 +416,15 @@ def anyio_backend() -> str:
 
 # --- work shared by the processes of one run ----------------------------------------------------------------
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many workers `-n auto` (pyproject's addopts) starts: two per CPU this process may use. A
+    test spends most of its time waiting on the servers it starts (their start-up, pipes, sockets and
+    timers), so one worker per CPU leaves the CPUs half idle. At most 16: each worker's servers load
+    the model (some 150 MB each)."""
+    return min(2 * len(os.sched_getaffinity(0)), 16)
+
+
 @contextmanager
 def one_at_a_time(name: str, where: Path | None = None) -> Iterator[None]:
     """Held by one process at a time: the run's xdist workers, and any other run on this machine (or,
