@@ -3,6 +3,14 @@
     python benchmarks/bench_semantic.py [--entities 10000] [--observations 3]
     python benchmarks/bench_semantic.py --scan 50000 500000 1000000
     python benchmarks/bench_semantic.py --fresh [--entities 10000] [--observations 5]
+    python benchmarks/bench_semantic.py --exits 20
+
+--exits: issue 28's clean exits, each kind that many times, each a real server over pipes on a
+memory of 1,200 observations (long ones, for the kinds that end it while it embeds): end of input
+after one write and one search; end of input, SIGTERM and SIGINT while the model loads (the signal
+sent with the first search, before its answer); SIGTERM and SIGINT while the memory is embedded.
+A run is clean when the process exits 0 (or by that signal) and stderr holds only the server's
+own lines (tests/test_semantic_process.py's rule).
 
 --scan: the exact scan of a table of that many int8 vectors (random ones: the cost does not
 depend on what they mean), median of 20 queries, and the resident memory the table adds.
@@ -64,10 +72,13 @@ def main() -> int:
     parser.add_argument("--observations", type=int, default=3)
     parser.add_argument("--scan", type=int, nargs="*")
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--exits", type=int, metavar="RUNS")
     parser.add_argument("--reuse", type=Path, help="with --fresh: a folder a former --fresh run left (skips the embedding)")
     arguments = parser.parse_args()
     if arguments.scan:
         return scan(arguments.scan)
+    if arguments.exits:
+        return exits(arguments.exits)
     if arguments.fresh:
         return fresh(arguments.entities, arguments.observations, arguments.reuse)
 
@@ -250,6 +261,64 @@ def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
         took, rss, found = serve(until_saved=False)
         print(f", by meaning: {found}, RSS {rss:.0f} MB")
     return 0
+
+
+EXIT_KINDS = ("end of input after a write and a search", "end of input while loading", "SIGTERM while loading",
+              "SIGINT while loading", "SIGTERM while embedding", "SIGINT while embedding")
+
+
+def exits(runs: int) -> int:
+    import signal
+    import tempfile
+
+    from test_semantic_process import NATIVE_NOISE, Server, memory_of
+
+    from memory_server.retrieval.vectors import vectors_path
+
+    def clean(status: int, errors: str, signal_number: int | None) -> bool:
+        own = ("Knowledge Graph MCP Server", "mcp-server-memory:", "protocol", "memory_server")
+        return (status in (0, -(signal_number or 0))
+                and not any(noise in errors for noise in NATIVE_NOISE)
+                and all(line.startswith(own) for line in errors.splitlines()))
+
+    failed = 0
+    for kind in EXIT_KINDS:
+        good, seconds, still_embedding = 0, [], 0
+        for _ in range(runs):
+            folder = Path(tempfile.mkdtemp(prefix="bench-exits-"))
+            memory = folder / "memory.jsonl"
+            memory_of(memory, 1200, long="embedding" in kind)
+            signal_number = (signal.SIGTERM if "SIGTERM" in kind else signal.SIGINT if "SIGINT" in kind else None)
+            started = time.perf_counter()
+            server = Server(memory)
+            try:
+                if kind.startswith("end of input after"):
+                    server.answer(server.call("add_observations", observations=[
+                        {"entityName": "Ann", "contents": ["Drinks tea every afternoon"]}]))
+                    server.answer(server.call("search_nodes", query="dog"))
+                elif "loading" in kind:
+                    server.call("search_nodes", query="dog")
+                else:
+                    server.answer(server.call("search_nodes", query="dog"))
+                    still_embedding += not vectors_path(memory).exists()
+                status, errors = server.end(signal_number=signal_number)
+            finally:
+                if server.process.poll() is None:
+                    server.process.kill()
+                    server.process.wait()
+            seconds.append(time.perf_counter() - started)
+            if clean(status, errors, signal_number):
+                good += 1
+            else:
+                print(f"  not clean ({kind}): status {status}, stderr {errors[-400:]!r}")
+            for item in folder.iterdir():
+                item.unlink()
+            folder.rmdir()
+        failed += runs - good
+        print(f"{kind}: {good} of {runs} clean; spawn to exit median {statistics.median(seconds):.2f} s"
+              + (f"; still embedding when the signal came in {still_embedding} of {runs}" if "embedding" in kind else ""),
+              flush=True)
+    return 1 if failed else 0
 
 
 def timed(function, *arguments) -> float:  # type: ignore[no-untyped-def]
