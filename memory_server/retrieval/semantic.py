@@ -13,8 +13,10 @@ Guarantees:
 
 1. Importing this module loads nothing beyond the standard library. numpy, onnxruntime and the
    model are loaded by a worker of the process's :mod:`..background` at the first call that
-   needs them, once per process and model file. That first call waits for the load at most
-   :data:`LOAD_WAIT` seconds; if it is not done by then, that call is answered by words.
+   needs them, or at :func:`prepare` (which a server calls once it serves, so that its first
+   search by meaning finds the model loaded), once per process and model file. A call that
+   needs the model waits for the load at most :data:`LOAD_WAIT` seconds; if it is not done by
+   then, that call is answered by words.
 2. :func:`nearest` returns None, and the caller answers by words alone, when ``MEMORY_SEMANTIC``
    is ``off`` (or ``0``, ``false``, ``no``), when the extra is not installed, when the model file
    is missing, is not a regular file (a FIFO, a directory: known at once, nothing is opened),
@@ -138,6 +140,12 @@ def model_digest() -> str | None:
     when no model can be used."""
     engine = _engine(os.environ)
     return None if engine is None else engine.digest
+
+
+def prepare() -> None:
+    """Start loading the model, and the side file's vectors, in the background; return at once
+    (guarantee 1). Nothing when the model is off, not installed, or already loading or loaded."""
+    _engine(os.environ, wait=0.0)
 
 
 def keep_vectors_at(side_file: Path, memory_name: str) -> None:
