@@ -12,8 +12,11 @@ sent with the first search, before its answer); SIGTERM and SIGINT while the mem
 A run is clean when the process exits 0 (or by that signal) and stderr holds only the server's
 own lines (tests/test_semantic_process.py's rule).
 
---scan: the exact scan of a table of that many int8 vectors (random ones: the cost does not
-depend on what they mean), median of 20 queries, and the resident memory the table adds.
+--scan: a search of a table of that many int8 vectors (random ones: the cost does not depend on
+what they mean), exactly and by the sign-bit shortlist, median of 20 queries, and the resident
+memory the table adds.
+--recall MEMORY: recall@10 of the shortlist against the exact scan on the real vectors of a
+memory a --fresh run embedded (its side file), at the share of the table a shortlist takes.
 --fresh: a memory file of that size is embedded once by a real server (until its side file of
 vectors is written), then each of five fresh servers is timed from spawn to its first answer by
 meaning, and its resident memory then.
@@ -73,10 +76,13 @@ def main() -> int:
     parser.add_argument("--scan", type=int, nargs="*")
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--exits", type=int, metavar="RUNS")
+    parser.add_argument("--recall", type=Path, metavar="MEMORY", help="a memory a --fresh run embedded")
     parser.add_argument("--reuse", type=Path, help="with --fresh: a folder a former --fresh run left (skips the embedding)")
     arguments = parser.parse_args()
     if arguments.scan:
         return scan(arguments.scan)
+    if arguments.recall:
+        return recall(arguments.recall)
     if arguments.exits:
         return exits(arguments.exits)
     if arguments.fresh:
@@ -165,24 +171,69 @@ def scan(sizes: list[int]) -> int:
         print("no model:", semantic.status())
         return 1
     rng = np.random.default_rng(7)
+    queries = engine.encode([f"question number {number}" for number in range(20)])
     for size in sizes:
         before = rss_mb()
-        vectors = rng.standard_normal((size, semantic.DIMENSIONS), dtype=np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        matrix, scales = engine.quantize(vectors)
+        matrix = np.empty((size, semantic.DIMENSIONS), dtype=np.int8)
+        scales = np.empty(size, dtype=np.float32)
+        for start in range(0, size, 100_000):  # (in parts: a float32 table of a million is 1.5 GB)
+            vectors = rng.standard_normal((min(100_000, size - start), semantic.DIMENSIONS), dtype=np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            matrix[start:start + len(vectors)], scales[start:start + len(vectors)] = engine.quantize(vectors)
         del vectors
+        codes = semantic.sign_codes(np, matrix)
         table_mb = rss_mb() - before
-        queries = engine.encode([f"question number {number}" for number in range(20)])
-        times = []
-        for query in queries:
-            started = time.perf_counter()
-            scores = engine.scores(matrix, scales, size, query)
-            np.argpartition(-scores, 39)[:40]
-            times.append(time.perf_counter() - started)
-        print(f"exact scan of {size} int8 vectors: median {1000 * statistics.median(times):.1f} ms, "
-              f"min {1000 * min(times):.1f} ms; the table {matrix.nbytes + scales.nbytes} bytes "
-              f"({(matrix.nbytes + scales.nbytes) / size:.0f} per vector), RSS +{table_mb:.0f} MB")
-        del matrix, scales
+        for name, exact_up_to in (("exact scan", size), ("sign-bit shortlist, int8 re-score", 0)):
+            engine.exact_up_to = exact_up_to
+            times = []
+            for query in queries:
+                started = time.perf_counter()
+                scores = engine.table_scores(matrix, scales, codes, size, query, 40)
+                np.argpartition(-scores, 39)[:40]
+                times.append(time.perf_counter() - started)
+            print(f"{name} of {size} int8 vectors: median {1000 * statistics.median(times):.1f} ms, "
+                  f"min {1000 * min(times):.1f} ms", flush=True)
+        engine.exact_up_to = semantic.EXACT_UP_TO
+        print(f"  the table {matrix.nbytes + scales.nbytes + codes.nbytes} bytes "
+              f"({(matrix.nbytes + scales.nbytes + codes.nbytes) / size:.0f} per vector), RSS +{table_mb:.0f} MB; "
+              f"shortlist {semantic.shortlist_size(size, 40)} rows")
+        del matrix, scales, codes
+    return 0
+
+
+def recall(memory: Path) -> int:
+    """recall@10 of the shortlist against the exact scan, on the real vectors of a --fresh memory."""
+    import numpy as np
+
+    from memory_server.retrieval import semantic
+    from memory_server.retrieval.vectors import VectorFile, vectors_path
+    engine = semantic._engine({})
+    if engine is None:
+        print("no model:", semantic.status())
+        return 1
+    held = VectorFile(vectors_path(memory), memory.name).read(engine.digest)
+    if held is None:
+        print("no side file of this model beside", memory)
+        return 1
+    _, matrix, scales = held
+    count = len(matrix)
+    codes = semantic.sign_codes(np, matrix)
+    queries = (THINGS + [f"who {verb} {thing}" for verb in VERBS[:5] for thing in THINGS[:6]]
+               + ["pets", "music", "food", "money", "travel abroad", "dog", "a greyhound", "computers", "taxes", "Japan"])
+    vectors = engine.encode(queries)
+    for share in (semantic.SHORTLIST_SHARE // 2, semantic.SHORTLIST_SHARE, 2 * semantic.SHORTLIST_SHARE):
+        size = count // share
+        kept = first = 0
+        for vector in vectors:
+            exact = engine.scores(matrix, scales, count, vector)
+            (query,), _ = engine.quantize(vector[None, :])
+            rows = semantic.shortlist(np, codes, count, semantic.sign_codes(np, query[None, :])[:, 0], size)
+            best = exact.argsort(kind="stable")[::-1][:10]
+            found = rows[np.argsort(-engine.scores_of(matrix, scales, rows, vector), kind="stable")[:10]]
+            kept += len(set(best.tolist()) & set(found.tolist()))
+            first += bool(exact[found[0]] >= exact[best[0]])  # (ties: any row of the best score)
+        print(f"{count} real MiniLM vectors, shortlist of {size} rows (1 in {share}): recall@10 "
+              f"{kept / (10 * len(vectors)):.3f}, a best row first {first}/{len(vectors)}, over {len(vectors)} queries")
     return 0
 
 
