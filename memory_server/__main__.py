@@ -171,10 +171,10 @@ def _serve_store(store: MemoryStore, http: str | None, allow_unauthenticated: bo
         run_stdio(server)
 
 
-PREPARE_DELAY = 0.2
-"""Seconds after serving starts before the model loads in the background: the first answers
-(initialize, the cold start's first reads) come first, and a server that ends at once (a probe,
-a client that gave up) loads nothing."""
+PREPARE_DELAY = 0.1
+"""Seconds after serving starts before the model loads in the background: the initialize answer
+comes first, and a server that ends at once (a probe, a client that gave up) loads nothing. The
+load then overlaps the graph's (spawn to the first answer by meaning: docs/semantic.md)."""
 
 
 def _prepare_meaning_soon() -> None:
