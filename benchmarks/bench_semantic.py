@@ -77,6 +77,9 @@ def main() -> int:
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--exits", type=int, metavar="RUNS")
     parser.add_argument("--recall", type=Path, metavar="MEMORY", help="a memory a --fresh run embedded")
+    parser.add_argument("--synthetic-vectors", action="store_true",
+                        help="with --fresh: the side file is written with random vectors (the person's fact with its "
+                             "own), instead of a first server embedding the memory (hours at 500,000)")
     parser.add_argument("--reuse", type=Path, help="with --fresh: a folder a former --fresh run left (skips the embedding)")
     arguments = parser.parse_args()
     if arguments.scan:
@@ -86,7 +89,7 @@ def main() -> int:
     if arguments.exits:
         return exits(arguments.exits)
     if arguments.fresh:
-        return fresh(arguments.entities, arguments.observations, arguments.reuse)
+        return fresh(arguments.entities, arguments.observations, arguments.reuse, arguments.synthetic_vectors)
 
     start_rss = rss_mb()
     started = time.perf_counter()
@@ -237,7 +240,7 @@ def recall(memory: Path) -> int:
     return 0
 
 
-def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
+def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic_vectors: bool = False) -> int:
     import json
     import os
     import select
@@ -259,6 +262,12 @@ def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
         + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
         + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                       "params": {"name": "search_nodes", "arguments": {"query": "dog"}}}) + "\n").encode()
+
+    if synthetic_vectors and reuse is None:
+        started = time.perf_counter()
+        write_synthetic_vectors(memory, made)
+        print(f"side file of random vectors written in {time.perf_counter() - started:.0f} s "
+              f"({vectors_path(memory).stat().st_size} bytes)")
 
     def serve(until_saved: bool) -> tuple[float, float, bool]:
         started = time.perf_counter()
@@ -283,6 +292,17 @@ def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
                 first = time.perf_counter() - started
             found = "border collie" in json.dumps(answer)
         took = time.perf_counter() - started
+        warm = []
+        for number, query in enumerate(WARM_QUERIES):
+            if until_saved:
+                break
+            begun = time.perf_counter()
+            process.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 10_000 + number, "method": "tools/call", "params": {
+                "name": "search_nodes", "arguments": {"query": query}}}) + "\n").encode())
+            process.stdin.flush()
+            while json.loads(process.stdout.readline()).get("id") != 10_000 + number:
+                pass
+            warm.append(time.perf_counter() - begun)
         rss = float("nan")
         for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -292,7 +312,8 @@ def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
         process.stdin.close()
         process.wait()
         print(f"  spawn to first answer {first:.2f} s; to the first by meaning {took:.2f} s "
-              f"({searches} searches)" if not until_saved else "", end="")
+              f"({searches} searches); then search_nodes (words and meaning), median of {len(warm)} new queries "
+              f"{1000 * statistics.median(warm):.0f} ms" if not until_saved else "", end="")
         return took, rss, found
 
     def saved_count() -> int:
@@ -310,8 +331,57 @@ def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
               f"{time.perf_counter() - started:.0f} s; side file {vectors_path(memory).stat().st_size} bytes")
     for _ in range(5):
         took, rss, found = serve(until_saved=False)
-        print(f", by meaning: {found}, RSS {rss:.0f} MB")
+        print(f", by meaning: {found}, RSS {rss:.0f} MB", flush=True)
+    return warm_in_process(memory, made)
+
+
+WARM_QUERIES = ["pets at home", "a cello concert", "tax paperwork", "music", "bread", "a trip to Japan", "gardening",
+                "board games", "solar energy", "a lighthouse visit", "fixing a bike", "dogs", "learning languages",
+                "medical tests", "cooking seafood", "office move", "ceramics", "school theatre", "cloud servers",
+                "old records"]
+
+
+def warm_in_process(memory: Path, made: list[dict[str, object]]) -> int:
+    """semantic.nearest alone on the same memory and side file, in this process: the warm search by meaning."""
+    import gc
+
+    from memory_server.model import graph as rules
+    from memory_server.retrieval import semantic
+    from memory_server.retrieval.vectors import vectors_path
+    graph = rules.create_entities(rules.EMPTY, made).graph
+    semantic.keep_vectors_at(vectors_path(memory), memory.name)
+    if not semantic.ready(graph, 600):
+        print("not ready:", semantic.status())
+        return 1
+    semantic.nearest(graph, "warm up", 40)
+    gc.collect()
+    times = []
+    for query in WARM_QUERIES:
+        started = time.perf_counter()
+        semantic.nearest(graph, query + " now", 40)
+        times.append(time.perf_counter() - started)
+    print(f"in this process, semantic.nearest (the query's vector and the scan) on {semantic.status()}: "
+          f"median of {len(times)} new queries {1000 * statistics.median(times):.1f} ms, max {1000 * max(times):.1f} ms")
     return 0
+
+
+def write_synthetic_vectors(memory: Path, made: list[dict[str, object]]) -> None:
+    import numpy as np
+
+    from memory_server.retrieval import semantic
+    from memory_server.retrieval.vectors import VectorFile, vectors_path
+    engine = semantic._engine({})
+    assert engine is not None, semantic.status()
+    texts = list(dict.fromkeys(text for item in made for text in item["observations"]))  # type: ignore[attr-defined]
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((len(texts), semantic.DIMENSIONS), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    real = engine.encode(texts[-1:])  # the person's fact, last, with its own vector
+    vectors[-1:] = real
+    quantized, scales = engine.quantize(vectors)
+    del vectors
+    assert VectorFile(vectors_path(memory), memory.name).write(engine.digest, [semantic.text_key(t) for t in texts],
+                                                                quantized, scales)
 
 
 EXIT_KINDS = ("end of input after a write and a search", "end of input while loading", "SIGTERM while loading",

@@ -486,6 +486,11 @@ def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
 
 
+def _keys_digest(np: Any, keys: Any) -> bytes:
+    """Which set of text keys (numpy "S16") a side file holds, whatever their order, in 32 bytes."""
+    return hashlib.blake2b(np.sort(keys).tobytes(), digest_size=32).digest()
+
+
 def _query_key(query: str) -> bytes:
     return hashlib.blake2b(query[:MAX_CHARACTERS].encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
@@ -528,8 +533,8 @@ class Engine:
         self.shortlist_least = SHORTLIST_MIN
         self.count = 0
         self.version = 0
-        self.stored: dict[bytes, int] | None = None
-        """Rows read from the side file, by text key, until the first graph takes those it holds."""
+        self.stored: Any = None
+        """The side file's text keys (numpy "S16", by row), until the first graph takes those it holds."""
         self.queries: OrderedDict[bytes, Any] = OrderedDict()
         self.pending: Graph | None = None
         self.working = False
@@ -538,8 +543,8 @@ class Engine:
         self.embedded = 0
         """Texts this engine ran the model on (not counting queries): what a side file spared."""
         self.file: VectorFile | None = None
-        self.saved: frozenset[bytes] | None = None
-        """The keys the side file holds, as this engine last read or wrote it."""
+        self.saved: bytes | None = None
+        """The digest of the keys the side file holds (:func:`_keys_digest`), as this engine last read or wrote it."""
         self.saving = threading.Lock()
         self.save_due = False
 
@@ -692,8 +697,8 @@ class Engine:
         codes = sign_codes(self._np, quantized)
         with self.lock:
             self.matrix, self.scales, self.codes, self.count = quantized, scales, codes, len(keys)
-            self.stored = {key: row for row, key in enumerate(keys)}
-            self.saved = frozenset(self.stored)
+            self.stored = keys
+            self.saved = _keys_digest(self._np, keys)
             self.version += 1
 
     def save(self, graph: Graph | None = None) -> None:
@@ -715,10 +720,11 @@ class Engine:
                 matrix, scales, count = self.matrix, self.scales, self.count
                 texts = list(self.rows)
             keys = [text_key(text) for text in texts]
-            if self.saved is not None and frozenset(keys) == self.saved:
+            digest = _keys_digest(self._np, self._np.frombuffer(b"".join(keys), dtype="S16"))
+            if digest == self.saved:
                 return
             if self.file.write(self.digest, keys, matrix[:count], scales[:count]):
-                self.saved = frozenset(keys)
+                self.saved = digest
 
     def _save_later(self) -> None:
         """A save after SAVE_DELAY seconds, once for a burst of writes and searches."""
@@ -773,10 +779,19 @@ class Engine:
         others are dropped (their texts are gone from the memory), once, at the first graph."""
         if self.stored is None:
             return
-        stored, rows = self.stored, self.rows
-        for text in dict.fromkeys(layout.texts):
-            if text not in rows and (row := stored.get(text_key(text))) is not None:
-                rows[text] = row
+        np, stored, rows = self._np, self.stored, self.rows
+        wanted = [text for text in dict.fromkeys(layout.texts) if text not in rows]
+        if wanted and len(stored):
+            # One sort and one search of the keys' first 8 bytes, rather than a dict of half a million
+            # (two keys alike in those are told apart below: the later one is embedded again).
+            keys = np.frombuffer(b"".join(text_key(text) for text in wanted), dtype="S16")
+            firsts = np.ascontiguousarray(stored).view(">u8")[0::2]
+            order = np.argsort(firsts)
+            at = np.minimum(np.searchsorted(firsts[order], np.ascontiguousarray(keys).view(">u8")[0::2]), len(order) - 1)
+            found = order[at]
+            for text, row, hit in zip(wanted, found.tolist(), (stored[found] == keys).tolist(), strict=True):
+                if hit:
+                    rows[text] = row
         self.stored = None
         self.version += 1
         kept = sorted(rows, key=rows.__getitem__)
@@ -908,13 +923,17 @@ def bit_counts(np: Any, words: Any) -> Any:
 def sign_codes(np: Any, vectors: Any) -> Any:
     """The sign bits of each row (positive or not) as :data:`WORDS` 64-bit words, one array per
     word (shape (WORDS, rows)), so that a scan reads each word's column contiguously."""
-    packed = np.packbits(np.asarray(vectors) > 0, axis=1)
-    return np.ascontiguousarray(packed.view(np.uint64).T) if len(packed) else np.zeros((WORDS, 0), dtype=np.uint64)
+    vectors = np.asarray(vectors)
+    codes = np.empty((WORDS, len(vectors)), dtype=np.uint64)
+    for start in range(0, len(vectors), CHUNK):  # (in parts: the signs of a whole table are 1 byte a number)
+        packed = np.packbits(vectors[start:start + CHUNK] > 0, axis=1)
+        codes[:, start:start + len(packed)] = packed.view(np.uint64).T
+    return codes
 
 
-def shortlist_size(count: int, k: int, least: int = SHORTLIST_MIN) -> int:
-    """Rows to shortlist of `count` for the best `k`."""
-    return max(least, count // SHORTLIST_SHARE, 8 * k)
+def shortlist_size(count: int, k: int, least: int | None = None) -> int:
+    """Rows to shortlist of `count` for the best `k` (at least `least`, else SHORTLIST_MIN)."""
+    return max(SHORTLIST_MIN if least is None else least, count // SHORTLIST_SHARE, 8 * k)
 
 
 def shortlist(np: Any, codes: Any, count: int, query_code: Any, size: int) -> Any:

@@ -27,8 +27,9 @@ M5. The same answers with pgvector or without. Where the ``vector`` extension is
     made), the vectors are a ``halfvec(384)`` column with an HNSW index (inner product: the
     vectors are of unit length), which gives the candidates; without it they are a ``bytea``
     column, which each server reads into its own memory (kept across searches, brought up to
-    date by the memory's meaning revision: only vectors added since are read) and searches by
-    brute force. Either way the candidates are scored again in the same way (the stored float16
+    date by the memory's meaning revision: only vectors added since are read) and searches as a
+    file's table is searched (retrieval/semantic.py 6): every vector up to EXACT_UP_TO of them,
+    above that a shortlist by sign bits. Either way the candidates are scored again in the same way (the stored float16
     vector against the float32 query, in float64), the best ``k`` observations kept (at least
     MIN_SIMILARITY), and the answer is ``retrieval.answer.shape``'s on them, as a file's.
 M6. The tables are made by the store's schema (schema.py, P6): a database of version 1 or 2
@@ -531,17 +532,25 @@ class Meaning:
         """The `wanted` best candidates among the memory's vectors kept in this server (M5)."""
         import numpy as np
 
+        from ..retrieval import semantic
+
         with self._kept_lock:
             kept = self._kept = _Kept.brought_up_to_date(self._kept, connection, self._store.memory, self._model)
             count = kept.count
             if count == 0:
                 return [], np.zeros((0, DIMENSIONS), dtype=np.float16)
             query = vector.astype(np.float32)
-            scores = np.empty(count, dtype=np.float32)
-            for start in range(0, count, 65_536):
-                scores[start:start + 65_536] = kept.matrix[start:min(start + 65_536, count)].astype(np.float32) @ query
-            best = min(wanted, count)
-            top = np.argpartition(-scores, best - 1)[:best]
+            if count > kept.exact_up_to:
+                code = semantic.sign_codes(np, query[None, :])[:, 0]
+                rows = semantic.shortlist(np, kept.codes, count, code, semantic.shortlist_size(count, wanted))
+                scores = kept.matrix[rows].astype(np.float32) @ query
+            else:
+                rows = np.arange(count)
+                scores = np.empty(count, dtype=np.float32)
+                for start in range(0, count, 65_536):
+                    scores[start:start + 65_536] = kept.matrix[start:min(start + 65_536, count)].astype(np.float32) @ query
+            best = min(wanted, len(rows))
+            top = rows[np.argpartition(-scores, best - 1)[:best]]
             return [kept.digests[i] for i in top.tolist()], kept.matrix[top].copy()
 
 
@@ -567,6 +576,11 @@ class _Kept:
     def __init__(self, revision: int, removals: int) -> None:
         import numpy as np
 
+        from ..retrieval import semantic
+
+        self.exact_up_to = semantic.EXACT_UP_TO
+        """Vectors up to which a search scores every one (above: a shortlist by sign bits, M5)."""
+        self.codes = np.zeros((semantic.WORDS, 0), dtype=np.uint64)
         self.revision = revision
         self.removals = removals
         self.digests: list[bytes] = []
@@ -593,12 +607,18 @@ class _Kept:
         fresh = [(bytes(digest), bytes(embedding)) for digest, embedding, _ in rows if bytes(digest) not in self.rows]
         if not fresh:
             return
+        from ..retrieval import semantic
+
         if self.count + len(fresh) > len(self.matrix):
-            grown = np.zeros((max(2 * len(self.matrix), self.count + len(fresh), 1024), DIMENSIONS), dtype=np.float16)
+            size = max(2 * len(self.matrix), self.count + len(fresh), 1024)
+            grown = np.zeros((size, DIMENSIONS), dtype=np.float16)
             grown[:self.count] = self.matrix[:self.count]
-            self.matrix = grown
+            codes = np.zeros((semantic.WORDS, size), dtype=np.uint64)
+            codes[:, :self.count] = self.codes[:, :self.count]
+            self.matrix, self.codes = grown, codes
         block = np.frombuffer(b"".join(embedding for _, embedding in fresh), dtype="<f2").reshape(-1, DIMENSIONS)
         self.matrix[self.count:self.count + len(fresh)] = block
+        self.codes[:, self.count:self.count + len(fresh)] = semantic.sign_codes(np, block)
         for offset, (digest, _) in enumerate(fresh):
             self.rows[digest] = self.count + offset
             self.digests.append(digest)
