@@ -80,16 +80,25 @@ def main() -> int:
     parser.add_argument("--synthetic-vectors", action="store_true",
                         help="with --fresh: the side file is written with random vectors (the person's fact with its "
                              "own), instead of a first server embedding the memory (hours at 500,000)")
+    parser.add_argument("--busy", action="store_true",
+                        help="with --fresh: another server embeds 3,000 long notes meanwhile (the other process that embeds)")
+    parser.add_argument("--during", type=int, metavar="RUNS",
+                        help="a search and a ping during the embedding of 500 long new observations, that many times")
     parser.add_argument("--reuse", type=Path, help="with --fresh: a folder a former --fresh run left (skips the embedding)")
     arguments = parser.parse_args()
     if arguments.scan:
         return scan(arguments.scan)
     if arguments.recall:
         return recall(arguments.recall)
+    if arguments.during:
+        return during(arguments.during)
     if arguments.exits:
         return exits(arguments.exits)
     if arguments.fresh:
-        return fresh(arguments.entities, arguments.observations, arguments.reuse, arguments.synthetic_vectors)
+        if not arguments.busy:
+            return fresh(arguments.entities, arguments.observations, arguments.reuse, arguments.synthetic_vectors)
+        return while_another_embeds(lambda: fresh(arguments.entities, arguments.observations, arguments.reuse,
+                                                  arguments.synthetic_vectors))
 
     start_rss = rss_mb()
     started = time.perf_counter()
@@ -382,6 +391,59 @@ def write_synthetic_vectors(memory: Path, made: list[dict[str, object]]) -> None
     del vectors
     assert VectorFile(vectors_path(memory), memory.name).write(engine.digest, [semantic.text_key(t) for t in texts],
                                                                 quantized, scales)
+
+
+def while_another_embeds(run):  # type: ignore[no-untyped-def]
+    import tempfile
+
+    from test_semantic_process import Server, memory_of
+
+    from memory_server.retrieval.vectors import vectors_path
+    folder = Path(tempfile.mkdtemp(prefix="bench-busy-"))
+    memory_of(folder / "memory.jsonl", 3000, long=True)
+    busy = Server(folder / "memory.jsonl")
+    try:
+        busy.answer(busy.call("search_nodes", query="dog"))  # its embedding of the 3,000 starts
+        print("another server embeds 3,000 long notes meanwhile", flush=True)
+        outcome = run()
+        print(f"  ... and it was still embedding at the end: {not vectors_path(folder / 'memory.jsonl').exists()}")
+        return outcome
+    finally:
+        busy.end()
+
+
+def during(runs: int) -> int:
+    """Issue 28: a search and a ping while 500 long new observations are embedded (each a real server)."""
+    import tempfile
+
+    from test_semantic_process import Server, found_dog, memory_of
+
+    from memory_server.retrieval.vectors import vectors_path
+    searches, pings, embedding = [], [], 0
+    notes = [f"Long note {number}: " + "the quarterly figures were discussed at length and " * 40 for number in range(500)]
+    for _ in range(runs):
+        folder = Path(tempfile.mkdtemp(prefix="bench-during-"))
+        memory_of(folder / "memory.jsonl", 0)
+        server = Server(folder / "memory.jsonl")
+        try:
+            assert found_dog(server.answer(server.call("search_nodes", query="dog")))  # the model is loaded
+            server.answer(server.call("create_entities", entities=[
+                {"name": f"note-{start}", "entityType": "log", "observations": notes[start:start + 5]}
+                for start in range(0, 500, 5)]))
+            started = time.perf_counter()
+            assert found_dog(server.answer(server.call("search_nodes", query="dog")))
+            searches.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            server.answer(server.send("ping"))
+            pings.append(time.perf_counter() - started)
+            embedding += not vectors_path(folder / "memory.jsonl").exists()
+        finally:
+            server.end()
+    print(f"during the embedding of 500 long new observations ({embedding} of {runs} runs still embedding after "
+          f"both answers): search_nodes median {1000 * statistics.median(searches):.0f} ms, max "
+          f"{1000 * max(searches):.0f} ms; ping median {1000 * statistics.median(pings):.1f} ms, max "
+          f"{1000 * max(pings):.1f} ms")
+    return 0
 
 
 EXIT_KINDS = ("end of input after a write and a search", "end of input while loading", "SIGTERM while loading",

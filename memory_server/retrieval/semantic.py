@@ -582,44 +582,17 @@ class Engine:
         return vectors
 
     def quantize(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each unit vector as int8 (its largest component at ±127) and the scale back to it."""
-        np = self._np
-        peak = np.maximum(np.abs(vectors).max(axis=1), 1e-12).astype(np.float32)
-        return np.rint(vectors * (127.0 / peak)[:, None]).astype(np.int8), peak / 127.0
+        return quantize(self._np, vectors)
 
     def scores(self, matrix: Any, scales: Any, count: int, vector: np.ndarray) -> np.ndarray:
-        """The cosine similarity of `vector` to each of the first `count` rows: an exact scan of the
-        int8 table against the query, itself as int8, summed in int32 (docs/semantic.md: why a scan)."""
-        np = self._np
-        (query,), (scale,) = self.quantize(vector[None, :])
-        scores = np.empty(count, dtype=np.float32)
-        for start in range(0, count, CHUNK):
-            end = min(start + CHUNK, count)
-            scores[start:end] = np.einsum("ij,j->i", matrix[start:end], query, dtype=np.int32)
-        scores *= scales[:count]
-        scores *= scale
-        return scores
+        return scores(self._np, matrix, scales, count, vector)
 
     def scores_of(self, matrix: Any, scales: Any, rows: Any, vector: np.ndarray) -> np.ndarray:
-        """The cosine similarity of `vector` to the given rows, as :meth:`scores` gives it."""
-        np = self._np
-        (query,), (scale,) = self.quantize(vector[None, :])
-        scores = np.einsum("ij,j->i", matrix[rows], query, dtype=np.int32).astype(np.float32)
-        scores *= scales[rows]
-        scores *= scale
-        return scores
+        return scores_of(self._np, matrix, scales, rows, vector)
 
     def table_scores(self, matrix: Any, scales: Any, codes: Any, count: int, vector: np.ndarray, k: int) -> np.ndarray:
-        """Every row's similarity: exact up to :attr:`exact_up_to` rows; above, exact for the
-        shortlist of the query's sign bits and -1 for the other rows (guarantee 6)."""
-        np = self._np
-        if count <= self.exact_up_to:
-            return self.scores(matrix, scales, count, vector)
-        code = sign_codes(np, self.quantize(vector[None, :])[0])[:, 0]
-        rows = shortlist(np, codes, count, code, shortlist_size(count, k, self.shortlist_least))
-        scores = np.full(count, -1.0, dtype=np.float32)
-        scores[rows] = self.scores_of(matrix, scales, rows, vector)
-        return scores
+        return table_scores(self._np, matrix, scales, codes, count, vector, k,
+                            exact_up_to=self.exact_up_to, least=self.shortlist_least)
 
     def query_vector(self, query: str) -> np.ndarray:
         key = _query_key(query)
@@ -910,6 +883,47 @@ class Engine:
 # --------------------------------------------------------------------------------------------
 # For a store that keeps its own vectors (storage/postgres/vectors.py)
 # --------------------------------------------------------------------------------------------
+
+def quantize(np: Any, vectors: Any) -> tuple[Any, Any]:
+    """Each unit vector as int8 (its largest component at ±127) and the scale back to it."""
+    peak = np.maximum(np.abs(vectors).max(axis=1), 1e-12).astype(np.float32)
+    return np.rint(vectors * (127.0 / peak)[:, None]).astype(np.int8), peak / 127.0
+
+
+def scores(np: Any, matrix: Any, scales: Any, count: int, vector: Any) -> Any:
+    """The cosine similarity of `vector` to each of the first `count` rows: an exact scan of the
+    int8 table against the query, itself as int8, summed in int32 (docs/semantic.md: why a scan)."""
+    (query,), (scale,) = quantize(np, vector[None, :])
+    found = np.empty(count, dtype=np.float32)
+    for start in range(0, count, CHUNK):
+        end = min(start + CHUNK, count)
+        found[start:end] = np.einsum("ij,j->i", matrix[start:end], query, dtype=np.int32)
+    found *= scales[:count]
+    found *= scale
+    return found
+
+
+def scores_of(np: Any, matrix: Any, scales: Any, rows: Any, vector: Any) -> Any:
+    """The cosine similarity of `vector` to the given rows, as :func:`scores` gives it."""
+    (query,), (scale,) = quantize(np, vector[None, :])
+    found = np.einsum("ij,j->i", matrix[rows], query, dtype=np.int32).astype(np.float32)
+    found *= scales[rows]
+    found *= scale
+    return found
+
+
+def table_scores(np: Any, matrix: Any, scales: Any, codes: Any, count: int, vector: Any, k: int, *,
+                 exact_up_to: int = EXACT_UP_TO, least: int | None = None) -> Any:
+    """Every row's similarity to `vector`, for the best `k`: exact up to `exact_up_to` rows; above,
+    exact for the shortlist of the query's sign bits and -1 for the other rows (guarantee 6)."""
+    if count <= exact_up_to:
+        return scores(np, matrix, scales, count, vector)
+    code = sign_codes(np, quantize(np, vector[None, :])[0])[:, 0]
+    rows = shortlist(np, codes, count, code, shortlist_size(count, k, least))
+    found = np.full(count, -1.0, dtype=np.float32)
+    found[rows] = scores_of(np, matrix, scales, rows, vector)
+    return found
+
 
 def bit_counts(np: Any, words: Any) -> Any:
     """The set bits of each 64-bit word, as uint8: numpy 2's ``bitwise_count``, or on older numpy

@@ -539,19 +539,17 @@ class Meaning:
             count = kept.count
             if count == 0:
                 return [], np.zeros((0, DIMENSIONS), dtype=np.float16)
-            query = vector.astype(np.float32)
-            if count > kept.exact_up_to:
-                code = semantic.sign_codes(np, query[None, :])[:, 0]
-                rows = semantic.shortlist(np, kept.codes, count, code, semantic.shortlist_size(count, wanted))
-                scores = kept.matrix[rows].astype(np.float32) @ query
-            else:
-                rows = np.arange(count)
-                scores = np.empty(count, dtype=np.float32)
-                for start in range(0, count, 65_536):
-                    scores[start:start + 65_536] = kept.matrix[start:min(start + 65_536, count)].astype(np.float32) @ query
-            best = min(wanted, len(rows))
-            top = rows[np.argpartition(-scores, best - 1)[:best]]
-            return [kept.digests[i] for i in top.tolist()], kept.matrix[top].copy()
+            scores = semantic.table_scores(np, kept.matrix, kept.scales, kept.codes, count, vector.astype(np.float32),
+                                           wanted, exact_up_to=kept.exact_up_to)
+            best = min(wanted, count)
+            top = np.argpartition(-scores, best - 1)[:best]
+            digests = [kept.digests[i] for i in top.tolist() if scores[i] > -1.0]
+        # The candidates' own float16 vectors, scored again as pgvector's are (M5).
+        stored = {bytes(digest): bytes(embedding) for digest, embedding in
+                  connection.execute(_VECTORS_OF, (self._store.memory, self._model, digests), binary=True)}
+        digests = [digest for digest in digests if digest in stored]
+        matrix = np.frombuffer(b"".join(stored[digest] for digest in digests), dtype="<f2").reshape(-1, DIMENSIONS)
+        return digests, matrix
 
 
 class _Found:
@@ -571,7 +569,8 @@ class _Found:
 
 class _Kept:
     """A memory's vectors of one model in this server (M5, without pgvector), as of a meaning
-    revision and a count of removals."""
+    revision and a count of removals: as int8 with a scale and sign bits, as a file's table is
+    (float16 costs twice the memory and, in numpy, a slow conversion at each search)."""
 
     def __init__(self, revision: int, removals: int) -> None:
         import numpy as np
@@ -585,7 +584,8 @@ class _Kept:
         self.removals = removals
         self.digests: list[bytes] = []
         self.rows: dict[bytes, int] = {}
-        self.matrix = np.zeros((0, DIMENSIONS), dtype=np.float16)
+        self.matrix = np.zeros((0, DIMENSIONS), dtype=np.int8)
+        self.scales = np.zeros(0, dtype=np.float32)
         self.count = 0
 
     @classmethod
@@ -611,14 +611,19 @@ class _Kept:
 
         if self.count + len(fresh) > len(self.matrix):
             size = max(2 * len(self.matrix), self.count + len(fresh), 1024)
-            grown = np.zeros((size, DIMENSIONS), dtype=np.float16)
+            grown = np.zeros((size, DIMENSIONS), dtype=np.int8)
             grown[:self.count] = self.matrix[:self.count]
+            scales = np.zeros(size, dtype=np.float32)
+            scales[:self.count] = self.scales[:self.count]
             codes = np.zeros((semantic.WORDS, size), dtype=np.uint64)
             codes[:, :self.count] = self.codes[:, :self.count]
-            self.matrix, self.codes = grown, codes
+            self.matrix, self.scales, self.codes = grown, scales, codes
         block = np.frombuffer(b"".join(embedding for _, embedding in fresh), dtype="<f2").reshape(-1, DIMENSIONS)
-        self.matrix[self.count:self.count + len(fresh)] = block
-        self.codes[:, self.count:self.count + len(fresh)] = semantic.sign_codes(np, block)
+        for start in range(0, len(block), semantic.CHUNK):
+            part = block[start:start + semantic.CHUNK].astype(np.float32)
+            at = self.count + start
+            self.matrix[at:at + len(part)], self.scales[at:at + len(part)] = semantic.quantize(np, part)
+            self.codes[:, at:at + len(part)] = semantic.sign_codes(np, self.matrix[at:at + len(part)])
         for offset, (digest, _) in enumerate(fresh):
             self.rows[digest] = self.count + offset
             self.digests.append(digest)
