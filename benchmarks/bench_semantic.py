@@ -353,11 +353,17 @@ WARM_QUERIES = ["pets at home", "a cello concert", "tax paperwork", "music", "br
 def warm_in_process(memory: Path, made: list[dict[str, object]]) -> int:
     """semantic.nearest alone on the same memory and side file, in this process: the warm search by meaning."""
     import gc
+    import json
 
     from memory_server.model import graph as rules
     from memory_server.retrieval import semantic
     from memory_server.retrieval.vectors import vectors_path
-    graph = rules.create_entities(rules.EMPTY, made).graph
+
+    del made  # (the memory as its file holds it, not as this run would make it)
+    with memory.open(encoding="utf-8") as file:
+        records = [json.loads(line) for line in file]
+    graph = rules.create_entities(rules.EMPTY, [{key: value for key, value in record.items() if key != "type"}
+                                                for record in records if record.get("type") == "entity"]).graph
     semantic.keep_vectors_at(vectors_path(memory), memory.name)
     if not semantic.ready(graph, 600):
         print("not ready:", semantic.status())
