@@ -77,6 +77,8 @@ SYNC_LOCK_MILLISECONDS: Final = 2_000
 """How long a search waits for texts another embedder holds (M4) before it answers without them."""
 CHUNK: Final = 10_000
 """Rows per statement when a write (an import) adds or removes many texts."""
+KEPT_PART: Final = 20_000
+"""Vectors read at a time into a server's own copy (M5, without pgvector)."""
 
 
 def _sync_texts() -> int:
@@ -595,11 +597,19 @@ class _Kept:
         revision, removals = (0, 0) if row is None else (int(row[0]), int(row[1]))
         if kept is None or kept.removals != removals:  # texts were deleted: read again, whole
             kept = cls(-1, removals)
-            kept.add(connection.execute(_ALL_VECTORS, (memory, model), binary=True).fetchall())
+            kept.read(connection, _ALL_VECTORS, (memory, model))
         elif revision > kept.revision:
-            kept.add(connection.execute(_VECTORS_SINCE, (memory, model, kept.revision), binary=True).fetchall())
+            kept.read(connection, _VECTORS_SINCE, (memory, model, kept.revision))
         kept.revision = max(kept.revision, revision)
         return kept
+
+    def read(self, connection: psycopg.Connection[Any], statement: str, arguments: tuple[Any, ...]) -> None:
+        """The rows of `statement` added a part at a time, through a cursor of the server's (in
+        the search's transaction): a million float16 rows would be 1 GB of Python objects at once."""
+        with connection.cursor(name="kg_meaning_kept", binary=True) as cursor:
+            cursor.execute(statement, arguments)
+            while part := cursor.fetchmany(KEPT_PART):
+                self.add(part)
 
     def add(self, rows: Iterable[tuple[bytes, bytes, int]]) -> None:
         import numpy as np
