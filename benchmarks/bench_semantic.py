@@ -3,9 +3,20 @@
     python benchmarks/bench_semantic.py [--entities 10000] [--observations 3]
     python benchmarks/bench_semantic.py --scan 50000 500000 1000000
     python benchmarks/bench_semantic.py --fresh [--entities 10000] [--observations 5]
+    python benchmarks/bench_semantic.py --exits 20
 
---scan: the exact scan of a table of that many int8 vectors (random ones: the cost does not
-depend on what they mean), median of 20 queries, and the resident memory the table adds.
+--exits: issue 28's clean exits, each kind that many times, each a real server over pipes on a
+memory of 1,200 observations (long ones, for the kinds that end it while it embeds): end of input
+after one write and one search; end of input, SIGTERM and SIGINT while the model loads (the signal
+sent with the first search, before its answer); SIGTERM and SIGINT while the memory is embedded.
+A run is clean when the process exits 0 (or by that signal) and stderr holds only the server's
+own lines (tests/test_semantic_process.py's rule).
+
+--scan: a search of a table of that many int8 vectors (random ones: the cost does not depend on
+what they mean), exactly and by the sign-bit shortlist, median of 20 queries, and the resident
+memory the table adds.
+--recall MEMORY: recall@10 of the shortlist against the exact scan on the real vectors of a
+memory a --fresh run embedded (its side file), at the share of the table a shortlist takes.
 --fresh: a memory file of that size is embedded once by a real server (until its side file of
 vectors is written), then each of five fresh servers is timed from spawn to its first answer by
 meaning, and its resident memory then.
@@ -64,12 +75,30 @@ def main() -> int:
     parser.add_argument("--observations", type=int, default=3)
     parser.add_argument("--scan", type=int, nargs="*")
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--exits", type=int, metavar="RUNS")
+    parser.add_argument("--recall", type=Path, metavar="MEMORY", help="a memory a --fresh run embedded")
+    parser.add_argument("--synthetic-vectors", action="store_true",
+                        help="with --fresh: the side file is written with random vectors (the person's fact with its "
+                             "own), instead of a first server embedding the memory (hours at 500,000)")
+    parser.add_argument("--busy", action="store_true",
+                        help="with --fresh: another server embeds 3,000 long notes meanwhile (the other process that embeds)")
+    parser.add_argument("--during", type=int, metavar="RUNS",
+                        help="a search and a ping during the embedding of 500 long new observations, that many times")
     parser.add_argument("--reuse", type=Path, help="with --fresh: a folder a former --fresh run left (skips the embedding)")
     arguments = parser.parse_args()
     if arguments.scan:
         return scan(arguments.scan)
+    if arguments.recall:
+        return recall(arguments.recall)
+    if arguments.during:
+        return during(arguments.during)
+    if arguments.exits:
+        return exits(arguments.exits)
     if arguments.fresh:
-        return fresh(arguments.entities, arguments.observations, arguments.reuse)
+        if not arguments.busy:
+            return fresh(arguments.entities, arguments.observations, arguments.reuse, arguments.synthetic_vectors)
+        return while_another_embeds(lambda: fresh(arguments.entities, arguments.observations, arguments.reuse,
+                                                  arguments.synthetic_vectors))
 
     start_rss = rss_mb()
     started = time.perf_counter()
@@ -154,28 +183,73 @@ def scan(sizes: list[int]) -> int:
         print("no model:", semantic.status())
         return 1
     rng = np.random.default_rng(7)
+    queries = engine.encode([f"question number {number}" for number in range(20)])
     for size in sizes:
         before = rss_mb()
-        vectors = rng.standard_normal((size, semantic.DIMENSIONS), dtype=np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        matrix, scales = engine.quantize(vectors)
+        matrix = np.empty((size, semantic.DIMENSIONS), dtype=np.int8)
+        scales = np.empty(size, dtype=np.float32)
+        for start in range(0, size, 100_000):  # (in parts: a float32 table of a million is 1.5 GB)
+            vectors = rng.standard_normal((min(100_000, size - start), semantic.DIMENSIONS), dtype=np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            matrix[start:start + len(vectors)], scales[start:start + len(vectors)] = engine.quantize(vectors)
         del vectors
+        codes = semantic.sign_codes(np, matrix)
         table_mb = rss_mb() - before
-        queries = engine.encode([f"question number {number}" for number in range(20)])
-        times = []
-        for query in queries:
-            started = time.perf_counter()
-            scores = engine.scores(matrix, scales, size, query)
-            np.argpartition(-scores, 39)[:40]
-            times.append(time.perf_counter() - started)
-        print(f"exact scan of {size} int8 vectors: median {1000 * statistics.median(times):.1f} ms, "
-              f"min {1000 * min(times):.1f} ms; the table {matrix.nbytes + scales.nbytes} bytes "
-              f"({(matrix.nbytes + scales.nbytes) / size:.0f} per vector), RSS +{table_mb:.0f} MB")
-        del matrix, scales
+        for name, exact_up_to in (("exact scan", size), ("sign-bit shortlist, int8 re-score", 0)):
+            engine.exact_up_to = exact_up_to
+            times = []
+            for query in queries:
+                started = time.perf_counter()
+                scores = engine.table_scores(matrix, scales, codes, size, query, 40)
+                np.argpartition(-scores, 39)[:40]
+                times.append(time.perf_counter() - started)
+            print(f"{name} of {size} int8 vectors: median {1000 * statistics.median(times):.1f} ms, "
+                  f"min {1000 * min(times):.1f} ms", flush=True)
+        engine.exact_up_to = semantic.EXACT_UP_TO
+        print(f"  the table {matrix.nbytes + scales.nbytes + codes.nbytes} bytes "
+              f"({(matrix.nbytes + scales.nbytes + codes.nbytes) / size:.0f} per vector), RSS +{table_mb:.0f} MB; "
+              f"shortlist {semantic.shortlist_size(size, 40)} rows")
+        del matrix, scales, codes
     return 0
 
 
-def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
+def recall(memory: Path) -> int:
+    """recall@10 of the shortlist against the exact scan, on the real vectors of a --fresh memory."""
+    import numpy as np
+
+    from memory_server.retrieval import semantic
+    from memory_server.retrieval.vectors import VectorFile, vectors_path
+    engine = semantic._engine({})
+    if engine is None:
+        print("no model:", semantic.status())
+        return 1
+    held = VectorFile(vectors_path(memory), memory.name).read(engine.digest)
+    if held is None:
+        print("no side file of this model beside", memory)
+        return 1
+    _, matrix, scales = held
+    count = len(matrix)
+    codes = semantic.sign_codes(np, matrix)
+    queries = (THINGS + [f"who {verb} {thing}" for verb in VERBS[:5] for thing in THINGS[:6]]
+               + ["pets", "music", "food", "money", "travel abroad", "dog", "a greyhound", "computers", "taxes", "Japan"])
+    vectors = engine.encode(queries)
+    for share in (semantic.SHORTLIST_SHARE // 2, semantic.SHORTLIST_SHARE, 2 * semantic.SHORTLIST_SHARE):
+        size = count // share
+        kept = first = 0
+        for vector in vectors:
+            exact = engine.scores(matrix, scales, count, vector)
+            (query,), _ = engine.quantize(vector[None, :])
+            rows = semantic.shortlist(np, codes, count, semantic.sign_codes(np, query[None, :])[:, 0], size)
+            best = exact.argsort(kind="stable")[::-1][:10]
+            found = rows[np.argsort(-engine.scores_of(matrix, scales, rows, vector), kind="stable")[:10]]
+            kept += len(set(best.tolist()) & set(found.tolist()))
+            first += bool(exact[found[0]] >= exact[best[0]])  # (ties: any row of the best score)
+        print(f"{count} real MiniLM vectors, shortlist of {size} rows (1 in {share}): recall@10 "
+              f"{kept / (10 * len(vectors)):.3f}, a best row first {first}/{len(vectors)}, over {len(vectors)} queries")
+    return 0
+
+
+def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic_vectors: bool = False) -> int:
     import json
     import os
     import select
@@ -197,6 +271,12 @@ def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
         + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
         + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                       "params": {"name": "search_nodes", "arguments": {"query": "dog"}}}) + "\n").encode()
+
+    if synthetic_vectors and reuse is None:
+        started = time.perf_counter()
+        write_synthetic_vectors(memory, made)
+        print(f"side file of random vectors written in {time.perf_counter() - started:.0f} s "
+              f"({vectors_path(memory).stat().st_size} bytes)")
 
     def serve(until_saved: bool) -> tuple[float, float, bool]:
         started = time.perf_counter()
@@ -221,6 +301,17 @@ def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
                 first = time.perf_counter() - started
             found = "border collie" in json.dumps(answer)
         took = time.perf_counter() - started
+        warm = []
+        for number, query in enumerate(WARM_QUERIES):
+            if until_saved:
+                break
+            begun = time.perf_counter()
+            process.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 10_000 + number, "method": "tools/call", "params": {
+                "name": "search_nodes", "arguments": {"query": query}}}) + "\n").encode())
+            process.stdin.flush()
+            while json.loads(process.stdout.readline()).get("id") != 10_000 + number:
+                pass
+            warm.append(time.perf_counter() - begun)
         rss = float("nan")
         for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -230,7 +321,8 @@ def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
         process.stdin.close()
         process.wait()
         print(f"  spawn to first answer {first:.2f} s; to the first by meaning {took:.2f} s "
-              f"({searches} searches)" if not until_saved else "", end="")
+              f"({searches} searches); then search_nodes (words and meaning), median of {len(warm)} new queries "
+              f"{1000 * statistics.median(warm):.0f} ms" if not until_saved else "", end="")
         return took, rss, found
 
     def saved_count() -> int:
@@ -248,8 +340,175 @@ def fresh(entities: int, observations: int, reuse: Path | None = None) -> int:
               f"{time.perf_counter() - started:.0f} s; side file {vectors_path(memory).stat().st_size} bytes")
     for _ in range(5):
         took, rss, found = serve(until_saved=False)
-        print(f", by meaning: {found}, RSS {rss:.0f} MB")
+        print(f", by meaning: {found}, RSS {rss:.0f} MB", flush=True)
+    return warm_in_process(memory, made)
+
+
+WARM_QUERIES = ["pets at home", "a cello concert", "tax paperwork", "music", "bread", "a trip to Japan", "gardening",
+                "board games", "solar energy", "a lighthouse visit", "fixing a bike", "dogs", "learning languages",
+                "medical tests", "cooking seafood", "office move", "ceramics", "school theatre", "cloud servers",
+                "old records"]
+
+
+def warm_in_process(memory: Path, made: list[dict[str, object]]) -> int:
+    """semantic.nearest alone on the same memory and side file, in this process: the warm search by meaning."""
+    import gc
+    import json
+
+    from memory_server.model import writes
+    from memory_server.model.graph import EMPTY
+    from memory_server.retrieval import semantic
+    from memory_server.retrieval.vectors import vectors_path
+
+    del made  # (the memory as its file holds it, not as this run would make it)
+    with memory.open(encoding="utf-8") as file:
+        records = [json.loads(line) for line in file]
+    graph = writes.create_entities(EMPTY, [{key: value for key, value in record.items() if key != "type"}
+                                                for record in records if record.get("type") == "entity"]).graph
+    semantic.keep_vectors_at(vectors_path(memory), memory.name)
+    if not semantic.ready(graph, 600):
+        print("not ready:", semantic.status())
+        return 1
+    semantic.nearest(graph, "warm up", 40)
+    gc.collect()
+    times = []
+    for query in WARM_QUERIES:
+        started = time.perf_counter()
+        semantic.nearest(graph, query + " now", 40)
+        times.append(time.perf_counter() - started)
+    print(f"in this process, semantic.nearest (the query's vector and the scan) on {semantic.status()}: "
+          f"median of {len(times)} new queries {1000 * statistics.median(times):.1f} ms, max {1000 * max(times):.1f} ms")
     return 0
+
+
+def write_synthetic_vectors(memory: Path, made: list[dict[str, object]]) -> None:
+    import numpy as np
+
+    from memory_server.retrieval import semantic
+    from memory_server.retrieval.vectors import VectorFile, vectors_path
+    engine = semantic._engine({})
+    assert engine is not None, semantic.status()
+    texts = list(dict.fromkeys(text for item in made for text in item["observations"]))  # type: ignore[attr-defined]
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((len(texts), semantic.DIMENSIONS), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    real = engine.encode(texts[-1:])  # the person's fact, last, with its own vector
+    vectors[-1:] = real
+    quantized, scales = engine.quantize(vectors)
+    del vectors
+    assert VectorFile(vectors_path(memory), memory.name).write(engine.digest, [semantic.text_key(t) for t in texts],
+                                                                quantized, scales)
+
+
+def while_another_embeds(run):  # type: ignore[no-untyped-def]
+    import tempfile
+
+    from test_semantic_process import Server, memory_of
+
+    from memory_server.retrieval.vectors import vectors_path
+    folder = Path(tempfile.mkdtemp(prefix="bench-busy-"))
+    memory_of(folder / "memory.jsonl", 3000, long=True)
+    busy = Server(folder / "memory.jsonl")
+    try:
+        busy.answer(busy.call("search_nodes", query="dog"))  # its embedding of the 3,000 starts
+        print("another server embeds 3,000 long notes meanwhile", flush=True)
+        outcome = run()
+        print(f"  ... and it was still embedding at the end: {not vectors_path(folder / 'memory.jsonl').exists()}")
+        return outcome
+    finally:
+        busy.end()
+
+
+def during(runs: int) -> int:
+    """Issue 28: a search and a ping while 500 long new observations are embedded (each a real server)."""
+    import tempfile
+
+    from test_semantic_process import Server, found_dog, memory_of
+
+    from memory_server.retrieval.vectors import vectors_path
+    searches, pings, embedding = [], [], 0
+    notes = [f"Long note {number}: " + "the quarterly figures were discussed at length and " * 40 for number in range(500)]
+    for _ in range(runs):
+        folder = Path(tempfile.mkdtemp(prefix="bench-during-"))
+        memory_of(folder / "memory.jsonl", 0)
+        server = Server(folder / "memory.jsonl")
+        try:
+            assert found_dog(server.answer(server.call("search_nodes", query="dog")))  # the model is loaded
+            server.answer(server.call("create_entities", entities=[
+                {"name": f"note-{start}", "entityType": "log", "observations": notes[start:start + 5]}
+                for start in range(0, 500, 5)]))
+            started = time.perf_counter()
+            assert found_dog(server.answer(server.call("search_nodes", query="dog")))
+            searches.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            server.answer(server.send("ping"))
+            pings.append(time.perf_counter() - started)
+            embedding += not vectors_path(folder / "memory.jsonl").exists()
+        finally:
+            server.end()
+    print(f"during the embedding of 500 long new observations ({embedding} of {runs} runs still embedding after "
+          f"both answers): search_nodes median {1000 * statistics.median(searches):.0f} ms, max "
+          f"{1000 * max(searches):.0f} ms; ping median {1000 * statistics.median(pings):.1f} ms, max "
+          f"{1000 * max(pings):.1f} ms")
+    return 0
+
+
+EXIT_KINDS = ("end of input after a write and a search", "end of input while loading", "SIGTERM while loading",
+              "SIGINT while loading", "SIGTERM while embedding", "SIGINT while embedding")
+
+
+def exits(runs: int) -> int:
+    import signal
+    import tempfile
+
+    from test_semantic_process import NATIVE_NOISE, Server, memory_of
+
+    from memory_server.retrieval.vectors import vectors_path
+
+    def clean(status: int, errors: str, signal_number: int | None) -> bool:
+        own = ("Knowledge Graph MCP Server", "mcp-server-memory:", "protocol", "memory_server")
+        return (status in (0, -(signal_number or 0))
+                and not any(noise in errors for noise in NATIVE_NOISE)
+                and all(line.startswith(own) for line in errors.splitlines()))
+
+    failed = 0
+    for kind in EXIT_KINDS:
+        good, seconds, still_embedding = 0, [], 0
+        for _ in range(runs):
+            folder = Path(tempfile.mkdtemp(prefix="bench-exits-"))
+            memory = folder / "memory.jsonl"
+            memory_of(memory, 1200, long="embedding" in kind)
+            signal_number = (signal.SIGTERM if "SIGTERM" in kind else signal.SIGINT if "SIGINT" in kind else None)
+            started = time.perf_counter()
+            server = Server(memory)
+            try:
+                if kind.startswith("end of input after"):
+                    server.answer(server.call("add_observations", observations=[
+                        {"entityName": "Ann", "contents": ["Drinks tea every afternoon"]}]))
+                    server.answer(server.call("search_nodes", query="dog"))
+                elif "loading" in kind:
+                    server.call("search_nodes", query="dog")
+                else:
+                    server.answer(server.call("search_nodes", query="dog"))
+                    still_embedding += not vectors_path(memory).exists()
+                status, errors = server.end(signal_number=signal_number)
+            finally:
+                if server.process.poll() is None:
+                    server.process.kill()
+                    server.process.wait()
+            seconds.append(time.perf_counter() - started)
+            if clean(status, errors, signal_number):
+                good += 1
+            else:
+                print(f"  not clean ({kind}): status {status}, stderr {errors[-400:]!r}")
+            for item in folder.iterdir():
+                item.unlink()
+            folder.rmdir()
+        failed += runs - good
+        print(f"{kind}: {good} of {runs} clean; spawn to exit median {statistics.median(seconds):.2f} s"
+              + (f"; still embedding when the signal came in {still_embedding} of {runs}" if "embedding" in kind else ""),
+              flush=True)
+    return 1 if failed else 0
 
 
 def timed(function, *arguments) -> float:  # type: ignore[no-untyped-def]

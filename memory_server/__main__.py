@@ -158,6 +158,7 @@ def _serve_store(store: MemoryStore, http: str | None, allow_unauthenticated: bo
         server = build_server(store)
         gc.freeze()
         gc.enable()
+        _prepare_meaning_soon()
         if http is not None:
             from .http import serve_http
 
@@ -168,6 +169,21 @@ def _serve_store(store: MemoryStore, http: str | None, allow_unauthenticated: bo
         from protocol import run_stdio
 
         run_stdio(server)
+
+
+PREPARE_DELAY = 0.1
+"""Seconds after serving starts before the model loads in the background: the initialize answer
+comes first, and a server that ends at once (a probe, a client that gave up) loads nothing. The
+load then overlaps the graph's (spawn to the first answer by meaning: docs/semantic.md)."""
+
+
+def _prepare_meaning_soon() -> None:
+    """Load the semantic model (and its side file of vectors) in the background shortly after
+    serving starts, so that the first search by meaning does not wait for it (retrieval/semantic.py 1)."""
+    from .background import process
+    from .retrieval import semantic
+
+    process().later(PREPARE_DELAY, semantic.prepare)
 
 
 def _close_background(store: MemoryStore) -> None:

@@ -251,3 +251,39 @@ def test_the_same_memory_and_questions_answer_the_same_on_a_file_and_on_postgres
             store.create_entities(memory)
             for question in questions:
                 assert _answer(store.search_nodes(question, characters=CHARACTERS)) == expected[question], (way, question)
+
+
+def test_without_pgvector_a_large_memory_is_shortlisted_by_sign_bits_as_a_file_is(
+        database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """M5: above EXACT_UP_TO vectors (made 0 here, and the shortlist's least size too, so that a
+    memory of a thousand facts is large)
+    the plain column's search shortlists by sign bits and scores the shortlist: it answers as the
+    exact scan does, and never with a deleted fact."""
+    from memory_server.retrieval import semantic
+
+    memory = memory_name()
+    notes = [f"Note {number} about the quarterly report of team {number % 17}" for number in range(1200)]
+    questions = ("which dog does she own", "what medicine does he take", "music", "food allergy")
+    with PostgresStore(database_url, memory) as writer:
+        writer.create_entities([entity(f"team-{start}", "log", notes[start:start + 10]) for start in range(0, 1200, 10)]
+                               + [entity("Alice", "person", ["Has a border collie named Biscuit", "Plays the cello"]),
+                                  entity("Bob", "person", ["Takes levothyroxine every morning",
+                                                           "Allergic to shellfish"])])
+        writer.search_nodes("dog", characters=CHARACTERS)
+        _until_embedded(database_url, memory, 1204)
+        with PostgresStore(database_url, memory) as exact:
+            expected = {question: _answer(exact.search_nodes(question, characters=CHARACTERS)) for question in questions}
+            kept = exact._meaning._kept
+            assert kept is not None and kept.count <= kept.exact_up_to  # (scanned whole)
+        monkeypatch.setattr(semantic, "EXACT_UP_TO", 0)
+        monkeypatch.setattr(semantic, "SHORTLIST_MIN", 0)
+        with PostgresStore(database_url, memory) as reader:
+            for question in questions:
+                assert _answer(reader.search_nodes(question, characters=CHARACTERS)) == expected[question], question
+            kept = reader._meaning._kept
+            assert kept is not None and kept.exact_up_to == 0
+            assert semantic.shortlist_size(kept.count, 2 * 40) < kept.count  # (the shortlist leaves rows out)
+            assert "Alice" in _names(reader.search_nodes("which dog does she own", characters=CHARACTERS))
+            writer.delete_observations([{"entityName": "Alice", "observations": ["Has a border collie named Biscuit"]}])
+            found = reader.search_nodes("which dog does she own", characters=CHARACTERS)
+            assert "Has a border collie named Biscuit" not in str(_answer(found))

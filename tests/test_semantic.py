@@ -340,3 +340,51 @@ def test_a_text_is_cut_by_characters_before_it_is_tokenized(model_environment: N
     assert vectors is not None
     assert float(vectors[0] @ vectors[1]) > 0.9999
     assert float(vectors[0] @ vectors[2]) < 0.99  # the words would have counted
+
+
+def generated_notes(count: int) -> list[str]:
+    """Notes of a large memory, in the manner of benchmarks/bench_semantic.py's: many alike."""
+    people = ["Alice", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hiro"]
+    doings = ["visited", "bought", "read about", "talked about", "repaired", "photographed", "asked about"]
+    things = ["a lighthouse", "the quarterly budget", "a vintage bicycle", "Kubernetes upgrades", "a jazz record",
+              "the garden fence", "tax forms", "a chess opening", "the new office", "solar panels", "a pottery class"]
+    times = ["on Monday", "last spring", "in 2021", "yesterday", "at the weekend", "after work"]
+    return [f"{people[n % 8]} {doings[n // 8 % 7]} {things[n // 56 % 11]} {times[n // 616 % 6]} (note {n})"
+            for n in range(count)]
+
+
+def test_the_shortlist_by_sign_bits_finds_the_exact_scan_s_best_and_never_a_deleted_fact(
+        model_environment: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    notes = generated_notes(3000)
+    graph = embedded(writes.create_entities(profile_graph(), [
+        {"name": f"notes-{start}", "entityType": "log", "observations": notes[start:start + 10]}
+        for start in range(0, len(notes), 10)]).graph)
+    engine = semantic._engine(os.environ)
+    assert engine is not None
+    queries = [*ANSWERS, "pets", "money matters", "a bike", "music records", "photos of the sea", "gardening"]
+    exact = {query: semantic.nearest(graph, query, 10) for query in queries}
+    # The same table, searched by a shortlist of a tenth of it (as a memory of half a million facts is).
+    monkeypatch.setattr(engine, "exact_up_to", 0)
+    monkeypatch.setattr(engine, "shortlist_least", engine.count // 10)
+    assert semantic.shortlist_size(engine.count, 10, engine.count // 10) < engine.count // 8
+    fast = {query: semantic.nearest(graph, query, 10) for query in queries}
+    import numpy as np
+
+    words = np.array([0, 1, 2**64 - 1, 0x8000_0000_0000_0001], dtype=np.uint64)
+    assert semantic.bit_counts(np, words).tolist() == [0, 1, 64, 2]  # (numpy 2's own count, or the table's)
+    for query in queries:
+        assert fast[query] and exact[query], query
+        assert fast[query][0] == exact[query][0], query
+    kept = sum(len({found[:2] for found in fast[q] or []} & {found[:2] for found in exact[q] or []}) for q in queries)
+    assert kept >= 0.9 * sum(len(exact[q] or []) for q in queries)
+    for query, answer in ANSWERS.items():
+        assert answer in [graph.entities[name].record.observations[index] for name, index, _ in fast[query][:TOP]]
+    # Deleted: the best answer of each query, gone from the graph, is never found again.
+    best = {query: fast[query][0] for query in queries}  # type: ignore[index]
+    deleted = {graph.entities[name].record.observations[index] for name, index, _ in best.values()}
+    after = writes.delete_observations(graph, [
+        {"entityName": name, "observations": [graph.entities[name].record.observations[index]]}
+        for name, index, _ in best.values()]).graph
+    for query in queries:
+        found = semantic.nearest(after, query, 40) or []
+        assert not deleted & {after.entities[name].record.observations[index] for name, index, _ in found}, query

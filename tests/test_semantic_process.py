@@ -291,3 +291,19 @@ def test_over_http_a_search_and_another_request_answer_while_embedding_and_sigte
             process.wait()
     assert status in (0, -signal.SIGTERM), errors
     assert not any(noise in errors for noise in NATIVE_NOISE), errors
+
+
+def test_the_model_is_loaded_once_the_server_serves_without_a_search(tmp_path: Path, servers: list[Server]) -> None:
+    memory = tmp_path / "memory.jsonl"
+    memory_of(memory, 10)
+    server = Server(memory)  # initialized, and nothing asked since
+    servers.append(server)
+    maps = Path(f"/proc/{server.process.pid}/maps")
+    deadline = time.monotonic() + WAIT_SECONDS
+    while "onnxruntime" not in maps.read_text() and time.monotonic() < deadline:
+        select.select([], [], [], 0.05)
+    assert "onnxruntime" in maps.read_text()
+    assert server.answer(server.send("ping"))["result"] == {}
+    status, errors = server.end()
+    assert status == 0, errors
+    own_lines_only(errors)

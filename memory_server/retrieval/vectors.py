@@ -73,12 +73,12 @@ class VectorFile:
             print(f"mcp-server-memory: the vectors are kept in memory only: {self.path} {why}; remove it",
                   file=sys.stderr, flush=True)
 
-    def read(self, model: str) -> tuple[list[bytes], Any, Any] | None:
-        """The keys, int8 vectors and scales the file holds for `model` (V2, V3); None when there
-        is no usable file."""
+    def read(self, model: str) -> tuple[Any, Any, Any] | None:
+        """The keys (numpy "S16"), int8 vectors and scales the file holds for `model` (V2, V3), the
+        first two views of one buffer read whole; None when there is no usable file."""
         import numpy as np
 
-        from ..storage.osio import NotARegularFile, open_regular, read_all
+        from ..storage.osio import NotARegularFile, open_regular
 
         try:
             fd = open_regular(self.path, private=True)
@@ -90,12 +90,12 @@ class VectorFile:
         except OSError:
             return None
         try:
-            data = read_all(fd)
+            data = _read_whole(fd)
         except OSError:
             return None
         finally:
             os.close(fd)
-        return _parse(data, model, self.memory_name, np)
+        return None if data is None else _parse(data, model, self.memory_name, np)
 
     def write(self, model: str, keys: Sequence[bytes], quantized: Any, scales: Any) -> bool:
         """Replace the file by one holding these vectors (V1); False when it could not be written."""
@@ -164,7 +164,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _parse(data: bytes, model: str, memory_name: str, np: Any) -> tuple[list[bytes], Any, Any] | None:
+def _read_whole(fd: int) -> bytearray | None:
+    """The file's bytes in one buffer of its size (the vectors become a view of it, not a copy);
+    None when it changed size while read."""
+    size = os.fstat(fd).st_size
+    data = bytearray(size)
+    view = memoryview(data)
+    done = 0
+    while done < size and (got := os.readv(fd, [view[done:]])):
+        done += got
+    return data if done == size and not os.read(fd, 1) else None
+
+
+def _parse(data: bytearray, model: str, memory_name: str, np: Any) -> tuple[Any, Any, Any] | None:
     if not data.startswith(MAGIC) or len(data) < len(MAGIC) + DIGEST_BYTES:
         return None
     view = memoryview(data)
@@ -184,7 +196,7 @@ def _parse(data: bytes, model: str, memory_name: str, np: Any) -> tuple[list[byt
     vectors_end = scales_end + count * DIMENSIONS
     if count < 0 or vectors_end != len(data) - DIGEST_BYTES:
         return None
-    keys = [data[at:at + KEY_BYTES] for at in range(start, keys_end, KEY_BYTES)]
+    keys = np.frombuffer(data, dtype=f"S{KEY_BYTES}", count=count, offset=start)
     scales = np.frombuffer(data, dtype="<f4", count=count, offset=keys_end).astype(np.float32)
     quantized = np.frombuffer(data, dtype=np.int8, count=count * DIMENSIONS, offset=scales_end)
-    return keys, quantized.reshape(count, DIMENSIONS).copy(), scales
+    return keys, quantized.reshape(count, DIMENSIONS), scales

@@ -27,8 +27,9 @@ M5. The same answers with pgvector or without. Where the ``vector`` extension is
     made), the vectors are a ``halfvec(384)`` column with an HNSW index (inner product: the
     vectors are of unit length), which gives the candidates; without it they are a ``bytea``
     column, which each server reads into its own memory (kept across searches, brought up to
-    date by the memory's meaning revision: only vectors added since are read) and searches by
-    brute force. Either way the candidates are scored again in the same way (the stored float16
+    date by the memory's meaning revision: only vectors added since are read) and searches as a
+    file's table is searched (retrieval/semantic.py 6): every vector up to EXACT_UP_TO of them,
+    above that a shortlist by sign bits. Either way the candidates are scored again in the same way (the stored float16
     vector against the float32 query, in float64), the best ``k`` observations kept (at least
     MIN_SIMILARITY), and the answer is ``retrieval.answer.shape``'s on them, as a file's.
 M6. The tables are made by the store's schema (schema.py, P6): a database of version 1 or 2
@@ -76,6 +77,8 @@ SYNC_LOCK_MILLISECONDS: Final = 2_000
 """How long a search waits for texts another embedder holds (M4) before it answers without them."""
 CHUNK: Final = 10_000
 """Rows per statement when a write (an import) adds or removes many texts."""
+KEPT_PART: Final = 20_000
+"""Vectors read at a time into a server's own copy (M5, without pgvector)."""
 
 
 def _sync_texts() -> int:
@@ -531,18 +534,24 @@ class Meaning:
         """The `wanted` best candidates among the memory's vectors kept in this server (M5)."""
         import numpy as np
 
+        from ...retrieval import semantic
+
         with self._kept_lock:
             kept = self._kept = _Kept.brought_up_to_date(self._kept, connection, self._store.memory, self._model)
             count = kept.count
             if count == 0:
                 return [], np.zeros((0, DIMENSIONS), dtype=np.float16)
-            query = vector.astype(np.float32)
-            scores = np.empty(count, dtype=np.float32)
-            for start in range(0, count, 65_536):
-                scores[start:start + 65_536] = kept.matrix[start:min(start + 65_536, count)].astype(np.float32) @ query
+            scores = semantic.table_scores(np, kept.matrix, kept.scales, kept.codes, count, vector.astype(np.float32),
+                                           wanted, exact_up_to=kept.exact_up_to)
             best = min(wanted, count)
             top = np.argpartition(-scores, best - 1)[:best]
-            return [kept.digests[i] for i in top.tolist()], kept.matrix[top].copy()
+            digests = [kept.digests[i] for i in top.tolist() if scores[i] > -1.0]
+        # The candidates' own float16 vectors, scored again as pgvector's are (M5).
+        stored = {bytes(digest): bytes(embedding) for digest, embedding in
+                  connection.execute(_VECTORS_OF, (self._store.memory, self._model, digests), binary=True)}
+        digests = [digest for digest in digests if digest in stored]
+        matrix = np.frombuffer(b"".join(stored[digest] for digest in digests), dtype="<f2").reshape(-1, DIMENSIONS)
+        return digests, matrix
 
 
 class _Found:
@@ -562,16 +571,23 @@ class _Found:
 
 class _Kept:
     """A memory's vectors of one model in this server (M5, without pgvector), as of a meaning
-    revision and a count of removals."""
+    revision and a count of removals: as int8 with a scale and sign bits, as a file's table is
+    (float16 costs twice the memory and, in numpy, a slow conversion at each search)."""
 
     def __init__(self, revision: int, removals: int) -> None:
         import numpy as np
 
+        from ...retrieval import semantic
+
+        self.exact_up_to = semantic.EXACT_UP_TO
+        """Vectors up to which a search scores every one (above: a shortlist by sign bits, M5)."""
+        self.codes = np.zeros((semantic.WORDS, 0), dtype=np.uint64)
         self.revision = revision
         self.removals = removals
         self.digests: list[bytes] = []
         self.rows: dict[bytes, int] = {}
-        self.matrix = np.zeros((0, DIMENSIONS), dtype=np.float16)
+        self.matrix = np.zeros((0, DIMENSIONS), dtype=np.int8)
+        self.scales = np.zeros(0, dtype=np.float32)
         self.count = 0
 
     @classmethod
@@ -581,11 +597,19 @@ class _Kept:
         revision, removals = (0, 0) if row is None else (int(row[0]), int(row[1]))
         if kept is None or kept.removals != removals:  # texts were deleted: read again, whole
             kept = cls(-1, removals)
-            kept.add(connection.execute(_ALL_VECTORS, (memory, model), binary=True).fetchall())
+            kept.read(connection, _ALL_VECTORS, (memory, model))
         elif revision > kept.revision:
-            kept.add(connection.execute(_VECTORS_SINCE, (memory, model, kept.revision), binary=True).fetchall())
+            kept.read(connection, _VECTORS_SINCE, (memory, model, kept.revision))
         kept.revision = max(kept.revision, revision)
         return kept
+
+    def read(self, connection: psycopg.Connection[Any], statement: str, arguments: tuple[Any, ...]) -> None:
+        """The rows of `statement` added a part at a time, through a cursor of the server's (in
+        the search's transaction): a million float16 rows would be 1 GB of Python objects at once."""
+        with connection.cursor(name="kg_meaning_kept", binary=True) as cursor:
+            cursor.execute(statement, arguments)
+            while part := cursor.fetchmany(KEPT_PART):
+                self.add(part)
 
     def add(self, rows: Iterable[tuple[bytes, bytes, int]]) -> None:
         import numpy as np
@@ -593,12 +617,23 @@ class _Kept:
         fresh = [(bytes(digest), bytes(embedding)) for digest, embedding, _ in rows if bytes(digest) not in self.rows]
         if not fresh:
             return
+        from ...retrieval import semantic
+
         if self.count + len(fresh) > len(self.matrix):
-            grown = np.zeros((max(2 * len(self.matrix), self.count + len(fresh), 1024), DIMENSIONS), dtype=np.float16)
+            size = max(2 * len(self.matrix), self.count + len(fresh), 1024)
+            grown = np.zeros((size, DIMENSIONS), dtype=np.int8)
             grown[:self.count] = self.matrix[:self.count]
-            self.matrix = grown
+            scales = np.zeros(size, dtype=np.float32)
+            scales[:self.count] = self.scales[:self.count]
+            codes = np.zeros((semantic.WORDS, size), dtype=np.uint64)
+            codes[:, :self.count] = self.codes[:, :self.count]
+            self.matrix, self.scales, self.codes = grown, scales, codes
         block = np.frombuffer(b"".join(embedding for _, embedding in fresh), dtype="<f2").reshape(-1, DIMENSIONS)
-        self.matrix[self.count:self.count + len(fresh)] = block
+        for start in range(0, len(block), semantic.CHUNK):
+            part = block[start:start + semantic.CHUNK].astype(np.float32)
+            at = self.count + start
+            self.matrix[at:at + len(part)], self.scales[at:at + len(part)] = semantic.quantize(np, part)
+            self.codes[:, at:at + len(part)] = semantic.sign_codes(np, self.matrix[at:at + len(part)])
         for offset, (digest, _) in enumerate(fresh):
             self.rows[digest] = self.count + offset
             self.digests.append(digest)
