@@ -19,7 +19,10 @@ Memories:
   read from where you keep it, never copied into this repository): one entity per dialog turn,
   one memory per conversation, every question with evidence asked of its conversation's memory.
   Two mappings of a turn to an entity (``turn``: named by its dialog id, the speaker in the
-  text; ``message``: named by speaker and id, the date apart), so that ranking is not tuned to one.
+  text; ``message``: named by speaker and id, the date apart), so that ranking is not tuned to one;
+  and a third, ``speaker``, that merges the facts per speaker (one entity per person, each turn one
+  of its observations: people holding hundreds of facts), where a question answered by one turn
+  is scored by where that fact ends in the answer.
 
 Each question goes verbatim, with no other argument, to ``search_nodes`` of a real server
 process over stdio (this server and the npm reference, installed with npm into a temporary
@@ -314,7 +317,7 @@ def people_memory(seed: int = 11, people_count: int = 20) -> Memory:
 # LoCoMo (read from a path given on the command line; never part of this repository)
 # -------------------------------------------------------------------------------------------
 
-MAPPINGS = ("turn", "message")
+MAPPINGS = ("turn", "message", "speaker")
 
 
 def locomo_turns(conversation: dict[str, Any]) -> Iterator[tuple[int, str, dict[str, Any]]]:
@@ -340,7 +343,40 @@ def locomo_entity(label: str, mapping: str, session: int, date: str, turn: dict[
     return entity(f"{speaker} message {dia_id}", "message", said, f"Sent on {date}")
 
 
+def speaker_fact(turn: dict[str, Any]) -> str:
+    """A turn as one fact of its speaker (the ``speaker`` mapping)."""
+    caption = turn.get("blip_caption")
+    return f"{turn['text']} (sharing {caption})" if caption else turn["text"]
+
+
+def locomo_speaker_memory(label: str, conversation: dict[str, Any]) -> Memory:
+    """The ``speaker`` mapping: one entity per speaker holding every turn they said as one fact,
+    as the README's prompt keeps what a person said (people with hundreds of facts each); a
+    question answered by one turn has that fact as its answer."""
+    facts: dict[str, list[str]] = {}
+    said: dict[str, tuple[str, str]] = {}
+    for _, _, turn in locomo_turns(conversation):
+        name = f"{label}:{turn['speaker']}"
+        fact = speaker_fact(turn)
+        if fact not in facts.setdefault(name, []):
+            facts[name].append(fact)
+        said[turn["dia_id"]] = (name, fact)
+    records = [entity(name, "person", *observations) for name, observations in facts.items()]
+    questions = []
+    for item in conversation.get("qa", []):
+        evidence = [part for cited in item.get("evidence", []) for part in re.split(r"[;,\s]+", cited)
+                    if part in said]
+        if evidence:
+            answers = frozenset(said[dia_id][0] for dia_id in evidence)
+            fact = said[evidence[0]][1] if len(set(evidence)) == 1 else None
+            questions.append(Question(item["question"], answers, fact))
+    return Memory(f"locomo/speaker/{label}", records, questions)
+
+
 def locomo_memories(directory: Path, mapping: str) -> list[Memory]:
+    if mapping == "speaker":
+        return [locomo_speaker_memory(f"conv-{path.stem}", json.loads(path.read_text()))
+                for path in sorted(directory.glob("*.json"))]
     memories = []
     for path in sorted(directory.glob("*.json")):
         conversation = json.loads(path.read_text())

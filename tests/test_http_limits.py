@@ -147,8 +147,9 @@ def test_a_flood_of_malformed_requests_leaves_one_line_in_the_log(http_servers: 
 def test_stalled_bodies_are_bounded_in_flight_and_their_memory_is_given_back(
         http_servers: HttpServers, tmp_path: Path, sockets: list[socket.socket]) -> None:
     bound = 32 * 1024 * 1024
+    # Without the model, which loads as the server starts: what is measured is the bodies' memory.
     server = http_servers.memory(tmp_path / "memory.jsonl", extra_env={
-        "MCP_MEMORY_HTTP_LIMITS": f"bodies_bytes={bound}"})
+        "MCP_MEMORY_HTTP_LIMITS": f"bodies_bytes={bound}", "MEMORY_SEMANTIC": "off"})
     with httpx.Client(timeout=WAIT_SECONDS) as client:
         modern_call(client, server.url, "read_graph", {})
     before = rss_kib(server.pid)
