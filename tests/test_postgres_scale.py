@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from conftest import WAIT_SECONDS, Deadline
 from memory_helpers import entity, relation
-from postgres_helpers import database_url, memory_name  # noqa: F401  (a fixture)
+from postgres_helpers import database_url, memory_name, private_database  # noqa: F401  (fixtures)
 
 from memory_server.index import ranking
 from memory_server.model import graph as rules
@@ -616,13 +616,14 @@ def test_a_server_answering_only_searches_still_frees_cycles(database_url: str) 
         assert len(alive) <= collector.PROMOTIONS_PER_COLLECTION + 1
 
 
-def test_an_import_leaves_no_row_waiting_in_the_search_indexes(database_url: str) -> None:
+def test_an_import_leaves_no_row_waiting_in_the_search_indexes(private_database: str) -> None:
     """After an import (more than COPY_ROWS rows) the GIN indexes hold its rows themselves, not in
-    their pending lists, which every search would read through (and plan around)."""
+    their pending lists, which every search would read through (and plan around). (A database of
+    its own: the pending lists are the whole table's, and other tests write theirs meanwhile.)"""
     rows = [(EntityRecord(f"imported {index}", "t", [f"zephyr {index}"]), None) for index in range(1_500)]
-    with PostgresStore(database_url, memory_name()) as store:
+    with PostgresStore(private_database, memory_name()) as store:
         store.merge(rows, [])
-        with psycopg.connect(database_url, autocommit=True) as connection:
+        with psycopg.connect(private_database, autocommit=True) as connection:
             cleaned = connection.execute(
                 "SELECT gin_clean_pending_list(oid) FROM pg_class WHERE relname IN "
                 "('kg_entities_by_term', 'kg_entities_by_trigram') AND relkind = 'i'").fetchall()
