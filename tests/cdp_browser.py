@@ -23,30 +23,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import one_at_a_time
+from conftest import apt_installed
 
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-default-apps", "--mute-audio", "--hide-scrollbars", "--window-size=1400,900")
 
 
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
 def find_chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        if found := shutil.which(name):
-            return found
-    return None
+    return next((found for name in CHROMIUM_NAMES if (found := shutil.which(name))), None)
 
 
 def install_chromium() -> str | None:
-    """Debian's chromium, installed with apt-get when this process may (root, apt present); else None.
-    One process at a time: two test workers' apt-get would trip over dpkg's lock."""
-    with one_at_a_time("apt-get"):
-        if find_chromium() is None and os.geteuid() == 0 and shutil.which("apt-get"):
-            environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-            for command in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):
-                if subprocess.run(command, env=environment, capture_output=True, timeout=900).returncode != 0:
-                    return None
-        return find_chromium()
+    """Debian's chromium, installed with apt-get when this process may (root, apt present); else None."""
+    return apt_installed("chromium", *CHROMIUM_NAMES)
 
 
 class BrowserError(AssertionError):

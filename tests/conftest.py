@@ -11,6 +11,7 @@ import json
 import math
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import hypothesis
 import pytest
 from anyio.abc import ObjectReceiveStream
 from jsonschema import Draft202012Validator
@@ -46,6 +48,11 @@ SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 WAIT_SECONDS = 15.0
 """Generous bound on any single wait: a test that hits it has failed, a passing test never comes close."""
+
+# No example has a deadline: how fast a test runs is the benchmarks' business (a loaded machine is
+# slow), never a test's verdict. Every @settings in the suite starts from this profile.
+hypothesis.settings.register_profile("suite", deadline=None)
+hypothesis.settings.load_profile("suite")
 
 
 # --- messages a client sends -------------------------------------------------------------------------
@@ -433,6 +440,21 @@ def one_at_a_time(name: str, where: Path | None = None) -> Iterator[None]:
     with open((where or Path(tempfile.gettempdir())) / f"kg-memory-tests-{name}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # let go when the file closes, also if the process dies
         yield
+
+
+def apt_installed(package: str, *programs: str) -> str | None:
+    """The first of `programs` on PATH, Debian's `package` installed with apt-get first when none is
+    and this process may (root, apt present); else None. One process at a time (dpkg's lock)."""
+    def found() -> str | None:
+        return next((path for program in programs if (path := shutil.which(program))), None)
+
+    with one_at_a_time("apt-get"):
+        if found() is None and os.geteuid() == 0 and shutil.which("apt-get"):
+            environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            for command in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", package]):
+                if subprocess.run(command, env=environment, capture_output=True, timeout=900).returncode != 0:
+                    break
+        return found()
 
 
 def shared_directory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str, *,

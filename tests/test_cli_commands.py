@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WAIT_SECONDS
+from conftest import WAIT_SECONDS, apt_installed
 from memory_helpers import (
     entity,
     entity_record,
@@ -273,11 +273,7 @@ def test_export_graphml_is_well_formed_graphml(tmp_path: Path) -> None:
 
 
 def graphviz() -> str:
-    if shutil.which("dot") is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for command in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "graphviz"]):
-            subprocess.run(command, env=environment, capture_output=True, timeout=900)
-    found = shutil.which("dot")
+    found = apt_installed("graphviz", "dot")
     if found is None:
         pytest.fail("this test needs the real Graphviz dot: none is here, and apt-get cannot install it (not root, or no apt)")
     return found
