@@ -46,6 +46,10 @@ def write_memory(client: MemoryClient) -> None:
         entity("Anna", "person", ["Teaches chemistry at the high school"]),
         entity("Gensler", "company", ["Architecture firm"]),
         entity("Retired_teacher", "person", ["Lives next door and lends tools"]),
+        entity("Priya", "person", ["Might visit Porto one day", "Might visit Seville one day",
+                                   "Might visit Lisbon one day", "Flew to Lisbon in May for a photography course",
+                                   "Enjoys visiting museums"]),
+        entity("Lisbon", "city", ["Capital of Portugal"]),
     ]})
     client.ok("add_observations", {"observations": [
         {"entityName": "Maria_Garcia", "contents": ["Works as an architect at Gensler"]},
@@ -83,6 +87,14 @@ def test_a_named_person_scopes_the_question_and_the_name_ranks_none_of_their_fac
     assert [fact for fact in shown if fact[0] == "Maria_Garcia"] == [shown[0]]
     assert ("Bob", "Works at a bakery on Main Street") not in shown
     assert relation("Maria_Garcia", "Gensler", "works_at") in answer["relations"]
+
+
+def test_a_place_named_beside_the_person_ranks_the_persons_facts_that_name_it(client: MemoryClient) -> None:
+    # Both are entities: Priya's name ranks none of her facts, but Lisbon's ranks hers that name it.
+    shown = facts(client.ok("search_nodes", {"query": "What was Priya's reason for visiting Lisbon?"}))
+    priya = [fact for name, fact in shown if name == "Priya"]
+    assert "Flew to Lisbon in May for a photography course" in priya[:2], shown
+    assert not {"Might visit Porto one day", "Might visit Seville one day"} & set(priya[:2]), shown
 
 
 def test_a_relation_named_in_the_question_is_followed_two_hops(client: MemoryClient) -> None:

@@ -22,7 +22,9 @@ Guarantees (for :func:`find`):
    where they led those a later word names. The entities so reached are the scope's targets,
    the last hop's first.
 4. The words left to rank the scope's facts are the question without the names' terms and
-   without the words that named the relations followed.
+   without the words that named the relations followed. A name is no evidence for its own
+   entity's facts, but it is for another named entity's fact that mentions it ("Alice's reason
+   for visiting Lisbon": Alice's facts that name Lisbon): such a name's terms stay.
 """
 
 from __future__ import annotations
@@ -139,7 +141,9 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     named = [name for name in named if name in views]
     if not named:
         return None
-    name_terms = {term for name in named for term in _name_terms(name)}
+    # (a name another named entity's facts mention links the two: its words rank those facts)
+    name_terms = {term for name in named if not any(mentions(views[other], [name]) for other in named if other != name)
+                  for term in _name_terms(name)}
     rest_words = [word for word in _WORD.findall(query) if not name_terms.issuperset(ranking.terms(word))
                   or not ranking.terms(word)]
     relations = list(first["relations"])
