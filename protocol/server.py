@@ -17,6 +17,7 @@ import msgspec
 
 from .arguments import ArgumentCheck
 from .arguments import input_schema as tool_input_schema
+from .arguments import output_schema as tool_output_schema
 from .context import wants_context
 from .eras import CacheHint
 from .runtime import current_runtime
@@ -71,6 +72,7 @@ class Tool:
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
     arguments: Any = None  # the msgspec type `input_schema` was made from, if it was
+    result: Any = None  # the msgspec type `output_schema` was made from, if it was
     takes_context: bool = field(default=False, init=False)
     _check: ArgumentCheck = field(init=False, repr=False)
 
@@ -135,15 +137,20 @@ class Server:
 
     def tool(self, name: str, *, description: str, input_schema: dict[str, Any] | None = None,
              arguments: Any = None, title: str | None = None, output_schema: dict[str, Any] | None = None,
-             annotations: dict[str, Any] | None = None) -> Callable[[ToolHandler], ToolHandler]:
+             result: Any = None, annotations: dict[str, Any] | None = None) -> Callable[[ToolHandler], ToolHandler]:
         """Declare a tool by its arguments' msgspec type (its handler then receives an instance), or
-        by a hand-written `input_schema` (its handler receives the arguments as a dict)."""
+        by a hand-written `input_schema` (its handler receives the arguments as a dict); and, if it
+        gives structured results, their msgspec type `result` or a hand-written `output_schema`."""
         if (input_schema is None) == (arguments is None):
             raise TypeError(f"tool {name!r}: declare either arguments (a msgspec type) or input_schema")
+        if output_schema is not None and result is not None:
+            raise TypeError(f"tool {name!r}: declare either result (a msgspec type) or output_schema, not both")
         schema = input_schema if input_schema is not None else tool_input_schema(arguments)
+        advertised = output_schema if result is None else tool_output_schema(result)
 
         def register(handler: ToolHandler) -> ToolHandler:
-            self.tools[name] = Tool(name, description, schema, handler, title, output_schema, annotations, arguments)
+            self.tools[name] = Tool(name, description, schema, handler, title, advertised, annotations, arguments,
+                                    result)
             return handler
         return register
 
