@@ -104,10 +104,10 @@ def memories_app(default: Any, database_url: str, options: dict[str, Any], oauth
 
     clock = clock_from(os.environ)
 
-    def open_server(name: str) -> tuple[Server, Any]:
+    def open_server(name: str) -> Server:
         store = PostgresStore(database_url, name, clock=clock)
         store.look_ahead()
-        return build_server(store), store
+        return build_server(store)  # its lifespan closes the store (app.py 1)
 
     public_url = os.environ.get(PUBLIC_URL_VARIABLE, "").strip().rstrip("/") or None
     return Memories(default, database_url=database_url, open_server=open_server, app_options=options,

@@ -1,15 +1,18 @@
-"""What an embedding server declares: identity, instructions, tools, resources, background tasks.
+"""What an embedding server declares: identity, instructions, tools, resources, background tasks,
+and its lifespan.
 
 A `Server` holds declarations only. The engine owns the protocol, and a transport serves the
 declaration (`run_stdio(server)`, `asgi_app(server)`) inside `running(server)`, whose `Runtime`
 holds what lives only while serving; a server built on it only declares these and calls
-`resource_updated` when a resource changes.
+`resource_updated` when a resource changes. What the server needs opened while it serves (a
+database, a file) is its `lifespan`, entered and closed by `running` (runtime.py 5).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +63,9 @@ class ToolResult(msgspec.Struct):
 ToolHandler = Callable[..., Awaitable["ToolResult | dict[str, Any] | str"]]
 ResourceReader = Callable[..., Awaitable["str | bytes"]]
 BackgroundTask = Callable[..., Coroutine[Any, Any, None]]
+Lifespan = Callable[["Server"], AbstractAsyncContextManager[None]]
+"""A factory given the server: the context it makes is entered before the first request is served
+and closed after the last (runtime.py 5), as Starlette's `lifespan`."""
 
 
 @dataclass
@@ -121,10 +127,12 @@ class Resource:
 
 
 class Server:
-    """Identity, instructions, tools, resources and background tasks: a declaration, served by a transport."""
+    """Identity, instructions, tools, resources, background tasks and a lifespan: a declaration,
+    served by a transport."""
 
     def __init__(self, name: str, version: str, *, title: str | None = None,
-                 instructions: str | None = None, list_cache: CacheHint = CacheHint(3_600_000, "public")) -> None:
+                 instructions: str | None = None, list_cache: CacheHint = CacheHint(3_600_000, "public"),
+                 lifespan: Lifespan | None = None) -> None:
         self.info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
             self.info["title"] = title
@@ -134,6 +142,7 @@ class Server:
         self.resources: dict[str, Resource] = {}
         self.background_tasks: list[BackgroundTask] = []
         self.background_ready: dict[BackgroundTask, bool] = {}
+        self.lifespan = lifespan
 
     def tool(self, name: str, *, description: str, input_schema: dict[str, Any] | None = None,
              arguments: Any = None, title: str | None = None, output_schema: dict[str, Any] | None = None,
