@@ -90,8 +90,7 @@ def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = Fa
     print(f"Knowledge Graph MCP Server: Streamable HTTP on http://{shown}:{port}{DEFAULT_PATH} ({guard})",
           file=sys.stderr, flush=True)
     with listening:
-        run(app, host, port, max_connections=limits.max_connections, header_seconds=limits.header_seconds,
-            sock=listening)
+        run(app, host, port, limits=limits, sock=listening)
 
 
 def memories_app(default: Any, database_url: str, options: dict[str, Any], oauth: Any) -> Any:
