@@ -133,7 +133,7 @@ async def test_running_enters_the_lifespan_first_and_closes_it_last() -> None:
     server = recording_server(events)
     async with running(server):
         assert events == ["entered"]
-        await anyio.sleep(0.01)
+        await anyio.wait_all_tasks_blocked()
         assert events == ["entered", "background started"]
     assert events == ["entered", "background started", "background stopped", "closed"]
 
