@@ -148,27 +148,25 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
 
 def _serve_store(store: MemoryStore, http: str | None, allow_unauthenticated: bool,
                  allowed_origins: list[str] | None, *, database_url: str | None) -> None:
-    # Closed when serving ends (end of input, SIGTERM): its background work stops, and a cache
-    # made stale by this run's writes is written for the next process (storage/coldstart.py K2).
-    with store:
-        # The file is read and hashed (and its cache opened) while the protocol engine is imported.
-        store.look_ahead()
-        from .app import build_server
+    # The file is read and hashed (and its cache opened) while the protocol engine is imported.
+    store.look_ahead()
+    from .app import build_server
 
-        server = build_server(store)
-        gc.freeze()
-        gc.enable()
-        _prepare_meaning_soon()
-        if http is not None:
-            from .http import serve_http
+    # The server's lifespan closes the store when serving ends (end of input, SIGTERM: app.py 1).
+    server = build_server(store)
+    gc.freeze()
+    gc.enable()
+    _prepare_meaning_soon()
+    if http is not None:
+        from .http import serve_http
 
-            serve_http(server, http, allow_unauthenticated=allow_unauthenticated,
-                       allowed_origins=allowed_origins or [],
-                       database_url=database_url)
-            return
-        from protocol import run_stdio
+        serve_http(server, http, allow_unauthenticated=allow_unauthenticated,
+                   allowed_origins=allowed_origins or [],
+                   database_url=database_url)
+        return
+    from protocol import run_stdio
 
-        run_stdio(server)
+    run_stdio(server)
 
 
 PREPARE_DELAY = 0.1

@@ -1,6 +1,17 @@
-"""The memory server as a declaration on the protocol engine: tools, one resource, a file watcher."""
+"""The memory server as a declaration on the protocol engine: tools, one resource, a file watcher,
+and the store's lifespan.
+
+1. The store is the server's while it serves: the server's lifespan (protocol/runtime.py 5) closes
+   it after the last request and the watcher have stopped, on stdio and HTTP alike: its
+   background work stops, and a cache made stale by this run's writes is written for the next
+   process (storage/coldstart.py K2). The store is opened by whoever makes it, before the
+   server is built: `look_ahead` then reads the file (or connects) while the engine is imported.
+"""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
 import msgspec
@@ -8,6 +19,7 @@ from anyio.abc import TaskStatus
 
 from protocol import CacheHint, ProtocolError, Runtime, Server
 from protocol.errors import INTERNAL_ERROR
+from protocol.server import Lifespan
 
 from . import __version__
 from .storage.interface import MemoryStore
@@ -36,8 +48,23 @@ INSTRUCTIONS = (
 )
 
 
+def store_lifespan(store: MemoryStore) -> Lifespan:
+    """Statement 1 for `store`."""
+    @asynccontextmanager
+    async def lifespan(server: Server) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            # Shielded: serving ends by cancellation too (SIGTERM, the end of input), and the close
+            # must still run to its end, in a worker since it may write the cache.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(store.close)
+    return lifespan
+
+
 def build_server(store: MemoryStore, *, watch_interval: float = WATCH_INTERVAL_SECONDS) -> Server:
-    server = Server("memory-server", __version__, title="Knowledge Graph Memory", instructions=INSTRUCTIONS)
+    server = Server("memory-server", __version__, title="Knowledge Graph Memory", instructions=INSTRUCTIONS,
+                    lifespan=store_lifespan(store))
     register_tools(server, store)
     encoder = msgspec.json.Encoder()
 

@@ -90,8 +90,7 @@ def serve_http(server: Server, address: str, *, allow_unauthenticated: bool = Fa
     print(f"Knowledge Graph MCP Server: Streamable HTTP on http://{shown}:{port}{DEFAULT_PATH} ({guard})",
           file=sys.stderr, flush=True)
     with listening:
-        run(app, host, port, max_connections=limits.max_connections, header_seconds=limits.header_seconds,
-            sock=listening)
+        run(app, host, port, limits=limits, sock=listening)
 
 
 def memories_app(default: Any, database_url: str, options: dict[str, Any], oauth: Any) -> Any:
@@ -104,10 +103,10 @@ def memories_app(default: Any, database_url: str, options: dict[str, Any], oauth
 
     clock = clock_from(os.environ)
 
-    def open_server(name: str) -> tuple[Server, Any]:
+    def open_server(name: str) -> Server:
         store = PostgresStore(database_url, name, clock=clock)
         store.look_ahead()
-        return build_server(store), store
+        return build_server(store)  # its lifespan closes the store (app.py 1)
 
     public_url = os.environ.get(PUBLIC_URL_VARIABLE, "").strip().rstrip("/") or None
     return Memories(default, database_url=database_url, open_server=open_server, app_options=options,

@@ -87,12 +87,12 @@ def memory_exists(url: str, name: str) -> bool:
 class Memories:
     """The ASGI app of statement 1: the default endpoint, and the memories opened as they are asked for."""
 
-    def __init__(self, default: StreamableHTTP, *, database_url: str, open_server: Callable[[str], tuple[Server, Any]],
+    def __init__(self, default: StreamableHTTP, *, database_url: str, open_server: Callable[[str], Server],
                  app_options: dict[str, Any], public_url: str | None = None, keys: KeySet | None = None,
                  issuer: str | None = None, scopes: tuple[str, ...] = ()) -> None:
         self.default = default
         self.database_url = database_url
-        self.open_server = open_server  # name -> (its server, its store, closed when the server stops)
+        self.open_server = open_server  # name -> its server, whose lifespan closes its store (app.py 1)
         self.app_options = app_options
         self.public_url = public_url
         self.keys = keys
@@ -213,25 +213,22 @@ class Memories:
                 await _json_rpc(send, 503, f"Service Unavailable: {MAX_OPEN_MEMORIES} memories are open, the most "
                                 "this server keeps", [(b"retry-after", b"60")])
                 return None
-            server, store = await anyio.to_thread.run_sync(self.open_server, name)
+            server = await anyio.to_thread.run_sync(self.open_server, name)
             options = dict(self.app_options)
             if self.keys is not None:
                 options.update(oauth=self._resource(name), required_scope=scope_rule(name))
             app = StreamableHTTP(server, path=f"/memories/{name}/mcp", allowed_hosts=self.default.allowed_hosts,
                                  **options)
-            await self._tasks.start(_run, app, store)
+            await self._tasks.start(_run, app)
             self.open[name] = app
             log.info("opened memory %r", name)
             return app
 
 
-async def _run(app: StreamableHTTP, store: Any, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-    try:
-        async with app.lifespan():
-            task_status.started()
-            await anyio.sleep_forever()
-    finally:
-        await anyio.to_thread.run_sync(store.close)
+async def _run(app: StreamableHTTP, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+    async with app.lifespan():
+        task_status.started()
+        await anyio.sleep_forever()
 
 
 def _authorization(scope: Scope) -> str | None:

@@ -1,6 +1,7 @@
 """The nine memory tools as a table: each row names a tool, declares its arguments (a msgspec
 Struct, which gives both the advertised input schema and the check of each call), its result's
-schema and annotations, and the plain `MemoryTools` method that serves it by calling the store.
+Struct (results.py, which gives the advertised output schema), its annotations, and the plain
+`MemoryTools` method that serves it by calling the store.
 
 The names, descriptions and schemas are the reference server's, extended where our tools add
 result fields (skipped, notFound, deletedCount, nextCursor, summary) and a cursor argument.
@@ -26,6 +27,7 @@ from msgspec import UNSET, Meta, UnsetType
 
 from protocol import RequestContext, Server, ToolError, ToolResult
 
+from . import results
 from .model import dates
 from .model.dates import Span
 from .retrieval import answer as answers
@@ -152,96 +154,6 @@ class SearchNodes(msgspec.Struct):
 class OpenNodes(msgspec.Struct):
     names: Annotated[list[str], Meta(description="An array of entity names to retrieve")]
     cursor: Cursor | UnsetType = UNSET
-
-
-# -- results (closed: a client may rely on every field it is given) --------------------
-
-def _string(description: str | None = None) -> dict[str, Any]:
-    return {"type": "string", **({"description": description} if description else {})}
-
-
-def _strings(description: str | None = None) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}, **({"description": description} if description else {})}
-
-
-def _object(properties: dict[str, Any], *, closed: bool = False, optional: tuple[str, ...] = ()) -> dict[str, Any]:
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": properties,
-        "required": [name for name in properties if name not in optional],
-    }
-    if closed:
-        schema["additionalProperties"] = False
-    return schema
-
-
-def _entity() -> dict[str, Any]:
-    """An entity as answered: with the optional dates and authors shown where known (model/dates.py, authors.py)."""
-    return _object({
-        "name": _string("The name of the entity"),
-        "entityType": _string("The type of the entity"),
-        "observations": _strings("An array of observation contents associated with the entity"),
-        **ANSWER_DATES,
-    }, closed=True, optional=tuple(ANSWER_DATES))
-
-
-def _relation() -> dict[str, Any]:
-    return _object({
-        "from": _string("The name of the entity where the relation starts"),
-        "to": _string("The name of the entity where the relation ends"),
-        "relationType": _string("The type of the relation"),
-    }, closed=True)
-
-
-def _list(item: dict[str, Any], description: str | None = None) -> dict[str, Any]:
-    return {"type": "array", "items": item, **({"description": description} if description else {})}
-
-
-ANSWER_DATES: dict[str, Any] = {
-    "createdAt": _string("When the entity was created (UTC day), where known"),
-    "updatedAt": _string("When the entity last changed (UTC day), where known"),
-    "observationDates": _list({"type": ["string", "null"]},
-                              "Parallel to observations: the UTC day each was recorded, as \"2026-12-01\" or "
-                              "\"happened 2023-05-07, recorded 2026-12-01\"; null where unknown"),
-    "observationAuthors": _list({"type": ["string", "null"]},
-                                "Parallel to observations: who wrote each (the signed-in user, or the client's "
-                                "name); null where unknown"),
-}
-GRAPH_OUTPUT = _object({"entities": _list(_entity()), "relations": _list(_relation())},
-                       closed=True)
-NEXT_CURSOR = _string("Present when the answer was cut to fit the model's context: pass it back as `cursor` "
-                      "(with the same other arguments) for the next page")
-PAGE_OUTPUT = _object({**GRAPH_OUTPUT["properties"], "nextCursor": NEXT_CURSOR}, closed=True,
-                      optional=("nextCursor",))
-SUMMARY = _object({
-    "entities": {"type": "integer", "minimum": 0},
-    "relations": {"type": "integer", "minimum": 0},
-    "entityTypes": _list(_object({"entityType": _string(), "count": {"type": "integer", "minimum": 1}}, closed=True),
-                         "The most common entity types, most common first"),
-    "moreEntityTypes": {"type": "integer", "minimum": 0, "description": "How many entity types are not listed"},
-    "mostConnected": _list(_object({"name": _string(), "relations": {
-        "type": "integer", "minimum": 1,
-        "description": "How many relations start or end there (one to itself counts twice)"}}, closed=True),
-                           "The entities with the most relations, most first"),
-}, closed=True)
-SEARCH_OUTPUT = _object({
-    "entities": _list(_object({**_entity()["properties"], "partial": _string(
-        "Present when not every observation of the entity is shown: how many are; open_nodes gives all")},
-        closed=True, optional=("partial", *ANSWER_DATES))),
-    "relations": _list(_relation()), "nextCursor": NEXT_CURSOR}, closed=True, optional=("nextCursor",))
-GRAPH_PAGE_OUTPUT = _object({
-    "summary": {**SUMMARY, "description": "On the first page of a cut read_graph: what the whole graph holds"},
-    **PAGE_OUTPUT["properties"]}, closed=True, optional=("summary", "nextCursor"))
-DELETE_OUTPUT = {"success": {"type": "boolean"}, "message": {"type": "string"}}
-COUNTED_DELETE_OUTPUT = _object({**DELETE_OUTPUT, "deletedCount": {"type": "integer", "minimum": 0}}, closed=True)
-
-CREATED_ENTITIES_OUTPUT = _object({"entities": _list(_entity()),
-                                   "skipped": _strings("Names that were not created because they exist")},
-                                  closed=True, optional=("skipped",))
-CREATED_RELATIONS_OUTPUT = _object({"relations": _list(_relation())}, closed=True)
-ADDED_OBSERVATIONS_OUTPUT = _object({"results": _list(_object({
-    "entityName": _string(), "addedObservations": _strings()}, closed=True))}, closed=True)
-DELETED_ENTITIES_OUTPUT = _object({**DELETE_OUTPUT, "notFound": _strings("Names that matched no entity")}, closed=True)
 
 
 # -- annotations ---------------------------------------------------------------------------------------------
@@ -443,7 +355,11 @@ class MemoryTools:
 
 
 def _plain(items: list[Any]) -> list[dict[str, Any]]:
-    """Struct items as the dicts of the file's field names, the store's currency."""
+    """Struct items as the dicts of the file's field names, the store's currency.
+
+    The stores do not take these Structs yet: their contract (storage/interface.py) takes dicts,
+    which the command line's import and merge also make, and storage may not import this adapter
+    (tests/test_layers.py). Taking Structs means declaring them in the model, below both."""
     plain: list[dict[str, Any]] = msgspec.to_builtins(items)
     return plain
 
@@ -484,7 +400,7 @@ class MemoryTool(msgspec.Struct, frozen=True):
     title: str
     description: str
     arguments: type[msgspec.Struct]
-    output_schema: dict[str, Any]
+    result: type[msgspec.Struct]
     annotations: dict[str, bool]
     method: Callable[..., Awaitable[ToolResult]]
     """(tools, arguments) or, for a read that keeps pages per client, (tools, arguments, context)."""
@@ -492,28 +408,28 @@ class MemoryTool(msgspec.Struct, frozen=True):
 
 TOOLS = (
     MemoryTool("create_entities", "Create Entities", "Create multiple new entities in the knowledge graph",
-               CreateEntities, CREATED_ENTITIES_OUTPUT, WRITE, MemoryTools.create_entities),
+               CreateEntities, results.CreatedEntities, WRITE, MemoryTools.create_entities),
     MemoryTool("create_relations", "Create Relations",
                "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice",
-               CreateRelations, CREATED_RELATIONS_OUTPUT, WRITE, MemoryTools.create_relations),
+               CreateRelations, results.CreatedRelations, WRITE, MemoryTools.create_relations),
     MemoryTool("add_observations", "Add Observations", "Add new observations to existing entities in the knowledge graph",
-               AddObservations, ADDED_OBSERVATIONS_OUTPUT, WRITE, MemoryTools.add_observations),
+               AddObservations, results.AddedObservations, WRITE, MemoryTools.add_observations),
     MemoryTool("delete_entities", "Delete Entities",
                "Delete multiple entities and their associated relations from the knowledge graph",
-               DeleteEntities, DELETED_ENTITIES_OUTPUT, DELETE, MemoryTools.delete_entities),
+               DeleteEntities, results.DeletedEntities, DELETE, MemoryTools.delete_entities),
     MemoryTool("delete_observations", "Delete Observations",
                "Delete specific observations from entities in the knowledge graph",
-               DeleteObservations, COUNTED_DELETE_OUTPUT, DELETE, MemoryTools.delete_observations),
+               DeleteObservations, results.CountedDeletion, DELETE, MemoryTools.delete_observations),
     MemoryTool("delete_relations", "Delete Relations", "Delete multiple relations from the knowledge graph",
-               DeleteRelations, COUNTED_DELETE_OUTPUT, DELETE, MemoryTools.delete_relations),
+               DeleteRelations, results.CountedDeletion, DELETE, MemoryTools.delete_relations),
     MemoryTool("read_graph", "Read Graph",
                "Read the entire knowledge graph. A large graph comes in pages: the first one starts with a summary "
                "(entity types, most connected entities); pass nextCursor back as cursor for the next page",
-               ReadGraph, GRAPH_PAGE_OUTPUT, READ, MemoryTools.read_graph),
+               ReadGraph, results.GraphPage, READ, MemoryTools.read_graph),
     MemoryTool("search_nodes", "Search Nodes", "Search for nodes in the knowledge graph based on a query",
-               SearchNodes, SEARCH_OUTPUT, READ, MemoryTools.search_nodes),
+               SearchNodes, results.SearchPage, READ, MemoryTools.search_nodes),
     MemoryTool("open_nodes", "Open Nodes", "Open specific nodes in the knowledge graph by their names",
-               OpenNodes, PAGE_OUTPUT, READ, MemoryTools.open_nodes),
+               OpenNodes, results.NodesPage, READ, MemoryTools.open_nodes),
 )
 
 
@@ -522,5 +438,5 @@ def register_tools(server: Server, store: MemoryStore, *, budget: int | None = N
     tools = MemoryTools(store, lambda: server.resource_updated(GRAPH_URI), budget=budget)
     for row in TOOLS:
         server.tool(row.name, title=row.title, description=row.description, arguments=row.arguments,
-                    output_schema=row.output_schema, annotations=row.annotations)(MethodType(row.method, tools))
+                    result=row.result, annotations=row.annotations)(MethodType(row.method, tools))
     return tools

@@ -13,6 +13,9 @@
    declaration. Where the two disagree, JSON Schema wins: an integral float is an integer to it,
    so such a value is converted leniently instead of refused.
 4. jsonschema is imported by the first call it has to judge, never at start-up.
+5. A tool's result may be declared the same way: `output_schema(type)` is made as in 2, and a
+   union of plain types (msgspec's `anyOf` of `{"type": ...}` alone) takes JSON Schema's short
+   form, `{"type": ["string", "null"]}`, which accepts exactly the same values.
 """
 
 from __future__ import annotations
@@ -36,6 +39,33 @@ def input_schema(declared: Any) -> dict[str, Any]:
     """The JSON Schema (2020-12) of a msgspec type, self-contained and in the fixed keyword order."""
     (schema,), definitions = msgspec.json.schema_components([declared], ref_template=_REFS + "{name}")
     return _inline(schema, definitions)
+
+
+def output_schema(declared: Any) -> dict[str, Any]:
+    """The JSON Schema a tool's result of type `declared` is advertised with (statement 5)."""
+    return _short_unions(input_schema(declared))
+
+
+def _short_unions(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_short_unions(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    shortened: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _LITERALS:
+            shortened[key] = value
+        elif key == "properties":  # names, not keywords
+            shortened[key] = {name: _short_unions(sub) for name, sub in value.items()}
+        else:
+            shortened[key] = _short_unions(value)
+    options = shortened.get("anyOf")
+    if "type" in shortened or not isinstance(options, list) or not options or not all(
+            isinstance(option, dict) and option.keys() == {"type"} and isinstance(option["type"], str)
+            for option in options):
+        return shortened
+    rest = {key: value for key, value in shortened.items() if key != "anyOf"}
+    return _ordered({"type": [option["type"] for option in options], **rest})
 
 
 def _inline(schema: Any, definitions: dict[str, Any]) -> Any:

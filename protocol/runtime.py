@@ -13,13 +13,18 @@ A `Server` is a declaration; a transport serves it inside `running(server)`, whi
    `Subscriptions` may be told from any thread.
 4. A server that is not running has an idle runtime, made when first asked for: no background
    tasks, ready at once, subscribers told on the caller's thread (sessions driven bare, as tests do).
+5. The server's `lifespan` (if it declares one) is entered when `running(server)` starts, before
+   any background task starts and before the block (where the transport serves requests) begins;
+   it is closed after the background tasks have stopped, whether the block ended normally, by
+   an error or by cancellation. An error while it is entered is raised by `running`, and nothing
+   is served. So whatever a request or a background task uses of what it opens is open.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
 import anyio
@@ -79,7 +84,7 @@ async def running(server: Server) -> AsyncIterator[Runtime]:
     _current[server] = runtime
     runtime.subscriptions.bind()
     try:
-        async with anyio.create_task_group() as tasks:
+        async with _lifespan_of(server), anyio.create_task_group() as tasks:
             async def start_in_turn(first: list[BackgroundTask]) -> None:
                 for task in first:
                     await tasks.start(task, runtime)
@@ -100,3 +105,12 @@ async def running(server: Server) -> AsyncIterator[Runtime]:
             _current.pop(server, None)
         else:
             _current[server] = previous
+
+
+@asynccontextmanager
+async def _lifespan_of(server: Server) -> AsyncIterator[None]:
+    """Statement 5: the server's lifespan, or nothing to open."""
+    async with AsyncExitStack() as stack:
+        if server.lifespan is not None:
+            await stack.enter_async_context(server.lifespan(server))
+        yield

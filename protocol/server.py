@@ -1,15 +1,18 @@
-"""What an embedding server declares: identity, instructions, tools, resources, background tasks.
+"""What an embedding server declares: identity, instructions, tools, resources, background tasks,
+and its lifespan.
 
 A `Server` holds declarations only. The engine owns the protocol, and a transport serves the
 declaration (`run_stdio(server)`, `asgi_app(server)`) inside `running(server)`, whose `Runtime`
 holds what lives only while serving; a server built on it only declares these and calls
-`resource_updated` when a resource changes.
+`resource_updated` when a resource changes. What the server needs opened while it serves (a
+database, a file) is its `lifespan`, entered and closed by `running` (runtime.py 5).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +20,7 @@ import msgspec
 
 from .arguments import ArgumentCheck
 from .arguments import input_schema as tool_input_schema
+from .arguments import output_schema as tool_output_schema
 from .context import wants_context
 from .eras import CacheHint
 from .runtime import current_runtime
@@ -59,6 +63,9 @@ class ToolResult(msgspec.Struct):
 ToolHandler = Callable[..., Awaitable["ToolResult | dict[str, Any] | str"]]
 ResourceReader = Callable[..., Awaitable["str | bytes"]]
 BackgroundTask = Callable[..., Coroutine[Any, Any, None]]
+Lifespan = Callable[["Server"], AbstractAsyncContextManager[None]]
+"""A factory given the server: the context it makes is entered before the first request is served
+and closed after the last (runtime.py 5), as Starlette's `lifespan`."""
 
 
 @dataclass
@@ -71,6 +78,7 @@ class Tool:
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
     arguments: Any = None  # the msgspec type `input_schema` was made from, if it was
+    result: Any = None  # the msgspec type `output_schema` was made from, if it was
     takes_context: bool = field(default=False, init=False)
     _check: ArgumentCheck = field(init=False, repr=False)
 
@@ -119,10 +127,12 @@ class Resource:
 
 
 class Server:
-    """Identity, instructions, tools, resources and background tasks: a declaration, served by a transport."""
+    """Identity, instructions, tools, resources, background tasks and a lifespan: a declaration,
+    served by a transport."""
 
     def __init__(self, name: str, version: str, *, title: str | None = None,
-                 instructions: str | None = None, list_cache: CacheHint = CacheHint(3_600_000, "public")) -> None:
+                 instructions: str | None = None, list_cache: CacheHint = CacheHint(3_600_000, "public"),
+                 lifespan: Lifespan | None = None) -> None:
         self.info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
             self.info["title"] = title
@@ -132,18 +142,24 @@ class Server:
         self.resources: dict[str, Resource] = {}
         self.background_tasks: list[BackgroundTask] = []
         self.background_ready: dict[BackgroundTask, bool] = {}
+        self.lifespan = lifespan
 
     def tool(self, name: str, *, description: str, input_schema: dict[str, Any] | None = None,
              arguments: Any = None, title: str | None = None, output_schema: dict[str, Any] | None = None,
-             annotations: dict[str, Any] | None = None) -> Callable[[ToolHandler], ToolHandler]:
+             result: Any = None, annotations: dict[str, Any] | None = None) -> Callable[[ToolHandler], ToolHandler]:
         """Declare a tool by its arguments' msgspec type (its handler then receives an instance), or
-        by a hand-written `input_schema` (its handler receives the arguments as a dict)."""
+        by a hand-written `input_schema` (its handler receives the arguments as a dict); and, if it
+        gives structured results, their msgspec type `result` or a hand-written `output_schema`."""
         if (input_schema is None) == (arguments is None):
             raise TypeError(f"tool {name!r}: declare either arguments (a msgspec type) or input_schema")
+        if output_schema is not None and result is not None:
+            raise TypeError(f"tool {name!r}: declare either result (a msgspec type) or output_schema, not both")
         schema = input_schema if input_schema is not None else tool_input_schema(arguments)
+        advertised = output_schema if result is None else tool_output_schema(result)
 
         def register(handler: ToolHandler) -> ToolHandler:
-            self.tools[name] = Tool(name, description, schema, handler, title, output_schema, annotations, arguments)
+            self.tools[name] = Tool(name, description, schema, handler, title, advertised, annotations, arguments,
+                                    result)
             return handler
         return register
 

@@ -24,6 +24,7 @@ from starlette.routing import Mount, Route
 
 from protocol import Server, asgi_app
 from protocol.context import RequestContext
+from protocol.http import HttpLimits
 
 COUNTER = "example://counter"
 
@@ -197,7 +198,7 @@ async def test_in_a_legacy_session_an_id_already_in_flight_is_refused_and_the_fi
 
 @pytest.mark.anyio
 async def test_a_quiet_listen_stream_carries_keep_alive_comments() -> None:
-    async with serving(asgi_app(example_server.server, keepalive_seconds=0.05)) as base:
+    async with serving(asgi_app(example_server.server, limits=HttpLimits(keepalive_seconds=0.05))) as base:
         listen = modern_request("k", "subscriptions/listen", {"notifications": {"resourceSubscriptions": [COUNTER]}})
         with anyio.fail_after(WAIT_SECONDS):
             async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http, \
@@ -213,7 +214,7 @@ async def test_a_quiet_listen_stream_carries_keep_alive_comments() -> None:
 
 @pytest.mark.anyio
 async def test_beyond_its_session_cap_the_server_ends_the_session_unused_for_longest() -> None:
-    async with serving(asgi_app(example_server.server, max_sessions=2)) as base:
+    async with serving(asgi_app(example_server.server, limits=HttpLimits(max_sessions=2))) as base:
         url = f"{base}/mcp"
         async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
             async def session() -> str:
@@ -252,7 +253,7 @@ async def test_requests_beyond_the_concurrency_cap_wait_their_turn_and_one_that_
             inside.remove(number)
         return f"done {number}"
 
-    app = asgi_app(server, max_concurrent_requests=2)
+    app = asgi_app(server, limits=HttpLimits(max_concurrent_requests=2))
     async with serving(app) as base:
         url = f"{base}/mcp"
         answers: dict[int, str] = {}
@@ -293,7 +294,7 @@ async def test_a_request_longer_than_the_idle_time_keeps_its_session_and_idle_on
     idle = 60.0
     now = [1000.0]  # the sessions' clock, moved by the test
     server, seen = waiting_server()
-    app = asgi_app(server, session_idle_seconds=idle, clock=lambda: now[0])
+    app = asgi_app(server, limits=HttpLimits(session_idle_seconds=idle), clock=lambda: now[0])
     async with serving(app) as base:
         url = f"{base}/mcp"
         async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:

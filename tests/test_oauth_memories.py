@@ -44,9 +44,8 @@ async def memories(database_url: str, idp: TestIdP | None, **options: Any) -> As
                             "MCP_MEMORY_PUBLIC_URL": PUBLIC_URL}, "/mcp")
     default = asgi_app(build_server(stores[0]), oauth=oauth, required_scope=required_scope, **options)
 
-    def open_server(name: str) -> tuple[Any, PostgresStore]:
-        store = PostgresStore(database_url, name)
-        return build_server(store), store
+    def open_server(name: str) -> Any:
+        return build_server(PostgresStore(database_url, name))
     app = Memories(default, database_url=database_url, open_server=open_server, app_options=options,
                    public_url=PUBLIC_URL if oauth else None, keys=oauth.keys if oauth else None,
                    issuer=oauth.issuer if oauth else None, scopes=SCOPES)

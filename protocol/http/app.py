@@ -11,8 +11,8 @@
 
 Requests go through the engine (`engine.respond`) exactly as on stdio. A client that closes its
 connection cancels its request. SSE streams are `sse`'s, sessions `sessions`', the guards in front
-of this endpoint `guards`' and `oauth`'s, its bounds `limits`' (`HttpLimits`); the ASGI server's
-flow control holds back a slow reader's own response only.
+of this endpoint (and of a POST's body) `guards`' and `oauth`'s, its bounds `limits`' (`HttpLimits`);
+the ASGI server's flow control holds back a slow reader's own response only.
 
 The app is a value: mount it in Starlette or FastAPI under any path (it honours `root_path`),
 or run it with `run()` (uvicorn, imported only then). Its background tasks run while it gets
@@ -31,7 +31,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import msgspec
 
 from ..engine import respond
 from ..eras import LEGACY_VERSIONS, MODERN_VERSIONS, PROTOCOL_VERSION, Era
@@ -41,12 +40,11 @@ from ..messages import Blank, Invalid, Notification, Request, RequestId, Respons
 from ..peer import Peer
 from ..runtime import running
 from ..server import Server
-from .guards import ALLOW, OriginGuard, TokenGuard
-from .limits import BodyBudget, HttpLimits, Slots
+from .guards import ALLOW, BODY, Body, BodyGuard, OriginGuard, TokenGuard
+from .limits import HttpLimits, Slots
 from .oauth import AUTHORIZATION, Grant, OAuthGuard, ProtectedResource, ScopeRule
 from .responses import (
     STATUS_OF_ERROR,
-    Gone,
     Receive,
     Reject,
     Scope,
@@ -89,7 +87,7 @@ class StreamableHTTP:
         self._streams = 0  # SSE streams open: listens and GET streams
         self._slots = Slots(limits.max_concurrent_requests)
         self._write_slots = Slots(limits.max_concurrent_writes)
-        self._bodies = BodyBudget(limits.max_body_bytes_in_flight)
+        self._bodies = BodyGuard(self._serve_post, limits)
         self.closing = False
         self.oauth = oauth
         self.required_scope = required_scope
@@ -157,7 +155,7 @@ class StreamableHTTP:
         found = request_headers(scope)
         method = scope["method"]
         if method == "POST":
-            await self._post(scope, found, receive, send)
+            await self._post(scope, receive, send)
         elif method == "GET":
             await self._get(scope, found, receive, send)
         elif method == "DELETE":
@@ -198,24 +196,16 @@ class StreamableHTTP:
 
     # -- POST -----------------------------------------------------------------------------------------
 
-    async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
+    async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.closing:
             await answer_plain(send, 503, b"Shutting down")
             return
-        content_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
-        if content_type != "application/json":
-            raise Reject(415, ProtocolError(INVALID_REQUEST, "Unsupported Media Type: send application/json"))
-        body = await self._body(headers, receive)
-        held = [len(body)]  # counted in the body budget until answered (a listen gives it up at once)
-        try:
-            await self._serve_post(scope, headers, body, held, receive, send)
-        finally:
-            self._bodies.give(held[0])
+        await self._bodies(scope, receive, send)  # the body read within the limits, then _serve_post
 
-    async def _serve_post(self, scope: Scope, headers: dict[str, str], body: bytes, held: list[int],
-                          receive: Receive, send: Send) -> None:
-        message = classify(Line(body))
-        del body
+    async def _serve_post(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = request_headers(scope)
+        body: Body = scope[BODY]
+        message = classify(Line(body.take()))
         if isinstance(message, Blank):
             raise Reject(400, ProtocolError(INVALID_REQUEST, "Invalid Request: the body is empty"))
         if isinstance(message, Invalid):
@@ -245,8 +235,7 @@ class StreamableHTTP:
             if modern:
                 _check_request_headers(headers, message)
             if message.method == "subscriptions/listen":
-                self._bodies.give(held[0])
-                held[0] = 0
+                body.release()  # a listen lasts: its body is not held meanwhile
                 await self._listen(message, receive, send)
             else:
                 # A modern request is served as on a stdio connection already in the modern era.
@@ -256,46 +245,6 @@ class StreamableHTTP:
                                        client=_stateless_client(scope, headers), user=user)
                 finally:
                     peer.close()
-
-    async def _body(self, headers: dict[str, str], receive: Receive) -> bytes:
-        """The request's body, counted in the body budget as it arrives (given back by the caller)."""
-        limit = self.limits.max_body_bytes
-        too_big = Reject(413, ProtocolError(INVALID_REQUEST, f"Invalid Request: the body exceeds the limit of {limit} bytes"))
-        try:
-            declared = int(headers.get("content-length", "0"))
-        except ValueError:
-            raise Reject(400, ProtocolError(INVALID_REQUEST, "Invalid Request: bad Content-Length")) from None
-        if declared > limit:
-            raise too_big
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            while True:
-                with anyio.move_on_after(self.limits.body_idle_seconds):
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        raise Gone
-                    chunk = message.get("body", b"")
-                    if size + len(chunk) > limit:
-                        raise too_big
-                    if not self._bodies.take(size, len(chunk)):
-                        raise Reject(503, ProtocolError(
-                            INVALID_REQUEST, "Service Unavailable: the server is receiving as many bytes of "
-                            f"request bodies as it holds at once ({self._bodies.limit}); retry in a moment"),
-                            headers=[(b"retry-after", b"1"), (b"connection", b"close")])
-                    size += len(chunk)
-                    chunks.append(chunk)
-                    if not message.get("more_body", False):
-                        body = b"".join(chunks)
-                        size = 0  # the caller holds it now
-                        return body
-                    continue
-                raise Reject(408, ProtocolError(
-                    INVALID_REQUEST, f"Request Timeout: no byte of the body came for {self.limits.body_idle_seconds:g} s"),
-                    headers=[(b"connection", b"close")])
-        finally:
-            if size:
-                self._bodies.give(size)
 
     def _check_legacy_version(self, headers: dict[str, str], request: Request) -> None:
         version = headers.get("mcp-protocol-version")
@@ -448,13 +397,8 @@ class StreamableHTTP:
 
 
 def asgi_app(server: Server, **options: Any) -> StreamableHTTP:
-    """`server` over Streamable HTTP, as an ASGI app (options: see `StreamableHTTP`). A field of
-    `HttpLimits` may be given as an option of its own (`max_sessions=2`): it changes that bound of
-    `limits` (or of the defaults)."""
-    fields = set(HttpLimits.__struct_fields__)
-    bounds = {name: options.pop(name) for name in list(options) if name in fields}
-    if bounds:
-        options["limits"] = msgspec.structs.replace(options.get("limits", HttpLimits()), **bounds)
+    """`server` over Streamable HTTP, as an ASGI app (options: see `StreamableHTTP`; its bounds are
+    one `limits=HttpLimits(...)`)."""
     return StreamableHTTP(server, **options)
 
 

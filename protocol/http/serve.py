@@ -13,11 +13,10 @@ from typing import Any
 
 from .app import StreamableHTTP
 from .limits import (
-    HEADER_SECONDS,
     LISTEN_BACKLOG,
-    MAX_CONNECTIONS,
     MAX_HEADER_BYTES,
     ConnectionGuard,
+    HttpLimits,
     QuietAcceptErrors,
     QuietPeerWarnings,
     connection_limit,
@@ -38,14 +37,16 @@ def is_loopback(host: str) -> bool:
         return False  # a name may resolve to anything
 
 
-def run(app: StreamableHTTP, host: str, port: int, *, max_connections: int = MAX_CONNECTIONS,
-        header_seconds: float = HEADER_SECONDS, sock: socket.socket | None = None) -> None:
+def run(app: StreamableHTTP, host: str, port: int, *, limits: HttpLimits | None = None,
+        sock: socket.socket | None = None) -> None:
     """Serve `app` with uvicorn until SIGTERM or SIGINT; every listen then gets its graceful closure.
 
-    At most `max_connections` connections are open at once (lowered to fit the open-file limit),
-    each given `header_seconds` for its request's headers (see `limits`). Bound to a loopback
-    address, an app that names no allowed hosts answers only for the loopback names. `sock`: a
-    socket already listening on that address (its caller could say it serves only once bound)."""
+    At most `limits.max_connections` connections are open at once (lowered to fit the open-file
+    limit), each given `limits.header_seconds` for its request's headers (see `limits`); `limits`
+    defaults to the app's own. Bound to a loopback address, an app that names no allowed hosts
+    answers only for the loopback names. `sock`: a socket already listening on that address (its
+    caller could say it serves only once bound)."""
+    limits = app.limits if limits is None else limits
     try:
         import uvicorn
         from uvicorn.protocols.http.auto import AutoHTTPProtocol
@@ -60,7 +61,7 @@ def run(app: StreamableHTTP, host: str, port: int, *, max_connections: int = MAX
     logging.getLogger("uvicorn.error").addFilter(QuietPeerWarnings())
     if app.allowed_hosts is None and is_loopback(host):
         app.allowed_hosts = LOOPBACK_HOSTS | {host.strip("[]").lower()}
-    guard = ConnectionGuard(connection_limit(max_connections), header_seconds, MAX_HEADER_BYTES)
+    guard = ConnectionGuard(connection_limit(limits.max_connections), limits.header_seconds, MAX_HEADER_BYTES)
 
     loop: list[asyncio.AbstractEventLoop] = []
 
