@@ -1,6 +1,6 @@
 """Meaning on PostgreSQL (the package's P11): the observations' vectors kept in the database.
 
-A search by meaning on the team store finds what it finds on a file (retrieval/semantic.py, the
+A search by meaning on the team store finds what it finds on a file (retrieval/semantic, the
 same model, the same fusion with the words in retrieval/answer.py's ``shape``): only where the
 vectors live differs. They live in the database, so that no server embeds what another has.
 
@@ -28,7 +28,7 @@ M5. The same answers with pgvector or without. Where the ``vector`` extension is
     vectors are of unit length), which gives the candidates; without it they are a ``bytea``
     column, which each server reads into its own memory (kept across searches, brought up to
     date by the memory's meaning revision: only vectors added since are read) and searches as a
-    file's table is searched (retrieval/semantic.py 6): every vector up to EXACT_UP_TO of them,
+    file's table is searched (retrieval/semantic 6): every vector up to EXACT_UP_TO of them,
     above that a shortlist by sign bits. Either way the candidates are scored again in the same way (the stored float16
     vector against the float32 query, in float64), the best ``k`` observations kept (at least
     MIN_SIMILARITY), and the answer is ``retrieval.answer.shape``'s on them, as a file's.
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DIMENSIONS: Final = 384
-"""all-MiniLM-L6-v2's (retrieval/semantic.py): the column's type is made with it."""
+"""all-MiniLM-L6-v2's (retrieval/semantic): the column's type is made with it."""
 BATCH: Final = 32
 """Texts claimed and embedded in one transaction: the claim is held while they are embedded."""
 POLL_SECONDS: Final = 5.0
@@ -542,7 +542,7 @@ class Meaning:
             if count == 0:
                 return [], np.zeros((0, DIMENSIONS), dtype=np.float16)
             scores = semantic.table_scores(np, kept.matrix, kept.scales, kept.codes, count, vector.astype(np.float32),
-                                           wanted, exact_up_to=kept.exact_up_to)
+                                           wanted, exact_up_to=kept.exact_up_to, least=kept.shortlist_least)
             best = min(wanted, count)
             top = np.argpartition(-scores, best - 1)[:best]
             digests = [kept.digests[i] for i in top.tolist() if scores[i] > -1.0]
@@ -581,6 +581,8 @@ class _Kept:
 
         self.exact_up_to = semantic.EXACT_UP_TO
         """Vectors up to which a search scores every one (above: a shortlist by sign bits, M5)."""
+        self.shortlist_least = semantic.SHORTLIST_MIN
+        """Rows a shortlist holds at least."""
         self.codes = np.zeros((semantic.WORDS, 0), dtype=np.uint64)
         self.revision = revision
         self.removals = removals
