@@ -20,6 +20,10 @@ B3. :meth:`Background.close` sets :attr:`Background.stopping` (long work checks 
     is closing once.
 B4. The process's Background is also closed at interpreter exit (atexit runs before the
     interpreter stops its threads), for a process that never calls :func:`close_process`.
+B5. Quick work given to :meth:`Background.later` (``quick=True``: a few system calls that wait
+    on nothing, such as the lock file's refresh in storage/lock.py) runs at its time in the
+    ``-later`` thread itself, never behind long work that holds every worker; one quick function
+    runs at a time, and close joins the thread running it like any other.
 """
 
 from __future__ import annotations
@@ -46,10 +50,11 @@ CLOSE_SECONDS: Final = 10.0
 class Later:
     """A function to run after a delay; :meth:`cancel` before it starts and it never does."""
 
-    __slots__ = ("cancelled", "function")
+    __slots__ = ("cancelled", "function", "quick")
 
-    def __init__(self, function: Callable[[], object]) -> None:
+    def __init__(self, function: Callable[[], object], quick: bool = False) -> None:
         self.function = function
+        self.quick = quick
         self.cancelled = False
 
     def cancel(self) -> None:
@@ -83,12 +88,13 @@ class Background:
             self._wake_a_worker()
             return True
 
-    def later(self, delay: float, function: Callable[[], object]) -> Later | None:
-        """Run `function` in a worker after `delay` seconds, unless cancelled (B2); None when closed."""
+    def later(self, delay: float, function: Callable[[], object], *, quick: bool = False) -> Later | None:
+        """Run `function` in a worker after `delay` seconds, unless cancelled (B2), or, when it is
+        `quick`, in the scheduler's thread (B5); None when closed."""
         with self._lock:
             if self.stopping.is_set():
                 return None
-            handle = Later(function)
+            handle = Later(function, quick)
             heapq.heappush(self._timers, (time.monotonic() + max(delay, 0.0), next(self._serial), handle))
             if self._scheduler is None or not self._scheduler.is_alive():
                 self._scheduler = self._start(self._schedule, f"{self.name}-later")
@@ -121,12 +127,16 @@ class Background:
                 if self.stopping.is_set():
                     return
                 function = self._queue.popleft()
-            try:
-                function()
-            except Exception:
-                log.exception("background work %r failed", getattr(function, "__qualname__", function))
+            _run(function)
 
     def _schedule(self) -> None:
+        while (handle := self._next_quick()) is not None:
+            if not handle.cancelled and not self.stopping.is_set():
+                _run(handle.function)
+
+    def _next_quick(self) -> Later | None:
+        """Wait for timers to come due: each one due goes to the workers, but a quick one, which
+        is returned to run in this thread (B5); None once closing."""
         with self._lock:
             while not self.stopping.is_set():
                 if not self._timers:
@@ -138,9 +148,13 @@ class Background:
                     self._lock.wait(wait)
                     continue
                 heapq.heappop(self._timers)
-                if not handle.cancelled:
-                    self._queue.append(handle.function)
-                    self._wake_a_worker()
+                if handle.cancelled:
+                    continue
+                if handle.quick:
+                    return handle
+                self._queue.append(handle.function)
+                self._wake_a_worker()
+        return None
 
     # -- end ---------------------------------------------------------------------------------
 
@@ -170,6 +184,13 @@ class Background:
         """The names of the threads alive now (for stats and tests)."""
         with self._lock:
             return [thread.name for thread in self._threads if thread.is_alive()]
+
+
+def _run(function: Callable[[], object]) -> None:
+    try:
+        function()
+    except Exception:
+        log.exception("background work %r failed", getattr(function, "__qualname__", function))
 
 
 _process: Background | None = None

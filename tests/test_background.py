@@ -1,4 +1,4 @@
-"""memory_server/background.py: one owner for the memory's threads (B1 to B4), with real threads and
+"""memory_server/background.py: one owner for the memory's threads (B1 to B5), with real threads and
 real processes; every wait is on an event, none on a clock."""
 
 from __future__ import annotations
@@ -103,3 +103,30 @@ def test_b4_a_process_that_never_closes_it_is_closed_at_exit() -> None:
                             env={"PYTHONPATH": str(REPO)}, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "stopped\n" and result.stderr == ""
+
+
+def test_b5_quick_work_runs_at_its_time_while_long_work_holds_every_worker() -> None:
+    background = Background(workers=1)
+    release = threading.Event()
+    running = threading.Event()
+    quick = threading.Event()
+    slow = threading.Event()
+    ran_in: list[str] = []
+
+    def long_work() -> None:
+        running.set()
+        release.wait(WAIT_SECONDS)
+
+    def quick_work() -> None:
+        ran_in.append(threading.current_thread().name)
+        quick.set()
+
+    assert background.submit(long_work)
+    assert running.wait(WAIT_SECONDS)
+    assert background.later(0.0, slow.set) is not None  # waits for the one worker
+    assert background.later(0.0, quick_work, quick=True) is not None
+    assert quick.wait(WAIT_SECONDS)  # while the worker is still held
+    assert not slow.is_set() and ran_in == ["memory-background-later"]
+    release.set()
+    assert slow.wait(WAIT_SECONDS)
+    assert background.close(WAIT_SECONDS) == []

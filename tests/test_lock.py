@@ -235,6 +235,38 @@ def test_a_paused_holder_loses_the_lock_learns_it_and_leaves_the_new_holders_loc
     assert list(tmp_path.iterdir()) == []
 
 
+# Holds the lock until its file's time has moved (a refresh), then prints the threads, closes the
+# process's Background and prints them again, and checks the lock is still its own.
+REFRESHED = """
+import os, sys, threading
+from pathlib import Path
+from memory_server import background
+from memory_server.storage.lock import MemoryFileLock
+lock = MemoryFileLock(Path(sys.argv[1]), stale_after=30, refresh_every=0.05)
+with lock.held():
+    first = os.stat(lock.path).st_mtime_ns
+    moved = threading.Event()
+    while not moved.wait(0.01):
+        if os.stat(lock.path).st_mtime_ns != first:
+            moved.set()
+    print(sorted(thread.name for thread in threading.enumerate()), flush=True)
+    print(background.close_process(), flush=True)
+    print(sorted(thread.name for thread in threading.enumerate()), flush=True)
+    lock.raise_if_lost()
+print("released", flush=True)
+"""
+
+
+def test_the_refresh_is_work_of_the_process_s_background_and_its_close_joins_it(
+        tmp_path: Path, children: list[subprocess.Popen[str]]) -> None:
+    holder = python(REFRESHED, str(tmp_path / "memory.jsonl"))
+    children.append(holder)
+    out, err = holder.communicate(timeout=WAIT)
+    assert holder.returncode == 0, err
+    assert out.splitlines() == ["['MainThread', 'memory-background-later']", "[]", "['MainThread']", "released"]
+    assert list(tmp_path.iterdir()) == []
+
+
 # -- the previous version: filelock 4.3's lease on the same lock file --------------------------------------
 
 PREVIOUS = """

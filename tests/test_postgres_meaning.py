@@ -282,7 +282,8 @@ def test_without_pgvector_a_large_memory_is_shortlisted_by_sign_bits_as_a_file_i
                 assert _answer(reader.search_nodes(question, characters=CHARACTERS)) == expected[question], question
             kept = reader._meaning._kept
             assert kept is not None and kept.exact_up_to == 0
-            assert semantic.shortlist_size(kept.count, 2 * 40) < kept.count  # (the shortlist leaves rows out)
+            # (the shortlist leaves rows out)
+            assert semantic.shortlist_size(kept.count, 2 * 40, kept.shortlist_least) < kept.count
             assert "Alice" in _names(reader.search_nodes("which dog does she own", characters=CHARACTERS))
             writer.delete_observations([{"entityName": "Alice", "observations": ["Has a border collie named Biscuit"]}])
             found = reader.search_nodes("which dog does she own", characters=CHARACTERS)

@@ -16,7 +16,10 @@ The protocol (every process sharing a memory file follows it, this version and t
       duration=<stale time in seconds>
       start=<the process's start time, in clock ticks after boot>
 
-- The holder refreshes the file's modification time every ``refresh_every`` seconds.
+- The holder refreshes the file's modification time every ``refresh_every`` seconds: quick work
+  of the process's Background (memory_server/background.py B5), which its close joins. A lock
+  held once that Background is closed (the process is ending) is not refreshed: a write that then
+  outlasts ``stale_after`` finds its lock taken over and fails, changing nothing (below).
 - A waiter takes over a lock whose process is gone on this host (a recycled pid is told apart by
   its start time) at once, and any other lock once it has gone ``stale_after`` seconds without a
   refresh, whoever wrote it and whatever its record says (another host or container, an older
@@ -56,6 +59,7 @@ from typing import Final, NamedTuple
 
 import msgspec
 
+from .. import background
 from ..model.graph import GraphError
 from .osio import NotARegularFile, open_regular, write_all
 
@@ -390,26 +394,35 @@ class _Marker:
 
 
 class _Refresher:
-    """Touches the held lock file every ``every`` seconds, and notices when it was taken over."""
+    """Touches the held lock file every ``every`` seconds, and notices when it was taken over: each
+    touch is quick work of the process's Background, which schedules the next."""
 
     def __init__(self, marker: _Marker, fd: int, every: float) -> None:
         self._marker, self._fd, self._every = marker, fd, every
-        self._stop = threading.Event()
+        self._guard = threading.Lock()
+        """Held by a touch and by stop: once stop returns, no touch uses the descriptor (which the
+        hold then closes, and the system may give to another file)."""
+        self._stopped = False
         self.lost = False
-        self._thread = threading.Thread(target=self._run, name="memory-lock-refresh", daemon=True)
-        self._thread.start()
+        self._next = background.process().later(every, self._touch, quick=True)
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._every):
+    def _touch(self) -> None:
+        with self._guard:
+            if self._stopped:
+                return
             if not self._marker.is_own(self._fd):
                 self.lost = True
                 return
             with suppress(OSError):
                 # Through the descriptor where the platform can: the name may have been taken over.
                 os.utime(self._fd if os.utime in os.supports_fd else self._marker.path)
+            self._next = background.process().later(self._every, self._touch, quick=True)
 
     def stop(self) -> None:
-        self._stop.set()
+        with self._guard:
+            self._stopped = True
+            if self._next is not None:
+                self._next.cancel()
 
 
 class MemoryFileLock:

@@ -92,7 +92,8 @@ The modules, each with one job: store.py (PostgresStore: the connections, the st
 interface), statements.py (what reads and writes send, and the forms of the values), reads.py (the
 rows read and the graphs made of them), writes.py (the write transactions, imports by COPY),
 schema.py (the tables, their upgrades and extensions), statistics.py (the planner's statistics and
-the GIN pending lists), vectors.py (meaning), faults.py (the errors), names.py (memory names and
-connection strings, read without the driver: this package's __init__ imports nothing, so that
-names.py is).
+the GIN pending lists), vectors.py (meaning: the embedder and the searches by it),
+vectors_tables.py (the meaning's tables and the rows a write changes there), vectors_sql.py (their
+statements), faults.py (the errors), names.py (memory names and connection strings, read without
+the driver: this package's __init__ imports nothing, so that names.py is).
 """

@@ -10,7 +10,7 @@ from typing import Any, Final
 import psycopg
 
 from ...index import ranking
-from . import vectors
+from . import vectors_tables
 from .faults import SchemaTooNew, reason_of
 from .reads import node_from
 from .statements import haystack_of, indexed_terms
@@ -114,9 +114,9 @@ def make(connection: psycopg.Connection[Any], where: str) -> bool:
             # open write (an import of a million rows) before it looks.
             for statement in _SCHEMA:
                 connection.execute(statement)
-            vectors.make_schema(connection, where)
+            vectors_tables.make_schema(connection, where)
         if version in (1, 2):
-            vectors.upgrade(connection, node_from)
+            vectors_tables.upgrade(connection, node_from)
         if version is None:
             connection.execute(_RECORD_VERSION, (SCHEMA_VERSION,))
         trigrams = _make_trigram_index(connection, where)

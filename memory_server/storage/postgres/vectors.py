@@ -1,6 +1,6 @@
 """Meaning on PostgreSQL (the package's P11): the observations' vectors kept in the database.
 
-A search by meaning on the team store finds what it finds on a file (retrieval/semantic.py, the
+A search by meaning on the team store finds what it finds on a file (retrieval/semantic, the
 same model, the same fusion with the words in retrieval/answer.py's ``shape``): only where the
 vectors live differs. They live in the database, so that no server embeds what another has.
 
@@ -28,7 +28,7 @@ M5. The same answers with pgvector or without. Where the ``vector`` extension is
     vectors are of unit length), which gives the candidates; without it they are a ``bytea``
     column, which each server reads into its own memory (kept across searches, brought up to
     date by the memory's meaning revision: only vectors added since are read) and searches as a
-    file's table is searched (retrieval/semantic.py 6): every vector up to EXACT_UP_TO of them,
+    file's table is searched (retrieval/semantic 6): every vector up to EXACT_UP_TO of them,
     above that a shortlist by sign bits. Either way the candidates are scored again in the same way (the stored float16
     vector against the float32 query, in float64), the best ``k`` observations kept (at least
     MIN_SIMILARITY), and the answer is ``retrieval.answer.shape``'s on them, as a file's.
@@ -40,7 +40,6 @@ M6. The tables are made by the store's schema (schema.py, P6): a database of ver
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -51,6 +50,9 @@ import psycopg
 from ...model.graph import Graph, GraphError, Node
 from ...model.writes import RowChanges
 from ...retrieval import answer as answers
+from . import vectors_sql as sql
+from . import vectors_tables as tables
+from .vectors_tables import reason
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,8 +63,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DIMENSIONS: Final = 384
-"""all-MiniLM-L6-v2's (retrieval/semantic.py): the column's type is made with it."""
 BATCH: Final = 32
 """Texts claimed and embedded in one transaction: the claim is held while they are embedded."""
 POLL_SECONDS: Final = 5.0
@@ -75,8 +75,6 @@ EF_SEARCH: Final = 100
 """pgvector's hnsw.ef_search, at least (its default, 40, is the number of candidates a search asks)."""
 SYNC_LOCK_MILLISECONDS: Final = 2_000
 """How long a search waits for texts another embedder holds (M4) before it answers without them."""
-CHUNK: Final = 10_000
-"""Rows per statement when a write (an import) adds or removes many texts."""
 KEPT_PART: Final = 20_000
 """Vectors read at a time into a server's own copy (M5, without pgvector)."""
 
@@ -87,180 +85,11 @@ def _sync_texts() -> int:
     return int(getattr(semantic, "SYNC_LIMIT", 512))
 
 
-_TABLES: Final = (
-    """CREATE TABLE IF NOT EXISTS kg_meaning_texts (
-        memory text NOT NULL REFERENCES kg_memories (name) ON DELETE CASCADE,
-        digest bytea NOT NULL,
-        revision bigint NOT NULL,
-        text bytea NOT NULL,
-        PRIMARY KEY (memory, digest))""",
-    "CREATE INDEX IF NOT EXISTS kg_meaning_texts_by_revision ON kg_meaning_texts (memory, revision, digest)",
-    """CREATE TABLE IF NOT EXISTS kg_meaning_holders (
-        memory text NOT NULL,
-        entity bytea NOT NULL,
-        digest bytea NOT NULL,
-        PRIMARY KEY (memory, entity, digest),
-        FOREIGN KEY (memory, digest) REFERENCES kg_meaning_texts (memory, digest) ON DELETE CASCADE)""",
-    "CREATE INDEX IF NOT EXISTS kg_meaning_holders_by_digest ON kg_meaning_holders (memory, digest)",
-    # No foreign key: its check would lock the memory's row, which a write holds while it waits
-    # for an embedder's texts (a deadlock); the row of a memory deleted by hand is two numbers.
-    """CREATE TABLE IF NOT EXISTS kg_meaning_state (
-        memory text PRIMARY KEY,
-        revision bigint NOT NULL DEFAULT 0,
-        removals bigint NOT NULL DEFAULT 0)""",
-)
-_VECTORS: Final = """CREATE TABLE IF NOT EXISTS kg_meaning_vectors (
-        memory text NOT NULL,
-        digest bytea NOT NULL,
-        model text NOT NULL,
-        stamp bigint NOT NULL,
-        embedding {column} NOT NULL,
-        PRIMARY KEY (memory, digest, model),
-        FOREIGN KEY (memory, digest) REFERENCES kg_meaning_texts (memory, digest) ON DELETE CASCADE)"""
-_VECTORS_PGVECTOR: Final = _VECTORS.format(column=f"halfvec({DIMENSIONS})")
-_VECTORS_PLAIN: Final = _VECTORS.format(column="bytea")
-_VECTORS_BY_STAMP: Final = "CREATE INDEX IF NOT EXISTS kg_meaning_vectors_by_stamp ON kg_meaning_vectors (memory, model, stamp)"
-_VECTORS_BY_MEANING: Final = ("CREATE INDEX IF NOT EXISTS kg_meaning_vectors_by_meaning ON kg_meaning_vectors "
-                              "USING hnsw (embedding halfvec_ip_ops)")
-_HAS_VECTORS_TABLE: Final = "SELECT to_regclass('kg_meaning_vectors') IS NOT NULL"
-_HAS_PGVECTOR: Final = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-_PGVECTOR: Final = "CREATE EXTENSION IF NOT EXISTS vector"
-_COLUMN_TYPE: Final = """SELECT format_type(attribute.atttypid, attribute.atttypmod) FROM pg_attribute AS attribute
-    WHERE attribute.attrelid = to_regclass('kg_meaning_vectors') AND attribute.attname = 'embedding'"""
-_VERSION_3: Final = "UPDATE kg_schema SET version = 3"
-
-_ADD_TEXTS: Final = """INSERT INTO kg_meaning_texts (memory, digest, revision, text)
-    SELECT %s, fresh.digest, %s, fresh.text FROM unnest(%s::bytea[], %s::bytea[]) AS fresh (digest, text)
-    ON CONFLICT DO NOTHING"""
-_ADD_HOLDERS: Final = """INSERT INTO kg_meaning_holders (memory, entity, digest)
-    SELECT %s, fresh.entity, fresh.digest FROM unnest(%s::bytea[], %s::bytea[]) AS fresh (entity, digest)
-    ON CONFLICT DO NOTHING"""
-_DROP_HOLDERS_OF: Final = "DELETE FROM kg_meaning_holders WHERE memory = %s AND entity = ANY(%s) RETURNING digest"
-_DROP_HOLDERS: Final = """DELETE FROM kg_meaning_holders AS holder
-    USING unnest(%s::bytea[], %s::bytea[]) AS gone (entity, digest)
-    WHERE holder.memory = %s AND holder.entity = gone.entity AND holder.digest = gone.digest"""
-_DROP_UNHELD: Final = """DELETE FROM kg_meaning_texts AS t WHERE t.memory = %s AND t.digest = ANY(%s)
-    AND NOT EXISTS (SELECT 1 FROM kg_meaning_holders AS holder WHERE holder.memory = t.memory AND holder.digest = t.digest)"""
-_COUNT_REMOVAL: Final = """INSERT INTO kg_meaning_state (memory, removals) VALUES (%s, 1)
-    ON CONFLICT (memory) DO UPDATE SET removals = kg_meaning_state.removals + 1"""
-_NEW_STAMP: Final = """INSERT INTO kg_meaning_state (memory, revision) VALUES (%s, 1)
-    ON CONFLICT (memory) DO UPDATE SET revision = kg_meaning_state.revision + 1 RETURNING revision"""
-_STATE: Final = "SELECT revision, removals FROM kg_meaning_state WHERE memory = %s"
-_MEMORY_REVISION: Final = "SELECT revision FROM kg_memories WHERE name = %s"
-# The texts to embed after a place (revision, digest), in that order: a backlog is walked once.
-_CLAIM: Final = """SELECT t.revision, t.digest, t.text FROM kg_meaning_texts AS t
-    WHERE t.memory = %(memory)s AND (t.revision, t.digest) > (%(revision)s, %(digest)s)
-    AND NOT EXISTS (SELECT 1 FROM kg_meaning_vectors AS v
-                    WHERE v.memory = t.memory AND v.digest = t.digest AND v.model = %(model)s)
-    ORDER BY t.revision, t.digest LIMIT %(limit)s FOR NO KEY UPDATE OF t SKIP LOCKED"""
-# The texts written after a revision (as many as a search may embed, and one more), each with
-# whether it has no vector yet: a search's look costs that many index entries at most.
-_RECENT: Final = """SELECT t.digest, NOT EXISTS (SELECT 1 FROM kg_meaning_vectors AS v
-                    WHERE v.memory = t.memory AND v.digest = t.digest AND v.model = %(model)s)
-    FROM (SELECT memory, digest FROM kg_meaning_texts WHERE memory = %(memory)s AND revision > %(revision)s
-          LIMIT %(limit)s) AS t"""
-# Whether a text written between two revisions still has no vector (held by another embedder
-# while this one walked): the walk is then not done, and a search still embeds or waits for it.
-_LEFT: Final = """SELECT 1 FROM kg_meaning_texts AS t
-    WHERE t.memory = %(memory)s AND t.revision > %(after)s AND t.revision <= %(upto)s
-    AND NOT EXISTS (SELECT 1 FROM kg_meaning_vectors AS v
-                    WHERE v.memory = t.memory AND v.digest = t.digest AND v.model = %(model)s)
-    LIMIT 1"""
 _AFTER_ALL: Final = b"\xff" * 33
-_HOLD: Final = """SELECT t.revision, t.digest, t.text FROM kg_meaning_texts AS t
-    WHERE t.memory = %s AND t.digest = ANY(%s) ORDER BY t.digest FOR NO KEY UPDATE"""
-_EMBEDDED: Final = "SELECT digest FROM kg_meaning_vectors WHERE memory = %s AND model = %s AND digest = ANY(%s)"
-_PUT_PGVECTOR: Final = """INSERT INTO kg_meaning_vectors (memory, digest, model, stamp, embedding)
-    SELECT %s, fresh.digest, %s, %s, fresh.embedding::halfvec FROM unnest(%s::bytea[], %s::text[]) AS fresh (digest, embedding)
-    ON CONFLICT DO NOTHING"""
-_PUT_PLAIN: Final = """INSERT INTO kg_meaning_vectors (memory, digest, model, stamp, embedding)
-    SELECT %s, fresh.digest, %s, %s, fresh.embedding FROM unnest(%s::bytea[], %s::bytea[]) AS fresh (digest, embedding)
-    ON CONFLICT DO NOTHING"""
-_NEAREST_PGVECTOR: Final = """SELECT digest, embedding FROM kg_meaning_vectors
-    WHERE memory = %s AND model = %s ORDER BY embedding <#> %s::halfvec LIMIT %s"""
-_ALL_VECTORS: Final = "SELECT digest, embedding, stamp FROM kg_meaning_vectors WHERE memory = %s AND model = %s"
-_VECTORS_SINCE: Final = ("SELECT digest, embedding, stamp FROM kg_meaning_vectors "
-                         "WHERE memory = %s AND model = %s AND stamp > %s")
-_VECTORS_OF: Final = "SELECT digest, embedding FROM kg_meaning_vectors WHERE memory = %s AND model = %s AND digest = ANY(%s)"
-_HOLDERS: Final = """SELECT holder.digest, t.text, e.seq, e.line FROM kg_meaning_holders AS holder
-    JOIN kg_meaning_texts AS t ON t.memory = holder.memory AND t.digest = holder.digest
-    JOIN kg_entities AS e ON e.memory = holder.memory AND e.name = holder.entity
-    WHERE holder.memory = %s AND holder.digest = ANY(%s)"""
-_UPGRADE_ENTITIES: Final = "SELECT memory, name, revision, line FROM kg_entities"
-
-
-def digest_of(text: str) -> bytes:
-    """The key of a text (M1): the sha256 of its UTF-8 (a lone surrogate kept as written)."""
-    return hashlib.sha256(_utf8(text)).digest()
-
-
-def _utf8(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass")
-
-
-def _reason(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 # --------------------------------------------------------------------------------------------
-# Schema (called by schema.py's, in its transaction)
-# --------------------------------------------------------------------------------------------
-
-
-def make_schema(connection: psycopg.Connection[Any], where: str) -> None:
-    """The meaning tables (M6), made where they are not: the vectors in pgvector's halfvec with an
-    HNSW index where the extension is there or can be made, else in bytea."""
-    for statement in _TABLES:
-        connection.execute(statement)
-    row = connection.execute(_HAS_VECTORS_TABLE).fetchone()
-    if row is not None and row[0]:
-        return
-    try:
-        with connection.transaction():  # a savepoint: without pgvector, the plain column
-            if connection.execute(_HAS_PGVECTOR).fetchone() is None:
-                connection.execute(_PGVECTOR)
-            connection.execute(_VECTORS_PGVECTOR)
-            connection.execute(_VECTORS_BY_MEANING)
-    except psycopg.Error as error:
-        log.info("%s: no pgvector (%s); each server searches the vectors itself. An operator can run "
-                 "CREATE EXTENSION vector before the tables are made.", where, _reason(error))
-        connection.execute(_VECTORS_PLAIN)
-    connection.execute(_VECTORS_BY_STAMP)
-
-
-def upgrade(connection: psycopg.Connection[Any], node_from: Callable[[int, bytes], Node]) -> None:
-    """A database of version 2 made version 3 (M6), in the caller's transaction: the texts and
-    holders of every entity there, from its line (`node_from`: the store's reading of a row);
-    their vectors are made in the background."""
-    connection.execute("SET LOCAL statement_timeout = 0")
-    with connection.cursor(name="kg_meaning_upgrade") as rows, connection.cursor() as writer:
-        rows.execute(_UPGRADE_ENTITIES)
-        while batch := rows.fetchmany(5_000):
-            by_memory: dict[tuple[str, int], list[tuple[bytes, list[str]]]] = {}
-            for memory, name, revision, line in batch:
-                node = node_from(0, bytes(line))
-                by_memory.setdefault((memory, int(revision)), []).append((bytes(name), list(node.record.observations)))
-            for (memory, revision), entities in by_memory.items():
-                _add(writer, memory, revision, [(name, text) for name, texts in entities for text in texts])
-    connection.execute(_VERSION_3)
-
-
-def _add(cursor: psycopg.Cursor[Any], memory: str, revision: int, held: Sequence[tuple[bytes, str]]) -> None:
-    """Texts held by entities (name, text), written with their holders."""
-    texts = {digest_of(text): text for _, text in held}
-    digests = list(texts)
-    for start in range(0, len(digests), CHUNK):
-        part = digests[start:start + CHUNK]
-        cursor.execute(_ADD_TEXTS, (memory, revision, part, [_utf8(texts[digest]) for digest in part]))
-    pairs = list(dict.fromkeys((name, digest_of(text)) for name, text in held))
-    for start in range(0, len(pairs), CHUNK):
-        chunk = pairs[start:start + CHUNK]
-        cursor.execute(_ADD_HOLDERS, (memory, [name for name, _ in chunk], [digest for _, digest in chunk]))
-
-
-# --------------------------------------------------------------------------------------------
-# The store's meaning: its writes' texts, its embedder, its searches
+# The store's meaning: its writes' texts (vectors_tables.py), its embedder, its searches
 # --------------------------------------------------------------------------------------------
 
 
@@ -318,7 +147,7 @@ class Meaning:
             try:
                 self._model = semantic.model_identity()
             except Exception as error:  # a model that fails to load is words only, as on a file
-                log.warning("%s: no semantic search (%s)", self._store.where, _reason(error))
+                log.warning("%s: no semantic search (%s)", self._store.where, reason(error))
                 self._model = None
             self._model_known.set()
         return self._model
@@ -327,36 +156,7 @@ class Meaning:
 
     def written(self, connection: psycopg.Connection[Any], before: Graph, rows: RowChanges, revision: int) -> None:
         """M1, M3: the texts and holders of what a write changed."""
-        memory = self._store.memory
-        added: list[tuple[bytes, str]] = []
-        removed: list[tuple[bytes, bytes]] = []
-        for node in rows.entities:
-            name = node.record.name
-            old = before.entities.get(name)
-            had = set(old.record.observations) if old is not None else set()
-            has = set(node.record.observations)
-            added += [(_utf8(name), text) for text in node.record.observations if text not in had]
-            removed += [(_utf8(name), digest_of(text)) for text in had - has]
-        with connection.cursor() as cursor:
-            gone: list[bytes] = []
-            if rows.gone_entities:
-                names = [_utf8(name) for name in rows.gone_entities]
-                for start in range(0, len(names), CHUNK):
-                    cursor.execute(_DROP_HOLDERS_OF, (memory, names[start:start + CHUNK]))
-                    gone += [bytes(digest) for (digest,) in cursor.fetchall()]
-            for start in range(0, len(removed), CHUNK):
-                part = removed[start:start + CHUNK]
-                cursor.execute(_DROP_HOLDERS, ([name for name, _ in part], [digest for _, digest in part], memory))
-                gone += [digest for _, digest in part]
-            if added:
-                _add(cursor, memory, revision, added)
-            dropped = 0
-            unique = list(dict.fromkeys(gone))
-            for start in range(0, len(unique), CHUNK):
-                cursor.execute(_DROP_UNHELD, (memory, unique[start:start + CHUNK]))
-                dropped += max(cursor.rowcount, 0)
-            if dropped:
-                cursor.execute(_COUNT_REMOVAL, (memory,))
+        tables.written(connection, self._store.memory, before, rows, revision)
 
     # ----- the embedder (M2, M4)
 
@@ -379,7 +179,7 @@ class Meaning:
                             if found is None:
                                 break
                             place = found
-                        left = connection.execute(_LEFT, {"memory": self._store.memory, "after": self._scanned,
+                        left = connection.execute(sql.LEFT, {"memory": self._store.memory, "after": self._scanned,
                                                           "upto": revision, "model": self._model}).fetchone()
                         if left is None and not self._stop.is_set():
                             self._scanned = revision
@@ -389,7 +189,7 @@ class Meaning:
             except (GraphError, psycopg.Error) as error:
                 if not failing:
                     log.warning("%s: cannot embed the memory's texts now (%s); trying again", self._store.where,
-                                _reason(error))
+                                reason(error))
                 failing = True
             self._wake.wait(wait if not failing else POLL_SECONDS)
 
@@ -397,7 +197,7 @@ class Meaning:
         """One batch of the texts after `place` that have no vector, claimed, embedded and written
         (M2); the place of its last text, or None when there was none."""
         with connection.transaction():
-            claimed = connection.execute(_CLAIM, {"memory": self._store.memory, "revision": place[0],
+            claimed = connection.execute(sql.CLAIM, {"memory": self._store.memory, "revision": place[0],
                                                   "digest": place[1], "model": self._model,
                                                   "limit": BATCH}).fetchall()
             if not claimed:
@@ -411,7 +211,7 @@ class Meaning:
         from ...retrieval import semantic
 
         memory, model = self._store.memory, self._model
-        done = {bytes(digest) for (digest,) in connection.execute(_EMBEDDED, (memory, model, [d for d, _ in held]))}
+        done = {bytes(digest) for (digest,) in connection.execute(sql.EMBEDDED, (memory, model, [d for d, _ in held]))}
         wanted = [(digest, text) for digest, text in held if digest not in done]
         if not wanted:
             return
@@ -419,14 +219,14 @@ class Meaning:
         if vectors is None:
             return
         stored = vectors.astype("<f2")
-        row = connection.execute(_NEW_STAMP, (memory,)).fetchone()
+        row = connection.execute(sql.NEW_STAMP, (memory,)).fetchone()
         assert row is not None  # (an upsert returns its row)
         digests = [digest for digest, _ in wanted]
         if self._uses_pgvector(connection):
-            connection.execute(_PUT_PGVECTOR, (memory, model, row[0], digests,
+            connection.execute(sql.PUT_PGVECTOR, (memory, model, row[0], digests,
                                                ["[" + ",".join(map(repr, vector.tolist())) + "]" for vector in stored]))
         else:
-            connection.execute(_PUT_PLAIN, (memory, model, row[0], digests, [vector.tobytes() for vector in stored]))
+            connection.execute(sql.PUT_PLAIN, (memory, model, row[0], digests, [vector.tobytes() for vector in stored]))
         self.embedded += len(wanted)
 
     def settle(self) -> None:
@@ -439,7 +239,7 @@ class Meaning:
         if limit <= 0 or self._model is None:
             return
         with self._store._connection() as connection:
-            written = connection.execute(_RECENT, {"memory": self._store.memory, "revision": floor,
+            written = connection.execute(sql.RECENT, {"memory": self._store.memory, "revision": floor,
                                                    "model": self._model, "limit": limit + 1}).fetchall()
             recent = [bytes(digest) for digest, missing in written if missing]
             if not recent or len(written) > limit:
@@ -447,7 +247,7 @@ class Meaning:
             try:
                 with connection.transaction():
                     connection.execute(f"SET LOCAL lock_timeout = {SYNC_LOCK_MILLISECONDS}")
-                    held = connection.execute(_HOLD, (self._store.memory, recent)).fetchall()
+                    held = connection.execute(sql.HOLD, (self._store.memory, recent)).fetchall()
                     self._embed_held(connection, [(bytes(digest), bytes(text)) for _, digest, text in held])
             except psycopg.errors.LockNotAvailable:
                 pass  # another server is embedding them: this answer goes without them
@@ -458,10 +258,10 @@ class Meaning:
 
     def _uses_pgvector(self, connection: psycopg.Connection[Any]) -> bool:
         if self._pgvector is None:
-            row = connection.execute(_COLUMN_TYPE).fetchone()
+            row = connection.execute(sql.COLUMN_TYPE).fetchone()
             self._pgvector = row is not None and str(row[0]).startswith("halfvec")
             if self._pgvector:
-                version = connection.execute(_HAS_PGVECTOR).fetchone()
+                version = connection.execute(sql.HAS_PGVECTOR).fetchone()
                 parts = tuple(int(part) for part in str(version[0]).split(".")[:2]) if version else (0, 0)
                 self._iterative = parts >= (0, 8)  # iterative scans: a memory's own among many
         return self._pgvector
@@ -506,16 +306,16 @@ class Meaning:
                 if self._iterative:
                     connection.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
                 text = "[" + ",".join(map(repr, vector.astype(np.float32).tolist())) + "]"
-                rows = connection.execute(_NEAREST_PGVECTOR, (memory, model, text, wanted), binary=True).fetchall()
+                rows = connection.execute(sql.NEAREST_PGVECTOR, (memory, model, text, wanted), binary=True).fetchall()
                 digests = [bytes(digest) for digest, _ in rows]
                 matrix = np.array([_halfvec(bytes(embedding)) for _, embedding in rows], dtype=np.float16)
             else:
                 digests, matrix = self._brute_force(connection, vector, wanted)
-            scored = _scores(digests, matrix.reshape(-1, DIMENSIONS), vector)[:k]
+            scored = _scores(digests, matrix.reshape(-1, sql.DIMENSIONS), vector)[:k]
             scored = [(digest, similarity) for digest, similarity in scored if similarity >= semantic.MIN_SIMILARITY]
             if not scored:
                 return [], {}
-            holders = connection.execute(_HOLDERS, (memory, [digest for digest, _ in scored]), binary=True).fetchall()
+            holders = connection.execute(sql.HOLDERS, (memory, [digest for digest, _ in scored]), binary=True).fetchall()
         nodes: dict[bytes, list[tuple[int, str, Any]]] = {}
         for digest, text, seq, line in holders:
             nodes.setdefault(bytes(digest), []).append((int(seq), bytes(text).decode("utf-8", "surrogatepass"),
@@ -540,17 +340,17 @@ class Meaning:
             kept = self._kept = _Kept.brought_up_to_date(self._kept, connection, self._store.memory, self._model)
             count = kept.count
             if count == 0:
-                return [], np.zeros((0, DIMENSIONS), dtype=np.float16)
+                return [], np.zeros((0, sql.DIMENSIONS), dtype=np.float16)
             scores = semantic.table_scores(np, kept.matrix, kept.scales, kept.codes, count, vector.astype(np.float32),
-                                           wanted, exact_up_to=kept.exact_up_to)
+                                           wanted, exact_up_to=kept.exact_up_to, least=kept.shortlist_least)
             best = min(wanted, count)
             top = np.argpartition(-scores, best - 1)[:best]
             digests = [kept.digests[i] for i in top.tolist() if scores[i] > -1.0]
         # The candidates' own float16 vectors, scored again as pgvector's are (M5).
         stored = {bytes(digest): bytes(embedding) for digest, embedding in
-                  connection.execute(_VECTORS_OF, (self._store.memory, self._model, digests), binary=True)}
+                  connection.execute(sql.VECTORS_OF, (self._store.memory, self._model, digests), binary=True)}
         digests = [digest for digest in digests if digest in stored]
-        matrix = np.frombuffer(b"".join(stored[digest] for digest in digests), dtype="<f2").reshape(-1, DIMENSIONS)
+        matrix = np.frombuffer(b"".join(stored[digest] for digest in digests), dtype="<f2").reshape(-1, sql.DIMENSIONS)
         return digests, matrix
 
 
@@ -581,25 +381,27 @@ class _Kept:
 
         self.exact_up_to = semantic.EXACT_UP_TO
         """Vectors up to which a search scores every one (above: a shortlist by sign bits, M5)."""
+        self.shortlist_least = semantic.SHORTLIST_MIN
+        """Rows a shortlist holds at least."""
         self.codes = np.zeros((semantic.WORDS, 0), dtype=np.uint64)
         self.revision = revision
         self.removals = removals
         self.digests: list[bytes] = []
         self.rows: dict[bytes, int] = {}
-        self.matrix = np.zeros((0, DIMENSIONS), dtype=np.int8)
+        self.matrix = np.zeros((0, sql.DIMENSIONS), dtype=np.int8)
         self.scales = np.zeros(0, dtype=np.float32)
         self.count = 0
 
     @classmethod
     def brought_up_to_date(cls, kept: _Kept | None, connection: psycopg.Connection[Any], memory: str,
                            model: str | None) -> _Kept:
-        row = connection.execute(_STATE, (memory,)).fetchone()
+        row = connection.execute(sql.STATE, (memory,)).fetchone()
         revision, removals = (0, 0) if row is None else (int(row[0]), int(row[1]))
         if kept is None or kept.removals != removals:  # texts were deleted: read again, whole
             kept = cls(-1, removals)
-            kept.read(connection, _ALL_VECTORS, (memory, model))
+            kept.read(connection, sql.ALL_VECTORS, (memory, model))
         elif revision > kept.revision:
-            kept.read(connection, _VECTORS_SINCE, (memory, model, kept.revision))
+            kept.read(connection, sql.VECTORS_SINCE, (memory, model, kept.revision))
         kept.revision = max(kept.revision, revision)
         return kept
 
@@ -621,14 +423,14 @@ class _Kept:
 
         if self.count + len(fresh) > len(self.matrix):
             size = max(2 * len(self.matrix), self.count + len(fresh), 1024)
-            grown = np.zeros((size, DIMENSIONS), dtype=np.int8)
+            grown = np.zeros((size, sql.DIMENSIONS), dtype=np.int8)
             grown[:self.count] = self.matrix[:self.count]
             scales = np.zeros(size, dtype=np.float32)
             scales[:self.count] = self.scales[:self.count]
             codes = np.zeros((semantic.WORDS, size), dtype=np.uint64)
             codes[:, :self.count] = self.codes[:, :self.count]
             self.matrix, self.scales, self.codes = grown, scales, codes
-        block = np.frombuffer(b"".join(embedding for _, embedding in fresh), dtype="<f2").reshape(-1, DIMENSIONS)
+        block = np.frombuffer(b"".join(embedding for _, embedding in fresh), dtype="<f2").reshape(-1, sql.DIMENSIONS)
         for start in range(0, len(block), semantic.CHUNK):
             part = block[start:start + semantic.CHUNK].astype(np.float32)
             at = self.count + start
@@ -661,5 +463,5 @@ def _scores(digests: Sequence[bytes], matrix: Any, query: Any) -> list[tuple[byt
 
 
 def _revision(connection: psycopg.Connection[Any], memory: str) -> int:
-    row = connection.execute(_MEMORY_REVISION, (memory,)).fetchone()
+    row = connection.execute(sql.MEMORY_REVISION, (memory,)).fetchone()
     return 0 if row is None else int(row[0])
