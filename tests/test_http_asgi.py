@@ -290,6 +290,28 @@ async def test_requests_beyond_the_concurrency_cap_wait_their_turn_and_one_that_
 
 
 @pytest.mark.anyio
+async def test_a_session_asked_something_within_each_idle_time_never_expires() -> None:
+    idle = 60.0
+    now = [1000.0]  # the sessions' clock, moved by the test
+    server, _ = waiting_server()
+    app = asgi_app(server, limits=HttpLimits(session_idle_seconds=idle), clock=lambda: now[0])
+    async with serving(app) as base:
+        url = f"{base}/mcp"
+        async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+            async def session() -> str:
+                opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
+                return opened.headers["mcp-session-id"]
+
+            active, idle_one = await session(), await session()
+            for step in range(4):  # two idle times in all, a request every half of one
+                now[0] += idle / 2
+                answered = await http.post(url, json=request(step, "ping"), headers={"mcp-session-id": active})
+                assert answered.status_code == 200
+            gone = await http.post(url, json=request(9, "ping"), headers={"mcp-session-id": idle_one})
+            assert gone.status_code == 404
+
+
+@pytest.mark.anyio
 async def test_a_request_longer_than_the_idle_time_keeps_its_session_and_idle_ones_go_at_the_next_initialize() -> None:
     idle = 60.0
     now = [1000.0]  # the sessions' clock, moved by the test
