@@ -30,8 +30,9 @@ C5. It is removed, with every temporary and journal file of it, before a save of
     that went below :data:`WORTH_CACHING` has none.
 C6. Deleting it loses nothing; the memory file's format does not change.
 
-Answers from the cache equal the answers from the graph in memory: the same functions rank,
-over the same postings, and the same rule (retrieval/query.search) picks the matches.
+Answers from the cache equal the answers from the graph in memory: the cache gives parts of the
+graph (the entities a search may match, with the ranking's postings of the whole memory), and
+retrieval/search.py runs the same rules on them as on the graph.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, closing, nullcontext, suppress
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
@@ -57,9 +59,8 @@ from ..index.search import FIELD_SEPARATOR
 from ..model import census, indexes
 from ..model import graph as rules
 from ..model.census import Listing, cut_summary
-from ..model.graph import Graph
+from ..model.graph import EMPTY, Edge, Graph, Node
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_line
-from ..retrieval import query as retrieval
 from .osio import NotARegularFile, refuse_unless_regular
 
 FORMAT: Final = "4"
@@ -85,10 +86,6 @@ _SCHEMA: Final = ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)
 
 class CacheMismatch(Exception):
     """The cache does not say what the file holds (C2, C3): it is not used again."""
-
-
-class Unanswerable(Exception):
-    """A query only the graph answers (a match that could span fields)."""
 
 
 def worth_caching(signature: tuple[int, int, int, int] | None) -> bool:
@@ -542,15 +539,15 @@ class ColdIndex:
                                     partial(cut_summary, counts["entities"], counts["relations"], types, connected)),
                 "relations": units[entity_count:]}
 
-    def open_nodes(self, names: list[str]) -> dict[str, Any]:
-        """Unanswerable when a name the cache does not know may be in the file after all (C3)."""
+    def open_nodes(self, names: list[str]) -> dict[str, Any] | None:
+        """None when a name the cache does not know may be in the file after all (C3): the graph answers."""
         place = self._places()
         wanted = sorted({place[name] for name in names if name in place})
         for name in set(names) - set(place):
             if self._escaped is None:
                 self._escaped = b"\\u" in self.data
             if self._escaped or msgspec.json.encode(name) in self.data:
-                raise Unanswerable
+                return None
         return self.found(wanted)
 
     def found(self, numbers: Sequence[int], limit: int | None = None) -> dict[str, Any]:
@@ -574,7 +571,7 @@ class ColdIndex:
             self._place = {name: number for number, name in enumerate(self.names)}
         return self._place
 
-    # -- search candidates (the rule is retrieval/query.search's) ---------------------------------
+    # -- search candidates (retrieval/search.py's CandidateSource; its rules run on them) ----------
 
     def text_at(self, number: int) -> str:
         """The search text of the `number`-th entity in graph order."""
@@ -582,12 +579,12 @@ class ColdIndex:
         end = starts[number + 1] - 1 if number + 1 < len(starts) else len(self._texts)
         return self._texts[starts[number]:end].decode()
 
-    def containing(self, query: str) -> list[int] | None:
-        """The entities containing the whole query, most relevant first (None: none does), each
-        checked against its line in the file (C3). Unanswerable for a query only the graph answers."""
+    def containing(self, query: str) -> Graph | None:
+        """The part of the graph whose entities contain the whole query, each checked against its
+        line in the file (C3); None for a query only the graph answers (a match that could span fields)."""
         needle = query.lower()
         if FIELD_SEPARATOR in needle:
-            raise Unanswerable
+            return None
         texts, starts = self._texts, self._starts
         target = needle.encode()
         found: list[int] = []
@@ -600,22 +597,39 @@ class ColdIndex:
                 at = texts.find(target, end + 1)  # the next entity's text
             else:
                 at = texts.find(target, at + 1)
-        if not found:
-            return None
-        records = {number: self.entity(number) for number in found}
-        if not needle.strip():
-            return found
-        key = retrieval.relevance(needle)
-        return sorted(found, key=lambda n: key(records[n].name, records[n].entityType, self.text_at(n), n))
+        return self.subgraph(found)
 
-    def by_words(self, query: str) -> list[int]:
-        """The entities holding a term of the query, best first (ties in graph order)."""
+    def holding(self, words: str) -> Graph:
+        """The part of the graph whose entities hold a term of `words`, with the ranking's index
+        as the cache holds it (the whole memory's counts)."""
         from ..index import ranking
 
-        terms = _CachedTerms(self)
-        scores = ranking.rank(terms, query, ranking.DEFAULT, lambda name: self.text_at(self._places()[name]))
         place = self._places()
-        return sorted((place[name] for name in scores), key=lambda n: (-scores[self.names[n]], n))
+        numbers = {place[name] for term in ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
+                   for name in self.holders(term) or ()}
+        return replace(self.subgraph(sorted(numbers)), terms=_CachedTerms(self))  # type: ignore[arg-type]
+
+    def subgraph(self, numbers: Sequence[int]) -> Graph:
+        """These entities (in graph order) and every relation touching one, as the graph holds them."""
+        if not numbers:
+            return EMPTY
+        entities: dict[str, Node] = {}
+        for number in numbers:
+            record = self.entity(number)
+            entities[record.name] = Node(record, self.entity_view(record), self.text_at(number), number, None,
+                                         self._line(self._entities, number))
+        links_at, links = self._links_at, self._links
+        relations: dict[rules.Triple, Edge] = {}
+        touching: dict[str, set[rules.Triple]] = {}
+        for number in sorted({r for n in numbers for r in links[links_at[n]:links_at[n + 1]]}):
+            relation = self.relation(number)
+            triple = (relation.source, relation.target, relation.relationType)
+            if relation.source not in entities and relation.target not in entities:
+                raise CacheMismatch(f"relation {number} touches none of the entities it is listed for")
+            relations[triple] = Edge(relation, self.relation_view(relation), number, self._line(self._relations, number))
+            touching.setdefault(relation.source, set()).add(triple)
+            touching.setdefault(relation.target, set()).add(triple)
+        return Graph(entities, relations, touching)
 
     def holders(self, term: str) -> dict[str, int] | None:
         if self._terms is None:

@@ -26,8 +26,9 @@ G5. One executor runs every piece of background work (the first look, the warm-u
     the cache, the comparison of G3, closing the version a save replaced), and one timer at a time waits for quiet (coldstart S3);
     ``close()`` (or leaving ``with GraphStore(...)``) ends them all and writes the cache when it
     is stale (coldstart K2). No thread of the store outlives it.
-G6. The search rule is retrieval/query.search, called in one place (:meth:`GraphStore.search_nodes`)
-    with candidates from the cache, the records or the graph.
+G6. A search's candidates come from :meth:`GraphStore.sources` (candidates.py): the graph, or
+    while coldstart S1 lets them, the cache or the records first; retrieval/search.py's rules run on
+    whichever answers.
 """
 
 from __future__ import annotations
@@ -38,24 +39,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
+from typing import Any, Final, NamedTuple
 
 from ..model import graph as rules
 from ..model import indexes, writes
-from ..model.graph import Change, Graph, GraphError, Node
+from ..model.graph import Change, Graph, GraphError
 from ..model.records import Layout, Line, layout_pieces
-from ..retrieval import query as retrieval
-from ..retrieval.paging.pages import Facts
-from . import index_cache
+from .candidates import FirstAnswers, GraphCandidates, first_answer
 from .coldstart import CLOSE_BUDGET, CacheKeeper, ColdStart, FileBytes, FirstSource, State
 from .commit import MAX_BATCH, GroupCommit, Operation, WriteResult
-
-if TYPE_CHECKING:
-    from ..model.dates import Span
 from .files import (
     Signature,
     append_rejected,
@@ -135,41 +130,6 @@ class NotInMemory(Exception):
 
 class _StaleStart(Exception):
     """The file no longer holds the bytes a write started from: it starts again from the file."""
-
-
-class _Candidates(Protocol):
-    """Where a search's candidates come from (the cache, the graph), for retrieval.query.rule."""
-
-    def containing(self, query: str) -> Sequence[Any] | None: ...
-    def by_words(self, query: str) -> Sequence[Any]: ...
-    def found(self, matched: Sequence[Any], limit: int | None = None) -> dict[str, Any]: ...
-
-
-def _search(source: _Candidates, query: str, limit: int | None) -> dict[str, Any]:
-    """The one place the search rule is applied (G6)."""
-    return source.found(retrieval.rule(source.containing, source.by_words, query), limit)
-
-
-class _GraphCandidates:
-    """A search's candidates from the graph; `rank` makes its ranking index when a search by words
-    needs it (None: only in memory, so NotInMemory; or raises _Declined: the next source answers)."""
-
-    def __init__(self, graph: Graph, rank: Any) -> None:
-        self.graph = graph
-        self._rank = rank
-
-    def containing(self, query: str) -> list[Node] | None:
-        return retrieval.contains_query(self.graph, query)
-
-    def by_words(self, query: str) -> list[Node]:
-        if self.graph.terms is None:
-            if self._rank is None:
-                raise NotInMemory
-            self.graph = self._rank()
-        return retrieval.ranked_by_words(self.graph, query)
-
-    def found(self, matched: Sequence[Node], limit: int | None = None) -> dict[str, Any]:
-        return retrieval.found(self.graph, matched, limit)
 
 
 class GraphStore:
@@ -283,112 +243,81 @@ class GraphStore:
 
     def read_graph(self) -> dict[str, Any]:
         self._keeper.touched()
-        if (cold := self._coldstart.cache()) is not None:
-            with suppress(_Declined):
-                return self._from_cache(lambda: cold.read_graph(), cold)
+        if (cold := self._coldstart.cache()) is not None \
+                and (found := self._first(cold, lambda: cold.read_graph())) is not None:
+            return found
         return rules.read_graph(self._graph())
 
     def read_graph_for_pages(self, *, in_memory: bool = False) -> dict[str, Any]:
         """read_graph as the pager takes it: from the cache, the objects as their JSON
         (msgspec.Raw), the entities a census.Listing that summarises the graph; else read_graph.
-        `in_memory`: see :meth:`search_nodes`."""
+        `in_memory`: see :meth:`sources`."""
         self._keeper.touched()
         if in_memory:
             return rules.read_graph_for_pages(self._graph_in_memory())
-        if (cold := self._coldstart.cache()) is not None:
-            with suppress(_Declined):
-                return self._from_cache(lambda: cold.graph_units(), cold)
+        if (cold := self._coldstart.cache()) is not None \
+                and (found := self._first(cold, lambda: cold.graph_units())) is not None:
+            return found
         return rules.read_graph_for_pages(self._graph())
 
     def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]:
-        """`in_memory`: see :meth:`search_nodes`."""
+        """`in_memory`: see :meth:`sources`."""
         self._keeper.touched()
         if in_memory:
             return rules.open_nodes(self._graph_in_memory(whole=False), names)
-        if (cold := self._coldstart.cache()) is not None:
-            with suppress(_Declined):
-                return self._from_cache(lambda: cold.open_nodes(names), cold)
+        if (cold := self._coldstart.cache()) is not None \
+                and (found := self._first(cold, lambda: cold.open_nodes(names))) is not None:
+            return found
         return rules.open_nodes(self._graph(), names)
 
-    def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
-                     in_memory: bool = False, window: Span | None = None) -> dict[str, Any] | Facts:
-        """The best `limit` (default: all) entities for the query, best first (retrieval.query's
-        rules 1 and 2); with `characters`, the answer made of their facts (rule 3), semantic
-        candidates included when the graph answered.
+    @contextmanager
+    def sources(self, *, in_memory: bool = False) -> Iterator[Sequence[GraphCandidates | FirstAnswers]]:
+        """Where a search's candidates come from, in turn (retrieval/search.py's CandidateSource;
+        G6): the last one answers every step.
 
-        `in_memory`: only from the graph in memory and the indexes it has, work bounded by its size
-        (a caller may then answer on its event loop); NotInMemory when the read would need the
-        file loaded, the cache, or an index made first."""
+        `in_memory`: only the graph in memory and the indexes it has, work bounded by its size (a
+        caller may then answer on its event loop); no source when the read would need the file
+        loaded, the cache, or an index made first."""
         self._keeper.touched()
         try:
-            for source, first in self._search_sources(in_memory, query):
-                try:
-                    matched = self._from_cache(partial(_search, source, query, limit if characters is None else None),
-                                               first)
-                except _Declined:
-                    continue
-                if characters is None:
-                    return matched
-                graph = source.graph if isinstance(source, _GraphCandidates) else self._loaded_graph()
-                # (matched by the cache, with no graph loaded: the scope is read from the cache too)
-                return retrieval.answer_of(graph, query, matched, characters=characters, limit=limit, window=window,
-                                           opened=lambda names: self.open_nodes(list(names), in_memory=in_memory))
-            raise AssertionError("the graph always answers")
+            yield self._search_sources(in_memory)
         finally:
             # The word index a scan asked for: made by a worker, after this answer is worked out.
             if self._index_wanted.is_set():
                 self._index_wanted.clear()
                 self._submit(self._index_quietly, "words")
 
-    def search_within(self, query: str, words: str, window: Span, *, explicit: bool,
-                      limit: int | None = None) -> dict[str, Any] | None:
-        """search_nodes within a time window (see retrieval.when.search), from the graph in memory
-        (the dates of each observation are not in the cache); None: answered as without a window."""
-        from ..retrieval import when  # loaded with the first search that names a time
-
-        self._keeper.touched()
-        return when.search(self._ensure_index("terms"), query, words, window, explicit=explicit, limit=limit)
-
-    def _search_sources(self, in_memory: bool, query: str) -> Iterator[tuple[_Candidates, FirstSource | None]]:
-        """Where a search's candidates come from, in turn, each with the first-answer source it is (None: the graph)."""
+    def _search_sources(self, in_memory: bool) -> list[GraphCandidates | FirstAnswers]:
         if in_memory:
-            yield _GraphCandidates(self._graph_in_memory(), None), None
-            return
-        def first(cold: FirstSource) -> tuple[_Candidates, FirstSource]:
-            return (cold if isinstance(cold, index_cache.ColdIndex) else cold.searching(query)), cold
-
+            try:
+                graph = self._graph_in_memory()
+            except NotInMemory:
+                return []
+            return [GraphCandidates(lambda: graph, None, windows=False)]
+        last = GraphCandidates(self._searchable_graph, lambda: self._ensure_index("terms"), windows=True)
         if (cold := self._coldstart.cache()) is not None:  # COLD: the cache or the file's records answer
-            yield first(cold)
-        elif (cold := self._coldstart.cache(words=True)) is not None:
+            return [self._first_answers(cold), last]
+        if (cold := self._coldstart.cache(words=True)) is not None:
             # WARM: the graph and its word index answer a search by the whole query (far faster than
             # the cache at any size); the cache ranks a search by words while the graph has no
-            # ranking index (the graph declines it).
-            try:
-                loaded: Graph | None = self._graph_in_memory(whole=False)
-            except NotInMemory:
-                loaded = None  # (a warm-up that failed: the cache answers, and the graph after it)
-            if loaded is not None:
-                yield _GraphCandidates(loaded, _decline), None
-            yield first(cold)
-        yield _GraphCandidates(self._searchable_graph(), lambda: self._ensure_index("terms")), None
+            # ranking index (the graph declines it). A warm-up that failed leaves no graph: the cache
+            # answers, and the graph after it.
+            loaded = self._loaded_graph()
+            warm = [] if loaded is None else [GraphCandidates(lambda: loaded, None, windows=True)]
+            return [*warm, self._first_answers(cold), last]
+        return [last]
 
-    def _from_cache(self, answer: Any, source: FirstSource | None) -> dict[str, Any]:
-        """`answer()`; from a first-answer source (the cache, the records: not None), _Declined
-        when it cannot answer (the graph then does)."""
-        if source is None:
-            result: dict[str, Any] = answer()
-            return result
-        try:
-            result = answer()
-        except index_cache.Unanswerable:
-            raise _Declined from None
-        except Exception as error:  # a cache that fails a check is not used again (coldstart S1)
-            self._coldstart.failed(error)
-            raise _Declined from None
-        finally:
-            self._coldstart.start_warm_up()
-        self._coldstart.count(source)
-        return result
+    def _first_answers(self, cold: FirstSource) -> FirstAnswers:
+        return FirstAnswers(cold, self._coldstart, self._loaded_graph, self.open_nodes)
+
+    def _first(self, cold: FirstSource, answer: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
+        """`answer()` from a first-answer source (the cache, the records); None when it declines
+        or fails a check: the graph then answers."""
+        found = first_answer(self._coldstart, cold, answer)
+        self._coldstart.start_warm_up()
+        if found is not None:
+            self._coldstart.count(cold)
+        return found
 
     def _loaded_graph(self) -> Graph | None:
         """The graph of the file's current version when it is loaded, else None: while the cache
@@ -762,12 +691,3 @@ class GraphStore:
             return graph
         return indexes.carry_word_index(current.graph, graph) or graph
 
-
-
-class _Declined(Exception):
-    """The cache cannot give this answer: the next source does."""
-
-
-def _decline() -> Graph:
-    """A search source that leaves this answer to the next one (a ranking index it lacks)."""
-    raise _Declined
