@@ -18,7 +18,7 @@ from memory_server.retrieval import query as retrieval
 from memory_server.retrieval import search
 from memory_server.retrieval.paging.budget import DEFAULT_BUDGET
 from memory_server.retrieval.search import search_nodes
-from memory_server.storage import index_cache
+from memory_server.storage import cache_build, index_cache
 from memory_server.storage.coldstart import FileBytes, FirstRecords
 from memory_server.storage.files import rejected_path_for
 from memory_server.storage.store import GraphStore, State
@@ -161,7 +161,7 @@ def test_s4_a_new_store_without_a_cache_answers_from_the_records_as_from_its_gra
         expected = [plain(asked(warm, tool)(*([] if argument is None else [argument])))
                     for tool, argument in ASKED]
     for (tool, argument), want in zip(ASKED, expected, strict=True):
-        index_cache.remove(memory)
+        cache_build.remove(memory)
         answer, store = first_answer(memory, tool, argument)
         with store:
             assert plain(answer) == want, tool
@@ -173,7 +173,7 @@ def test_s4_a_new_store_without_a_cache_answers_from_the_records_as_from_its_gra
             assert store.record_answers == (0 if by_words else 1)
             assert store.graph_in_memory is not None and len(store.graph_in_memory.rejected) == 1
     # Nothing silently lost: a write moves the unreadable line to the side file, as before.
-    index_cache.remove(memory)
+    cache_build.remove(memory)
     with GraphStore(memory) as store:
         assert store.open_nodes(["person 2"])["entities"]
         assert store.record_answers == 1
@@ -207,7 +207,7 @@ def test_a_graph_made_before_any_read_answers_the_first_read(tmp_path: Path) -> 
         assert "Quinn" in [item["name"] for item in search_nodes(store, "zephyr")["entities"]]
         assert store.record_answers == store.cache_answers == 0
     with GraphStore(memory) as store:
-        index_cache.remove(memory)
+        cache_build.remove(memory)
         assert not store.poll_external_change()
         assert store.cold_state is State.HOT and store.open_nodes(["Quinn"])["entities"]
         assert store.record_answers == store.cache_answers == 0

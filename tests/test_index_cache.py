@@ -30,7 +30,7 @@ from memory_server.retrieval.paging.cursors import request_key
 from memory_server.retrieval.paging.pager import Pager
 from memory_server.retrieval.paging.pages import Page
 from memory_server.retrieval.search import search_nodes
-from memory_server.storage import index_cache
+from memory_server.storage import cache_build, index_cache
 from memory_server.storage import store as store_module
 from memory_server.storage.store import GraphStore, NotInMemory, State
 
@@ -103,7 +103,7 @@ def test_answers_from_the_cache_equal_answers_from_the_graph(tmp_path: Path, ent
     content = join_lines(rules.file_lines(graph))
     memory.write_bytes(content)
     # Made from the graph as a store holds it after writes, read back against the file's bytes.
-    assert index_cache.build(memory, graph, content, index_cache.digest_of(content))
+    assert cache_build.build(memory, graph, content, index_cache.digest_of(content))
     cold = index_cache.ColdIndex.open(memory, content, index_cache.digest_of(content))
     assert cold is not None
     try:
@@ -131,7 +131,7 @@ def test_a_cache_is_only_used_for_the_bytes_it_was_made_of(tmp_path: Path) -> No
     graph = writes.create_entities(EMPTY, [entity("Ann", "person", "likes tea")]).graph
     content = join_lines(rules.file_lines(graph))
     memory.write_bytes(content)
-    assert index_cache.build(memory, graph, content, index_cache.digest_of(content))
+    assert cache_build.build(memory, graph, content, index_cache.digest_of(content))
     assert index_cache.ColdIndex.open(memory, content + b"\n", index_cache.digest_of(content + b"\n")) is None
     assert index_cache.cache_path(memory).stat().st_mode & 0o777 == 0o600
     assert sorted(path.name for path in tmp_path.iterdir()) == ["memory.jsonl", "memory.jsonl.index"]

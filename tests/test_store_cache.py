@@ -17,7 +17,7 @@ from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fi
 from memory_server.model import graph as rules
 from memory_server.model.records import decode_file
 from memory_server.retrieval.search import search_nodes
-from memory_server.storage import index_cache
+from memory_server.storage import cache_build, index_cache
 from memory_server.storage.store import GraphStore, State
 
 WAIT = 60.0
@@ -95,7 +95,7 @@ def test_s1_the_states_of_a_first_start(tmp_path: Path) -> None:
         looking.result(WAIT)
         store.open_nodes(["person 1"])
         assert store.cache_answers == 1 and store.cold_state in (State.COLD, State.WARM)
-    index_cache.remove(memory)
+    cache_build.remove(memory)
     with GraphStore(memory) as store:
         # No cache: the records answer (S4) while a worker makes the graph of them.
         store.open_nodes(["person 1"])
@@ -145,7 +145,7 @@ def test_s1_a_cache_is_let_go_when_the_file_changes(tmp_path: Path) -> None:
 def test_c5_a_build_whose_file_was_removed_by_a_save_does_not_land(tmp_path: Path) -> None:
     memory = tmp_path / "memory.jsonl"
     large_memory(memory)
-    index_cache.remove(memory)
+    cache_build.remove(memory)
     data = memory.read_bytes()
     graph = rules.graph_from_lines(decode_file(data))
     entered = 0
@@ -155,13 +155,13 @@ def test_c5_a_build_whose_file_was_removed_by_a_save_does_not_land(tmp_path: Pat
             nonlocal entered
             entered += 1
             if entered == 2:  # the build's file is written: a save removes it before the rename
-                index_cache.remove(memory)
+                cache_build.remove(memory)
             return True
 
         def __exit__(self, *exc_info: object) -> None:
             pass
 
-    assert not index_cache.build(memory, graph, data, index_cache.digest_of(data), Guard)
+    assert not cache_build.build(memory, graph, data, index_cache.digest_of(data), Guard)
     assert entered == 2
     assert [path.name for path in tmp_path.iterdir()] == ["memory.jsonl"]
 

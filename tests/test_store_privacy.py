@@ -13,7 +13,7 @@ import pytest
 from memory_server.model import graph as rules
 from memory_server.model.records import decode_file
 from memory_server.retrieval.search import search_nodes
-from memory_server.storage import index_cache
+from memory_server.storage import cache_build, index_cache
 from memory_server.storage.store import GraphStore
 
 SECRET = "PIN 4821-7730 for the garage"
@@ -43,7 +43,7 @@ def cached_memory(memory: Path, people: int = 4500) -> None:
         store.create_entities(entities)
         store.create_relations([{"from": "Ann", "to": "person 1", "relationType": SECRET}])
     data = memory.read_bytes()
-    assert index_cache.build(memory, rules.graph_from_lines(decode_file(data)), data, index_cache.digest_of(data))
+    assert cache_build.build(memory, rules.graph_from_lines(decode_file(data)), data, index_cache.digest_of(data))
     assert holding(memory, SECRET) == [memory.name, memory.name + ".index"]
 
 

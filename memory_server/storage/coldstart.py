@@ -69,7 +69,7 @@ from ..index.search import search_text
 from ..model import graph as rules
 from ..model.graph import Graph
 from ..model.records import EntityRecord, Extended, Line
-from . import index_cache
+from . import cache_build, index_cache
 from .files import Signature, read_file, stat_signature
 from .loading import decode, json_document
 
@@ -393,7 +393,7 @@ class CacheKeeper:
         with self._guard:
             self._generation += 1
             self._matched = None
-            index_cache.remove(self._file)
+            cache_build.remove(self._file)
 
     def refresh(self, budget: float | None = None) -> bool:
         """Makes the cache unless it matches the file already; True when one was made. `budget`:
@@ -417,10 +417,10 @@ class CacheKeeper:
                 return False  # another process made it already
             if graph.terms is None:
                 graph = self._ranked()
-            made = index_cache.build(self._file, graph, data, digest, lambda: self._wanted(generation, signature))
+            made = cache_build.build(self._file, graph, data, digest, lambda: self._wanted(generation, signature))
             if made and stat_signature(self._file) != signature:
                 # Another process saved meanwhile (and removed the cache): this one goes too.
-                index_cache.remove(self._file)
+                cache_build.remove(self._file)
                 return False
             if made:
                 self._matched = signature
