@@ -46,7 +46,7 @@ from . import when
 from .paging.pages import Facts
 
 if TYPE_CHECKING:
-    from ..model.graph import Graph
+    from ..model.graph import Graph, Node
 
 Nearest = Callable[[str, int], list[tuple[str, int, float]]]
 """Semantic candidates of a query: (entity name, observation index, similarity), best first."""
@@ -173,12 +173,15 @@ def matches(sources: Sequence[CandidateSource], query: str,
         candidates = source.containing(query)
         if candidates is None:
             continue
-        matched = matching.contains_query(candidates, query)
+
+        def by_words(words: str, source: CandidateSource = source) -> list[Node] | None:
+            nonlocal candidates
+            candidates = source.holding(words)
+            return None if candidates is None else matching.ranked_by_words(candidates, words)
+
+        matched = matching.rule(partial(matching.contains_query, candidates), by_words, query)
         if matched is None:
-            candidates = source.holding(query)
-            if candidates is None:
-                continue
-            matched = matching.ranked_by_words(candidates, query)
+            continue
         source.answered()
         return source, matching.found(candidates, matched, limit)
     raise _Unanswerable
