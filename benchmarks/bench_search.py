@@ -6,8 +6,8 @@ compare two versions of the code on the same machine one after the other):
     MEMORY_SEMANTIC=off .venv/bin/python benchmarks/bench_search.py --size 100000
 
 The memory is bench_memory.py's seed. The store loads it with its word and ranking indexes made,
-then each query is answered as the search_nodes tool answers it (GraphStore.search_nodes with the
-default page size, and the first page of the answer); the figures are medians of wall and CPU
+then each query is answered as the search_nodes tool answers it (retrieval.search.search_nodes on
+the store, with the default page size, and the first page of the answer); the figures are medians of wall and CPU
 time (of the calling thread) per call. A last figure times `zephyr` in a new process's WARM state
 (the graph loaded beside a matching cache, no ranking index yet). Pure timing: nothing is
 asserted, the exit code is 0.
