@@ -56,6 +56,7 @@ def run_peer(port: int, memory_file: str) -> None:
     import uvicorn
     from mcp.server.mcpserver import MCPServer
 
+    from memory_server.retrieval import search
     from memory_server.storage.store import GraphStore
 
     store = GraphStore(Path(memory_file))
@@ -96,7 +97,7 @@ def run_peer(port: int, memory_file: str) -> None:
 
     @server.tool()
     async def search_nodes(query: str) -> dict[str, Any]:
-        return await in_thread(store.search_nodes)(query)
+        return await in_thread(search.search_nodes)(store, query)
 
     @server.tool()
     async def open_nodes(names: list[str]) -> dict[str, Any]:

@@ -6,8 +6,8 @@ compare two versions of the code on the same machine one after the other):
     MEMORY_SEMANTIC=off .venv/bin/python benchmarks/bench_search.py --size 100000
 
 The memory is bench_memory.py's seed. The store loads it with its word and ranking indexes made,
-then each query is answered as the search_nodes tool answers it (GraphStore.search_nodes with the
-default page size, and the first page of the answer); the figures are medians of wall and CPU
+then each query is answered as the search_nodes tool answers it (retrieval.search.search_nodes on
+the store, with the default page size, and the first page of the answer); the figures are medians of wall and CPU
 time (of the calling thread) per call. A last figure times `zephyr` in a new process's WARM state
 (the graph loaded beside a matching cache, no ranking index yet). Pure timing: nothing is
 asserted, the exit code is 0.
@@ -31,6 +31,7 @@ import memory_server
 from memory_server.retrieval.answer import DEFAULT_CHARACTERS
 from memory_server.retrieval.paging.pager import Pager
 from memory_server.retrieval.paging.pages import Facts
+from memory_server.retrieval.search import search_nodes
 from memory_server.storage.store import GraphStore, State
 
 QUERIES = (
@@ -73,13 +74,13 @@ def main() -> None:
         memory.write_bytes(bench_memory.seed_bytes(options.size))
         pager = Pager()
         with GraphStore(memory, cache=False) as store:
-            store.search_nodes("zephyr", characters=DEFAULT_CHARACTERS)
+            search_nodes(store, "zephyr", characters=DEFAULT_CHARACTERS)
             wait_for(lambda: (graph := store.graph_in_memory) is not None and graph.words is not None,
                      "the word index")
-            store.search_nodes("a question by words", characters=DEFAULT_CHARACTERS)  # the ranking index
+            search_nodes(store, "a question by words", characters=DEFAULT_CHARACTERS)  # the ranking index
             for query, what in QUERIES:
                 def call(query: str = query) -> None:
-                    answer = store.search_nodes(query, characters=DEFAULT_CHARACTERS)
+                    answer = search_nodes(store, query, characters=DEFAULT_CHARACTERS)
                     assert isinstance(answer, Facts)
                     pager.first_facts("search_nodes", b"x", answer)
 
@@ -87,11 +88,11 @@ def main() -> None:
                 wall, cpu = timed(call, count)
                 print(f"  {query!r:38} ({what}): wall {wall:7.1f} ms, CPU {cpu:7.1f} ms")
         with GraphStore(memory) as store:  # leaves its cache (made when it closes)
-            store.search_nodes("zephyr", characters=DEFAULT_CHARACTERS)
+            search_nodes(store, "zephyr", characters=DEFAULT_CHARACTERS)
         with GraphStore(memory) as store:
-            store.search_nodes("zephyr", characters=DEFAULT_CHARACTERS)  # COLD: the cache answers
+            search_nodes(store, "zephyr", characters=DEFAULT_CHARACTERS)  # COLD: the cache answers
             wait_for(lambda: store.cold_state is not State.COLD, "the graph's load")
-            wall, _ = timed(lambda: store.search_nodes("zephyr", characters=DEFAULT_CHARACTERS), options.calls)
+            wall, _ = timed(lambda: search_nodes(store, "zephyr", characters=DEFAULT_CHARACTERS), options.calls)
             print(f"  'zephyr' in a new process, {store.cold_state.value}: wall {wall:.1f} ms "
                   f"(the cache gave {store.cache_answers} of {options.calls + 1} answers)")
 

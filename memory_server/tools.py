@@ -10,13 +10,10 @@ result fields (skipped, notFound, deletedCount, nextCursor, summary) and a curso
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import itertools
 import os
 import re
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 from types import MethodType
 from typing import Annotated, Any, Final
@@ -28,8 +25,6 @@ from msgspec import UNSET, Meta, UnsetType
 from protocol import RequestContext, Server, ToolError, ToolResult
 
 from . import results
-from .model import dates
-from .model.dates import Span
 from .retrieval import answer as answers
 from .retrieval.paging.budget import budget_from
 from .retrieval.paging.cursors import CursorError, request_key
@@ -208,13 +203,11 @@ class MemoryTools:
                                 lambda in_memory: self.store.read_graph_for_pages(in_memory=in_memory), context)
 
     async def search_nodes(self, arguments: SearchNodes, context: RequestContext) -> ToolResult:
-        # The store finds the matching entities; retrieval.answer makes the answer of their facts
-        # (best first, a glance per page: see docs/search.md). A time window (since/until, or a
-        # phrase such as "last week") keeps the facts within it, once words and meaning found them.
-        from .retrieval import when  # loaded with the first search, not at start-up
+        # retrieval.search makes the answer of the store's candidates: rules 1 to 3 and the time
+        # rules (see docs/search.md). A time window (since/until, or a phrase such as "last week")
+        # keeps the facts within it, once words and meaning found them.
+        from .retrieval import search, when  # loaded with the first search, not at start-up
 
-        store = self.store
-        limit = None if isinstance(arguments.limit, UnsetType) else arguments.limit
         query = bounded_query(arguments.query)
         wanted = self.glance if isinstance(arguments.characters, UnsetType) else arguments.characters
         try:
@@ -222,66 +215,18 @@ class MemoryTools:
                                       None if isinstance(arguments.until, UnsetType) else arguments.until)
         except ValueError as error:
             raise ToolError(str(error)) from None
-        characters = answers.check_characters(wanted, self.pager.budget)
-        hemisphere = when.hemisphere_from(os.environ)  # (checked at start: settings.py)
+        request = search.SearchRequest(
+            query=query, limit=None if isinstance(arguments.limit, UnsetType) else arguments.limit,
+            characters=answers.check_characters(wanted, self.pager.budget), window=explicit, now=datetime.now(UTC),
+            hemisphere=when.hemisphere_from(os.environ))  # (checked at start: settings.py)
 
         def answer(in_memory: bool) -> dict[str, Any] | Facts:
-            def cached(value: dict[str, Any] | Facts, words: str, window: Span | None) -> Facts:
-                if isinstance(value, Facts):
-                    return value
-                # matched from the cache: the answer is made of their facts here
-                return answers.shape(words, value["entities"], value["relations"], characters, limit=limit,
-                                     opened=lambda names: store.open_nodes(list(names), in_memory=in_memory),
-                                     window=window)
-
-            def event_date(event: str) -> datetime | None:
-                # "since we moved": when the fact that best tells of moving happened (or was recorded)
-                found = cached(store.search_nodes(event, characters=characters, in_memory=in_memory), event, None)
-                for position, index in itertools.islice(found.order, 20):
-                    if day := answers.fact_date(found.entities[position], index):
-                        with contextlib.suppress(ValueError):
-                            return dates.parse_when(day)[0][0]
-                return None
-
-            window: Span | None
-            if explicit is not None:
-                words, window = query, explicit
-            else:
-                words, window = when.parse_query(query, datetime.now(UTC), hemisphere=hemisphere, events=event_date)
-            remark = ""
-            if window is not None:
-                if not when._content_terms(words):
-                    # Nothing asked but a time ("what did I do last week?"): every fact within it.
-                    if in_memory:
-                        raise NotInMemory  # made in a worker: it reads the dates of every match
-                    within = store.search_within(query, words, window, explicit=explicit is not None, limit=limit)
-                    if within is not None and (within["entities"] or explicit is not None):
-                        return within
-                    remark = "" if within is None else when.nothing_within(window)
-                else:
-                    whole = cached(store.search_nodes(query, limit, characters=characters, in_memory=in_memory),
-                                   query, None)
-                    if not whole.words:
-                        # The whole query held by entities: the reference's answer; within since/until,
-                        # their facts of that time, the latest first among equals.
-                        if explicit is None:
-                            return whole
-                        if in_memory:
-                            raise NotInMemory
-                        within = store.search_within(query, words, window, explicit=True, limit=limit)
-                        assert within is not None
-                        return within
-                    value = cached(store.search_nodes(words, limit, characters=characters, in_memory=in_memory,
-                                                      window=window), words, window)
-                    if value.order or explicit is not None:
-                        return value
-                    # A window the query's own words name, in which no fact answering them falls: the
-                    # words answer at any time (a fact told long after it happened may carry no date of
-                    # its own), and the note says so.
-                    return replace(whole, remark=when.nothing_answers_within(window))
-            value = cached(store.search_nodes(query, limit, characters=characters, in_memory=in_memory), query, None)
-            return replace(value, remark=remark) if remark else value
-        return await self._read("search_nodes", arguments, answer, context, long=len(query) > LONG_QUERY_CHARS)
+            with self.store.sources(in_memory=in_memory) as sources:
+                found = search.search(sources, request)
+            if found is None:
+                raise NotInMemory
+            return found
+        return await self._read("search_nodes", arguments, answer, context, long=len(request.query) > LONG_QUERY_CHARS)
 
     async def open_nodes(self, arguments: OpenNodes, context: RequestContext) -> ToolResult:
         return await self._read("open_nodes", arguments,

@@ -15,8 +15,10 @@ from test_store_cache import wait_for
 from memory_server.model import graph as rules
 from memory_server.model.records import decode_file
 from memory_server.retrieval import query as retrieval
+from memory_server.retrieval import search
 from memory_server.retrieval.paging.budget import DEFAULT_BUDGET
-from memory_server.storage import index_cache
+from memory_server.retrieval.search import search_nodes
+from memory_server.storage import cache_build, index_cache
 from memory_server.storage.coldstart import FileBytes, FirstRecords
 from memory_server.storage.files import rejected_path_for
 from memory_server.storage.store import GraphStore, State
@@ -26,6 +28,13 @@ names = st.sampled_from(["Alice", "alice", "Bob", "Ünï", "", "x y", "Zed"])
 types = st.sampled_from(["person", "Person", "thing"])
 texts = st.sampled_from(["likes tea", "LIKES TEA", "tea", "", "é", "x", "green\u3000tea", "Zephyr fan"])
 stamps = st.sampled_from(["2026-01-02T03:04:05Z", "2025-12-31T23:59:59Z"])
+
+
+def asked(store: GraphStore, tool: str) -> Any:
+    """The store's read of this tool (a search through retrieval's pipeline, the others the store's own)."""
+    if tool == "search_nodes":
+        return lambda *arguments: search_nodes(store, *arguments)
+    return getattr(store, tool)
 
 
 @st.composite
@@ -56,6 +65,14 @@ files = st.lists(st.one_of(entity_line(), relation_line(), other_line), max_size
 queries = st.sampled_from(["tea", "ALI", "zephyr", "x y", "é", "e", "Bob", "", "nothing here", "person"])
 
 
+class RecordsAlone:
+    def __init__(self, first: FirstRecords) -> None:
+        self.containing, self.holding = first.containing, first.holding
+
+    def answered(self) -> None:
+        pass
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=files, asked=st.lists(names, max_size=4), query=queries)
 def test_s4_records_answer_as_the_graph_does(data: bytes, asked: list[str], query: str) -> None:
@@ -66,16 +83,14 @@ def test_s4_records_answer_as_the_graph_does(data: bytes, asked: list[str], quer
 
     assert first.open_nodes(asked) == rules.open_nodes(graph, asked)
 
-    search = first.searching(query)
-    matched = search.containing(query)
     expected = retrieval.contains_query(graph, query)
-    if expected is None:
-        assert matched is None  # the records decline (by_words): the graph ranks by words
-    else:
-        assert matched is not None
-        assert [node.view for node in matched] == [node.view for node in expected]
-        for limit in (None, 1):
-            assert search.found(matched, limit) == retrieval.found(graph, expected, limit)
+    for limit in (None, 1):
+        # The records as a search's only candidate source, through the one pipeline.
+        answer = search.search([RecordsAlone(first)], search.SearchRequest(query=query, limit=limit))  # type: ignore[list-item]
+        if expected is None:
+            assert answer is None  # the records decline rule 2: the graph ranks by words
+        else:
+            assert answer == retrieval.found(graph, expected, limit)
 
     units, whole = first.graph_units(), rules.read_graph_for_pages(graph)
     assert list(units["entities"]) == list(whole["entities"])
@@ -130,7 +145,7 @@ ASKED: list[tuple[str, Any]] = [
 
 def first_answer(memory: Path, tool: str, argument: Any) -> tuple[Any, GraphStore]:
     store = GraphStore(memory)
-    return getattr(store, tool)(*([] if argument is None else [argument])), store
+    return asked(store, tool)(*([] if argument is None else [argument])), store
 
 
 def plain(answer: dict[str, Any], limit: int = DEFAULT_BUDGET) -> Any:
@@ -143,10 +158,10 @@ def test_s4_a_new_store_without_a_cache_answers_from_the_records_as_from_its_gra
     memory.write_bytes(b"\n".join(memory_lines(4500)))
     assert memory.stat().st_size >= index_cache.WORTH_CACHING
     with GraphStore(memory, cache=False) as warm:
-        expected = [plain(getattr(warm, tool)(*([] if argument is None else [argument])))
+        expected = [plain(asked(warm, tool)(*([] if argument is None else [argument])))
                     for tool, argument in ASKED]
     for (tool, argument), want in zip(ASKED, expected, strict=True):
-        index_cache.remove(memory)
+        cache_build.remove(memory)
         answer, store = first_answer(memory, tool, argument)
         with store:
             assert plain(answer) == want, tool
@@ -154,11 +169,11 @@ def test_s4_a_new_store_without_a_cache_answers_from_the_records_as_from_its_gra
             assert store.record_answers == (0 if by_words else 1), tool
             # The graph is made of the same records after the first answer (S2), and answers the same.
             wait_for(lambda: store.cold_state is State.HOT, "the graph")  # noqa: B023
-            assert plain(getattr(store, tool)(*([] if argument is None else [argument]))) == want
+            assert plain(asked(store, tool)(*([] if argument is None else [argument]))) == want
             assert store.record_answers == (0 if by_words else 1)
             assert store.graph_in_memory is not None and len(store.graph_in_memory.rejected) == 1
     # Nothing silently lost: a write moves the unreadable line to the side file, as before.
-    index_cache.remove(memory)
+    cache_build.remove(memory)
     with GraphStore(memory) as store:
         assert store.open_nodes(["person 2"])["entities"]
         assert store.record_answers == 1
@@ -189,10 +204,10 @@ def test_a_graph_made_before_any_read_answers_the_first_read(tmp_path: Path) -> 
         assert looking is not None and store.cold_state is State.LOOKING
         assert store.create_entities([{"name": "Quinn", "entityType": "person", "observations": ["zephyr"]}]).changed
         assert store.cold_state is State.HOT
-        assert "Quinn" in [item["name"] for item in store.search_nodes("zephyr")["entities"]]
+        assert "Quinn" in [item["name"] for item in search_nodes(store, "zephyr")["entities"]]
         assert store.record_answers == store.cache_answers == 0
     with GraphStore(memory) as store:
-        index_cache.remove(memory)
+        cache_build.remove(memory)
         assert not store.poll_external_change()
         assert store.cold_state is State.HOT and store.open_nodes(["Quinn"])["entities"]
         assert store.record_answers == store.cache_answers == 0

@@ -37,6 +37,7 @@ from memory_server.model.graph import EMPTY, graph_from_lines
 from memory_server.model.graph import file_lines as graph_lines
 from memory_server.model.records import EntityRecord, Extended, decode_file, join_lines
 from memory_server.retrieval import when
+from memory_server.retrieval.search import search_within
 from memory_server.storage.store import GraphStore
 
 DATED = {"MEMORY_DATES": "on"}
@@ -446,7 +447,7 @@ def test_the_database_store_keeps_dates_too(database_url: str) -> None:
              "observationDates": [f"happened 2023-05-07, recorded {T0[:10]}", T1[:10]]}]
         window = window_of("2026-02-01", None)
         assert window is not None
-        within = store.search_within("a", "a", window, explicit=True)
+        within = search_within(store, "a", "a", window, explicit=True)
         assert within is not None and within["entities"][0]["observations"] == ["b"]
 
 

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from memory_server.model.census import summarise
+from memory_server.retrieval.search import search_nodes
 from memory_server.storage.store import GraphError, GraphStore
 
 # Small alphabets, so that names collide, cases differ and searches hit; "\x00" exercises the
@@ -224,14 +225,14 @@ class StoreMatchesModel(RuleBasedStateMachine):
     @rule(query=queries)
     def search_nodes(self, query: str) -> None:
         # The model finds what the reference finds; the store orders those by relevance.
-        expected, found = self.model.search_nodes(query), self.store.search_nodes(query)
+        expected, found = self.model.search_nodes(query), search_nodes(self.store, query)
         if expected["entities"]:
             assert sorted(found["entities"], key=by_name) == sorted(expected["entities"], key=by_name)
             assert found["relations"] == expected["relations"]
         else:
             # A query taken as words: ranked by an index carried through the writes, as one
             # made afresh from the file ranks.
-            assert found == GraphStore(self.path).search_nodes(query)
+            assert found == search_nodes(GraphStore(self.path), query)
 
     @rule(wanted=st.lists(names, max_size=3))
     def open_nodes(self, wanted: list[str]) -> None:

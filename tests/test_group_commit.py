@@ -22,6 +22,7 @@ from http_helpers import HttpServers, http_servers, modern_post  # noqa: F401  (
 from memory_server.model import graph as rules
 from memory_server.model import writes
 from memory_server.model.records import EntityRecord, encode_file
+from memory_server.retrieval.search import search_nodes
 from memory_server.storage import files
 from memory_server.storage.store import MAX_BATCH, GraphError, GraphStore, LockTimeout, WriteAbandoned, WriteResult
 
@@ -339,7 +340,7 @@ def test_a_batch_leaves_the_search_indexes_as_a_fresh_load_would_make_them(memor
     store = GraphStore(memory, lock_timeout=WAIT)
     store.create_entities([entity("Alice", "drinks tea"), entity("Bob", "plays chess"), entity("Carol", "likes tea")])
     queries = ["tea", "chess", "jam", "Dora", "tea chess jam", "likes jam tea"]
-    store.search_nodes("tea chess")  # a search by words: both indexes are made
+    search_nodes(store, "tea chess")  # a search by words: both indexes are made
     wait_for(lambda: store.poll_external_change() is False and store.graph_in_memory is not None
              and store.graph_in_memory.words is not None and store.graph_in_memory.terms is not None)
     holder = Holder(memory, children)
@@ -355,8 +356,8 @@ def test_a_batch_leaves_the_search_indexes_as_a_fresh_load_would_make_them(memor
     graph = store.graph_in_memory
     assert graph is not None and graph.words is not None and graph.terms is not None  # kept up to date, not dropped
     fresh = GraphStore(memory)
-    assert [store.search_nodes(query) for query in queries] == [fresh.search_nodes(query) for query in queries]
-    assert [e["name"] for e in store.search_nodes("jam")["entities"]] == ["Bob", "Dora"]
+    assert [search_nodes(store, query) for query in queries] == [search_nodes(fresh, query) for query in queries]
+    assert [e["name"] for e in search_nodes(store, "jam")["entities"]] == ["Bob", "Dora"]
 
 
 def test_an_index_made_while_a_batch_is_worked_out_is_carried_to_the_new_graph(memory: Path) -> None:
@@ -373,8 +374,8 @@ def test_an_index_made_while_a_batch_is_worked_out_is_carried_to_the_new_graph(m
     graph = store.graph_in_memory
     assert graph is not None
     assert graph.words is not None  # not dropped by the save
-    assert [e["name"] for e in store.search_nodes("chess")["entities"]] == ["Bob"]
-    assert [e["name"] for e in store.search_nodes("tea")["entities"]] == ["Alice"]
+    assert [e["name"] for e in search_nodes(store, "chess")["entities"]] == ["Bob"]
+    assert [e["name"] for e in search_nodes(store, "tea")["entities"]] == ["Alice"]
 
 
 def test_pieces_beyond_one_writev_and_empty_ones_are_all_written_in_order(tmp_path: Path) -> None:

@@ -41,24 +41,10 @@ ALLOWED: dict[str, frozenset[str]] = {
 """Which layers each layer may import (its own modules always)."""
 
 KNOWN_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset({
-    # storage -> retrieval (rule 2): the stores choose candidates, rank and page answers themselves.
-    ("memory_server.storage.coldstart", "memory_server.retrieval"),
-    ("memory_server.storage.coldstart", "memory_server.retrieval.query"),
-    ("memory_server.storage.index_cache", "memory_server.retrieval"),
-    ("memory_server.storage.index_cache", "memory_server.retrieval.query"),
-    ("memory_server.storage.interface", "memory_server.retrieval.paging.pages"),
-    ("memory_server.storage.postgres.store", "memory_server.retrieval"),
-    ("memory_server.storage.postgres.store", "memory_server.retrieval.paging.pages"),
-    ("memory_server.storage.postgres.store", "memory_server.retrieval.query"),
-    ("memory_server.storage.postgres.store", "memory_server.retrieval.when"),
+    # storage -> retrieval (rule 2): the database's embedder embeds with retrieval's model and
+    # scores its kept vectors with the model's own search (retrieval/semantic).
     ("memory_server.storage.postgres.vectors", "memory_server.retrieval"),
-    ("memory_server.storage.postgres.vectors", "memory_server.retrieval.answer"),
-    ("memory_server.storage.postgres.vectors", "memory_server.retrieval.paging.pages"),
     ("memory_server.storage.postgres.vectors", "memory_server.retrieval.semantic"),
-    ("memory_server.storage.store", "memory_server.retrieval"),
-    ("memory_server.storage.store", "memory_server.retrieval.paging.pages"),
-    ("memory_server.storage.store", "memory_server.retrieval.query"),
-    ("memory_server.storage.store", "memory_server.retrieval.when"),
     # retrieval -> storage (rule 2): the vector file opens its files through storage's osio.
     ("memory_server.retrieval.vectors", "memory_server.storage.osio"),
 })

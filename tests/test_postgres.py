@@ -49,6 +49,7 @@ from test_memory_live import check_update, subscribe
 
 from memory_server.model.graph import GraphError, graph_from_lines
 from memory_server.model.records import decode_file
+from memory_server.retrieval.search import search_nodes
 from memory_server.storage.postgres.faults import DatabaseBusy, DatabaseUnreachable
 from memory_server.storage.postgres.names import without_password
 from memory_server.storage.postgres.schema import SCHEMA_VERSION
@@ -119,7 +120,7 @@ def test_the_same_query_gives_the_same_answer_on_a_file_and_in_the_database(data
             store.delete_entities(["Person 9"])
         for query in ("coffee", "Person 1", "project 3 tea", "colour portuguese", "nothing matches this", "o"):
             for limit in (None, 3):
-                assert in_database.search_nodes(query, limit) == on_file.search_nodes(query, limit), (query, limit)
+                assert search_nodes(in_database, query, limit) == search_nodes(on_file, query, limit), (query, limit)
         assert in_database.read_graph() == on_file.read_graph()
         assert in_database.open_nodes(["Person 4", "Person 9"]) == on_file.open_nodes(["Person 4", "Person 9"])
 
@@ -199,12 +200,12 @@ def test_a_server_catches_up_on_what_another_deleted_before_it_answers(database_
     with PostgresStore(database_url, memory) as one, PostgresStore(database_url, memory) as other:
         one.create_entities([ALICE, BOB])
         one.create_relations([relation("Alice", "Bob", "knows")])
-        assert other.search_nodes("chess")["entities"] == [BOB]
+        assert search_nodes(other, "chess")["entities"] == [BOB]
         one.delete_entities(["Bob"])
         one.delete_observations([{"entityName": "Alice", "observations": ["Loves jazz"]}])
         assert other.read_graph() == {"entities": [entity("Alice", "person", ["Has a border collie named Biscuit"])],
                                       "relations": []}
-        assert other.search_nodes("jazz")["entities"] == []
+        assert search_nodes(other, "jazz")["entities"] == []
 
 
 # --- what a delete leaves -----------------------------------------------------------------------------------------
@@ -308,7 +309,7 @@ def test_long_words_answer_as_on_a_file(database_url: str, tmp_path: Path) -> No
                                    entity("Plain", "thing", ["zebra crossing"])])
             store.add_observations([{"entityName": "Typed", "contents": [f"also {blob}"]}])
         for query in (blob, f"{blob} zebra", f"zebra {kind}", f"{kind} {blob}", "payload", blob[:900]):
-            assert in_database.search_nodes(query) == on_file.search_nodes(query), query[:40]
+            assert search_nodes(in_database, query) == search_nodes(on_file, query), query[:40]
 
 
 def test_a_name_longer_than_a_key_holds_is_refused_whole_with_what_to_shorten(memory_servers: MemoryServers,
@@ -349,7 +350,7 @@ def test_an_import_with_a_long_word_is_stored_and_one_with_a_long_name_is_refuse
     done = cli(["import", str(accepted)], env, tmp_path)
     assert done.returncode == 0, done.stderr
     with PostgresStore(database_url, memory) as store:
-        found = store.search_nodes(f"{blob} zebra")
+        found = search_nodes(store, f"{blob} zebra")
         assert [item["name"] for item in found["entities"]] == ["Blob"]
         assert found["relations"] == [relation("Alice", "Blob", "owns")]
 
@@ -490,7 +491,7 @@ def test_a_call_waiting_longer_than_the_server_lets_it_is_told_the_server_is_bus
 
         def search() -> None:
             try:
-                outcomes.append(store.search_nodes("jazz")["entities"])
+                outcomes.append(search_nodes(store, "jazz")["entities"])
             except GraphError as error:
                 outcomes.append(error)
             first.set()

@@ -15,9 +15,10 @@ from conftest import WAIT_SECONDS, Deadline
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memory_helpers import entity
-from postgres_helpers import database_url, memory_name, pgvector_url  # noqa: F401  (fixtures)
+from postgres_helpers import database_url, memory_name, pgvector_url, private_database  # noqa: F401  (fixtures)
 
 from memory_server.retrieval.paging.pages import Facts
+from memory_server.retrieval.search import search_nodes
 from memory_server.storage.postgres.schema import SCHEMA_VERSION
 from memory_server.storage.postgres.store import PostgresStore
 from memory_server.storage.store import GraphStore
@@ -32,6 +33,14 @@ WAYS = ["pgvector", "plain"]
 def url(request: pytest.FixtureRequest) -> str:
     """A database of each way: pgvector's own PostgreSQL, or Debian's without it."""
     name = "pgvector_url" if request.param == "pgvector" else "database_url"
+    return str(request.getfixturevalue(name))
+
+
+@pytest.fixture(params=WAYS)
+def own_url(request: pytest.FixtureRequest) -> str:
+    """As `url`, but no other test uses the database meanwhile (for a test that drops its tables):
+    pgvector's cluster is this worker's own; on Debian's, a database of the test's own."""
+    name = "pgvector_url" if request.param == "pgvector" else "private_database"
     return str(request.getfixturevalue(name))
 
 
@@ -94,9 +103,9 @@ def test_a_fact_no_word_reaches_is_found_by_meaning(url: str, tmp_path: Path) ->
         store.create_entities(memory)
         file.create_entities(memory)
         for question in ("which dog does she own", "what medicine does he take"):
-            on_file = file.search_nodes(question, characters=CHARACTERS)
+            on_file = search_nodes(file, question, characters=CHARACTERS)
             assert _names(on_file), question  # (the file finds it by meaning: no word is shared)
-            assert _answer(store.search_nodes(question, characters=CHARACTERS)) == _answer(on_file), question
+            assert _answer(search_nodes(store, question, characters=CHARACTERS)) == _answer(on_file), question
 
 
 def test_a_search_of_another_server_finds_its_writes_by_meaning(url: str) -> None:
@@ -104,7 +113,7 @@ def test_a_search_of_another_server_finds_its_writes_by_meaning(url: str) -> Non
     memory = memory_name()
     with PostgresStore(url, memory) as writer, PostgresStore(url, memory) as reader:
         writer.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
-        assert _names(reader.search_nodes("which dog does she own", characters=CHARACTERS)) == ["Alice"]
+        assert _names(search_nodes(reader, "which dog does she own", characters=CHARACTERS)) == ["Alice"]
 
 
 def test_a_server_that_searched_before_finds_what_is_written_after(url: str) -> None:
@@ -113,11 +122,11 @@ def test_a_server_that_searched_before_finds_what_is_written_after(url: str) -> 
     memory = memory_name()
     with PostgresStore(url, memory) as writer, PostgresStore(url, memory) as reader:
         writer.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
-        assert _names(reader.search_nodes("which dog does she own", characters=CHARACTERS)) == ["Alice"]
+        assert _names(search_nodes(reader, "which dog does she own", characters=CHARACTERS)) == ["Alice"]
         writer.create_entities([entity("Bob", "person", ["Takes levothyroxine every morning"])])
-        assert "Bob" in _names(reader.search_nodes("what medicine does he take", characters=CHARACTERS))
+        assert "Bob" in _names(search_nodes(reader, "what medicine does he take", characters=CHARACTERS))
         writer.delete_entities(["Alice"])
-        assert "Alice" not in _names(reader.search_nodes("which dog does she own", characters=CHARACTERS))
+        assert "Alice" not in _names(search_nodes(reader, "which dog does she own", characters=CHARACTERS))
 
 
 def test_deleted_observations_and_entities_leave_no_vector(url: str) -> None:
@@ -127,12 +136,12 @@ def test_deleted_observations_and_entities_leave_no_vector(url: str) -> None:
     with PostgresStore(url, memory) as store:
         store.create_entities([entity("Ann", "person", ["Has a border collie named Biscuit", "Shared fact"]),
                                entity("Bo", "person", ["Takes levothyroxine every morning", "Shared fact"])])
-        store.search_nodes("dog", characters=CHARACTERS)  # (a search embeds what was just written)
+        search_nodes(store, "dog", characters=CHARACTERS)  # (a search embeds what was just written)
         _until_embedded(url, memory, 3)
         assert _rows(url, memory) == (3, 4, 3)
         store.delete_observations([{"entityName": "Ann", "observations": ["Has a border collie named Biscuit"]}])
         assert _rows(url, memory) == (2, 3, 2)
-        assert "Ann" not in _names(store.search_nodes("which dog does she own", characters=CHARACTERS))
+        assert "Ann" not in _names(search_nodes(store, "which dog does she own", characters=CHARACTERS))
         store.delete_entities(["Bo"])
         assert _rows(url, memory) == (1, 1, 1)
         with psycopg.connect(url) as connection:
@@ -148,7 +157,7 @@ def test_no_text_is_embedded_twice_by_two_servers(url: str) -> None:
     memory = memory_name()
     texts = [f"Fact number {number} about the garden shed" for number in range(300)]
     with PostgresStore(url, memory) as first, PostgresStore(url, memory) as second:
-        second.search_nodes("garden", characters=CHARACTERS)  # (its embedder starts)
+        search_nodes(second, "garden", characters=CHARACTERS)  # (its embedder starts)
         first.create_entities([entity(f"E{number}", "thing", texts[number::10]) for number in range(10)])
         second._meaning.wake()
         _until_embedded(url, memory, len(texts))
@@ -161,13 +170,13 @@ def test_a_server_without_the_model_writes_texts_another_embeds(url: str, monkey
     monkeypatch.setenv("MEMORY_SEMANTIC", "off")
     with PostgresStore(url, memory) as words_only:
         words_only.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
-        assert _names(words_only.search_nodes("which dog does she own", characters=CHARACTERS)) == []
+        assert _names(search_nodes(words_only, "which dog does she own", characters=CHARACTERS)) == []
     assert _rows(url, memory) == (1, 1, 0)
     monkeypatch.delenv("MEMORY_SEMANTIC")
     with PostgresStore(url, memory) as with_model:
-        with_model.search_nodes("which dog does she own", characters=CHARACTERS)  # (its embedder starts)
+        search_nodes(with_model, "which dog does she own", characters=CHARACTERS)  # (its embedder starts)
         _until_embedded(url, memory, 1)
-        assert _names(with_model.search_nodes("which dog does she own", characters=CHARACTERS)) == ["Alice"]
+        assert _names(search_nodes(with_model, "which dog does she own", characters=CHARACTERS)) == ["Alice"]
 
 
 def test_close_stops_and_joins_the_embedder(url: str) -> None:
@@ -182,9 +191,10 @@ def test_close_stops_and_joins_the_embedder(url: str) -> None:
     assert not worker.is_alive()
 
 
-def test_a_version_2_database_is_upgraded_with_its_texts(url: str) -> None:
+def test_a_version_2_database_is_upgraded_with_its_texts(own_url: str) -> None:
     """M6, P6: a database of version 2 (no meaning tables) gets them, filled from its entities, and
     its facts are then found by meaning."""
+    url = own_url
     memory = memory_name()
     with PostgresStore(url, memory) as store:
         store.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
@@ -194,9 +204,9 @@ def test_a_version_2_database_is_upgraded_with_its_texts(url: str) -> None:
     with PostgresStore(url, memory) as store:
         assert store.read_graph()["entities"] == [entity("Alice", "person", ["Has a border collie named Biscuit"])]
         assert _rows(url, memory)[:2] == (1, 1)  # (the upgrade made the tables, with the texts there were)
-        store.search_nodes("which dog does she own", characters=CHARACTERS)  # (its embedder starts)
+        search_nodes(store, "which dog does she own", characters=CHARACTERS)  # (its embedder starts)
         _until_embedded(url, memory, 1)
-        assert _names(store.search_nodes("which dog does she own", characters=CHARACTERS)) == ["Alice"]
+        assert _names(search_nodes(store, "which dog does she own", characters=CHARACTERS)) == ["Alice"]
     with psycopg.connect(url) as connection:
         assert connection.execute("SELECT version FROM kg_schema").fetchall() == [(SCHEMA_VERSION,)]
 
@@ -245,12 +255,12 @@ def test_the_same_memory_and_questions_answer_the_same_on_a_file_and_on_postgres
     on PostgreSQL, with pgvector and without."""
     with GraphStore(tmp_path_factory.mktemp("file") / "memory.jsonl") as file:
         file.create_entities(memory)
-        expected = {question: _answer(file.search_nodes(question, characters=CHARACTERS)) for question in questions}
+        expected = {question: _answer(search_nodes(file, question, characters=CHARACTERS)) for question in questions}
     for way, url in both_ways.items():
         with PostgresStore(url, memory_name()) as store:
             store.create_entities(memory)
             for question in questions:
-                assert _answer(store.search_nodes(question, characters=CHARACTERS)) == expected[question], (way, question)
+                assert _answer(search_nodes(store, question, characters=CHARACTERS)) == expected[question], (way, question)
 
 
 def test_without_pgvector_a_large_memory_is_shortlisted_by_sign_bits_as_a_file_is(
@@ -269,22 +279,22 @@ def test_without_pgvector_a_large_memory_is_shortlisted_by_sign_bits_as_a_file_i
                                + [entity("Alice", "person", ["Has a border collie named Biscuit", "Plays the cello"]),
                                   entity("Bob", "person", ["Takes levothyroxine every morning",
                                                            "Allergic to shellfish"])])
-        writer.search_nodes("dog", characters=CHARACTERS)
+        search_nodes(writer, "dog", characters=CHARACTERS)
         _until_embedded(database_url, memory, 1204)
         with PostgresStore(database_url, memory) as exact:
-            expected = {question: _answer(exact.search_nodes(question, characters=CHARACTERS)) for question in questions}
+            expected = {question: _answer(search_nodes(exact, question, characters=CHARACTERS)) for question in questions}
             kept = exact._meaning._kept
             assert kept is not None and kept.count <= kept.exact_up_to  # (scanned whole)
         monkeypatch.setattr(semantic, "EXACT_UP_TO", 0)
         monkeypatch.setattr(semantic, "SHORTLIST_MIN", 0)
         with PostgresStore(database_url, memory) as reader:
             for question in questions:
-                assert _answer(reader.search_nodes(question, characters=CHARACTERS)) == expected[question], question
+                assert _answer(search_nodes(reader, question, characters=CHARACTERS)) == expected[question], question
             kept = reader._meaning._kept
             assert kept is not None and kept.exact_up_to == 0
             # (the shortlist leaves rows out)
             assert semantic.shortlist_size(kept.count, 2 * 40, kept.shortlist_least) < kept.count
-            assert "Alice" in _names(reader.search_nodes("which dog does she own", characters=CHARACTERS))
+            assert "Alice" in _names(search_nodes(reader, "which dog does she own", characters=CHARACTERS))
             writer.delete_observations([{"entityName": "Alice", "observations": ["Has a border collie named Biscuit"]}])
-            found = reader.search_nodes("which dog does she own", characters=CHARACTERS)
+            found = search_nodes(reader, "which dog does she own", characters=CHARACTERS)
             assert "Has a border collie named Biscuit" not in str(_answer(found))

@@ -24,6 +24,7 @@ from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.model.records import EntityRecord
 from memory_server.retrieval.paging.pages import Facts
+from memory_server.retrieval.search import search_nodes, search_within
 from memory_server.storage.postgres.schema import SCHEMA_VERSION
 from memory_server.storage.postgres.statements import haystack_of, like_pattern
 from memory_server.storage.postgres.store import PostgresStore
@@ -108,10 +109,10 @@ def _queries(rng: random.Random, names: list[str]) -> list[str]:
 def _same_answers(on_file: GraphStore, in_database: PostgresStore, rng: random.Random, names: list[str]) -> None:
     for query in _queries(rng, names):
         for limit in (None, 2):
-            assert in_database.search_nodes(query, limit) == on_file.search_nodes(query, limit), (query, limit)
+            assert search_nodes(in_database, query, limit) == search_nodes(on_file, query, limit), (query, limit)
         for characters in (600, 1_500):
-            assert _answer(in_database.search_nodes(query, characters=characters)) == \
-                _answer(on_file.search_nodes(query, characters=characters)), (query, characters)
+            assert _answer(search_nodes(in_database, query, characters=characters)) == \
+                _answer(search_nodes(on_file, query, characters=characters)), (query, characters)
     wanted = [*rng.sample(names, min(4, len(names))), "nobody"]
     assert in_database.open_nodes(wanted) == on_file.open_nodes(wanted)
     assert in_database.read_graph() == on_file.read_graph()
@@ -161,12 +162,12 @@ def test_the_counts_stay_exact_after_deletes(database_url: str, on_file: GraphSt
             store.delete_observations([{"entityName": "Ann", "observations": ["likes jazz"]}])
             store.delete_entities(["Bo"])
         _counts_are_exact(database_url, memory, on_file)
-        assert in_database.search_nodes("jazz music") == on_file.search_nodes("jazz music") == {
+        assert search_nodes(in_database, "jazz music") == search_nodes(on_file, "jazz music") == {
             "entities": [], "relations": []}
         for store in (on_file, in_database):
             store.delete_entities(["Ann"])
         _counts_are_exact(database_url, memory, on_file)
-        assert in_database.search_nodes("run") == {"entities": [], "relations": []}
+        assert search_nodes(in_database, "run") == {"entities": [], "relations": []}
 
 
 @pytest.mark.parametrize("needle", ["%", "_", "\\", "\x00", "a%b", "a_b", "\\%", "100%", ".*", "(x|y)", "[ab]", "",
@@ -181,8 +182,8 @@ def test_a_search_s_candidates_hold_every_match_whatever_the_query_holds(databas
     with PostgresStore(database_url, memory_name()) as in_database:
         for store in (on_file, in_database):
             store.create_entities(entities)
-        expected = on_file.search_nodes(needle)
-        assert in_database.search_nodes(needle) == expected
+        expected = search_nodes(on_file, needle)
+        assert search_nodes(in_database, needle) == expected
         # Every entity the rule matches is among the rows the pattern finds (with the trigram index and without).
         lowered = needle.lower()
         matched = {item["name"] for item in expected["entities"]} if expected["entities"] and any(
@@ -202,7 +203,7 @@ def test_a_search_reads_only_its_own_memorys_matches(database_url: str) -> None:
     with PostgresStore(database_url, crowd) as other, PostgresStore(database_url, ours) as store:
         other.create_entities([entity(f"c{index}", "t", ["zephyr breeze"]) for index in range(200)])
         store.create_entities([entity("mine", "t", ["a zephyr here"]), entity("plain", "t", ["nothing"])])
-        assert [item["name"] for item in store.search_nodes("zephyr")["entities"]] == ["mine"]
+        assert [item["name"] for item in search_nodes(store, "zephyr")["entities"]] == ["mine"]
     with psycopg.connect(database_url, autocommit=True) as connection:
         definition = connection.execute("SELECT pg_get_indexdef(to_regclass('kg_entities_by_trigram'))").fetchone()
     assert definition is not None and "(memory, haystack gin_trgm_ops)" in definition[0], definition
@@ -211,11 +212,11 @@ def test_a_search_reads_only_its_own_memorys_matches(database_url: str) -> None:
 def test_a_query_is_never_a_pattern(database_url: str) -> None:
     with PostgresStore(database_url, memory_name()) as store:
         store.create_entities([entity("abc", "t", ["xyz"]), entity("a_c", "t", []), entity("a%c", "t", [])])
-        assert [item["name"] for item in store.search_nodes("a_c")["entities"]] == ["a_c"]
-        assert [item["name"] for item in store.search_nodes("a%c")["entities"]] == ["a%c"]
+        assert [item["name"] for item in search_nodes(store, "a_c")["entities"]] == ["a_c"]
+        assert [item["name"] for item in search_nodes(store, "a%c")["entities"]] == ["a%c"]
         # Not a regular expression: "a.c" is not in "abc" (its word "c" finds the others, by rule 2).
-        assert "abc" not in [item["name"] for item in store.search_nodes("a.c")["entities"]]
-        assert [item["name"] for item in store.search_nodes("ab_")["entities"]] == []
+        assert "abc" not in [item["name"] for item in search_nodes(store, "a.c")["entities"]]
+        assert [item["name"] for item in search_nodes(store, "ab_")["entities"]] == []
 
 
 # --- a database without pg_trgm ------------------------------------------------------------------------------
@@ -255,7 +256,7 @@ def test_without_pg_trgm_a_search_scans_and_answers_the_same(plain_role_database
         for store in (on_file, in_database):
             store.create_entities(people)
         for query in ("coffee", "project 3", "Person 1", "pe", "nothing here", "works coffee"):
-            assert in_database.search_nodes(query) == on_file.search_nodes(query), query
+            assert search_nodes(in_database, query) == search_nodes(on_file, query), query
     assert "no trigram index" in caplog.text
     with psycopg.connect(plain_role_database, autocommit=True) as connection:
         assert connection.execute("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'").fetchone() == (0,)
@@ -348,7 +349,7 @@ def test_a_memory_grown_by_the_tools_is_analysed_when_the_planner_does_not_know_
             plan = "\n".join(row[0] for row in connection.execute(
                 "EXPLAIN " + statements.CONTAINING, {"memory": "grown", "value": like_pattern("zephyr")}, prepare=False))
         assert "Index Cond: ((target = found_2.name) AND (memory = 'grown'::text))" in plan, plan
-        assert len(store.search_nodes("zephyr")["entities"]) == size // 100
+        assert len(search_nodes(store, "zephyr")["entities"]) == size // 100
         store.create_entities([entity("one more", "t", ["plain"])])  # far fewer rows than the memory holds
     assert _analyses(empty_database) == analysed + 2
 
@@ -375,10 +376,10 @@ def test_the_gin_pending_lists_are_bounded_without_waiting_for_a_write(empty_dat
     with psycopg.connect(empty_database) as writer:  # a write under way: its transaction left open
         writer.execute("UPDATE kg_entities SET length = length")
         with PostgresStore(empty_database, memory_name()) as store:
-            assert store.search_nodes("jazz")["entities"] == []  # started, and answered, meanwhile
+            assert search_nodes(store, "jazz")["entities"] == []  # started, and answered, meanwhile
         assert _pending_limits(empty_database) == {"kg_entities_by_term": None, "kg_entities_by_trigram": None}
     with PostgresStore(empty_database, memory_name()) as store:
-        assert store.search_nodes("jazz")["entities"] == []
+        assert search_nodes(store, "jazz")["entities"] == []
     assert _pending_limits(empty_database) == {"kg_entities_by_term": bounded, "kg_entities_by_trigram": bounded}
 
 
@@ -411,8 +412,8 @@ def _upgrade_check(empty_database: str, graphs: dict[str, GraphStore], stack: Ex
         relations_before = connection.execute("SELECT * FROM kg_relations ORDER BY 1, 2, 3, 4").fetchall()
     with PostgresStore(empty_database, "team") as store:
         assert store.read_graph() == graphs["team"].read_graph()
-        assert store.search_nodes("jazz 7") == graphs["team"].search_nodes("jazz 7")
-        assert store.search_nodes("jazz") == graphs["team"].search_nodes("jazz")
+        assert search_nodes(store, "jazz 7") == search_nodes(graphs["team"], "jazz 7")
+        assert search_nodes(store, "jazz") == search_nodes(graphs["team"], "jazz")
         _counts_are_exact(empty_database, "team", graphs["team"])
         _counts_are_exact(empty_database, "me", graphs["me"])
         for target in (store, graphs["team"]):
@@ -460,8 +461,8 @@ def test_a_search_within_a_window_answers_as_on_a_file(database_url: str, tmp_pa
         for query, words, window, explicit in windows:
             assert window is not None, query
             for limit in (None, 2):
-                expected = on_file.search_within(query, words, window, explicit=explicit, limit=limit)
-                assert in_database.search_within(query, words, window, explicit=explicit, limit=limit) == expected, \
+                expected = search_within(on_file, query, words, window, explicit=explicit, limit=limit)
+                assert search_within(in_database, query, words, window, explicit=explicit, limit=limit) == expected, \
                     (query, limit)
                 answered += bool(expected and expected["entities"])
         assert answered > len(windows)  # most windows hold answers: the comparison is not of empty answers
@@ -479,7 +480,7 @@ def test_a_server_starts_while_a_long_write_holds_the_tables(database_url: str) 
                        "WHERE memory = %s", (other,))
         with PostgresStore(database_url, memory_name(), connect_seconds=2) as starting:
             starting.create_entities([entity("Bo", "person", ["jazz"])])
-            assert starting.search_nodes("jazz")["entities"] == [entity("Bo", "person", ["jazz"])]
+            assert search_nodes(starting, "jazz")["entities"] == [entity("Bo", "person", ["jazz"])]
         writer.rollback()
 
 
@@ -544,7 +545,7 @@ def test_a_connection_the_database_ended_is_not_lent_again(database_url: str) ->
                 assert datetime.datetime.now(datetime.UTC) < deadline, "the backends did not end"
         # Every idle connection's session is gone: each call is answered on a new one, not refused.
         assert store.open_nodes(["Ann"])["entities"] == [entity("Ann", "person", ["jazz"])]
-        assert store.search_nodes("jazz")["entities"] == [entity("Ann", "person", ["jazz"])]
+        assert search_nodes(store, "jazz")["entities"] == [entity("Ann", "person", ["jazz"])]
 
 
 def test_a_search_leaves_the_garbage_collector_as_it_found_it(database_url: str) -> None:
@@ -553,18 +554,18 @@ def test_a_search_leaves_the_garbage_collector_as_it_found_it(database_url: str)
     with PostgresStore(database_url, memory_name()) as store:
         store.create_entities([entity("Ann", "person", ["jazz"])])
         assert gc.isenabled()
-        store.search_nodes("jazz", characters=1_500)
-        store.search_nodes("who plays jazz", characters=1_500)  # by words: a snapshot of several reads
+        search_nodes(store, "jazz", characters=1_500)
+        search_nodes(store, "who plays jazz", characters=1_500)  # by words: a snapshot of several reads
         assert gc.isenabled()
         gc.disable()  # someone else's pause is theirs to end
         try:
-            store.search_nodes("jazz")
+            search_nodes(store, "jazz")
             assert not gc.isenabled()
         finally:
             gc.enable()
         with pytest.raises(rules.GraphError):
             with PostgresStore("postgresql://nobody@127.0.0.1:1/none", memory_name(), connect_seconds=1) as gone:
-                gone.search_nodes("jazz")
+                search_nodes(gone, "jazz")
         assert gc.isenabled()
 
 
@@ -579,13 +580,13 @@ def test_after_a_search_what_was_young_is_in_the_oldest_generation(database_url:
         gc.collect()
         young = [[index] for index in range(50)]  # made since the last collection: in the youngest generation
         assert any(item is young[0] for item in gc.get_objects(generation=0))
-        store.search_nodes("jazz", characters=1_500)
+        search_nodes(store, "jazz", characters=1_500)
         oldest = {id(item) for item in gc.get_objects(generation=2)}
         assert all(id(item) in oldest for item in young)
         assert gc.isenabled()
         cycle: list[Any] = []
         cycle.append(cycle)
-        store.search_nodes("jazz")
+        search_nodes(store, "jazz")
         del cycle
         assert gc.collect() >= 1  # still collected
 
@@ -607,7 +608,7 @@ def test_a_server_answering_only_searches_still_frees_cycles(database_url: str) 
     with PostgresStore(database_url, memory_name()) as store:
         store.create_entities([entity("Ann", "person", ["jazz"])])
         for _ in range(2 * collector.PROMOTIONS_PER_COLLECTION + 1):
-            store.search_nodes("jazz", characters=1_500)
+            search_nodes(store, "jazz", characters=1_500)
             cycle = Cycle()
             cycle.me = cycle
             alive.add(cycle)
@@ -628,4 +629,4 @@ def test_an_import_leaves_no_row_waiting_in_the_search_indexes(private_database:
                 "SELECT gin_clean_pending_list(oid) FROM pg_class WHERE relname IN "
                 "('kg_entities_by_term', 'kg_entities_by_trigram') AND relkind = 'i'").fetchall()
         assert cleaned == [(0,), (0,)]
-        assert len(store.search_nodes("zephyr")["entities"]) == 1_500
+        assert len(search_nodes(store, "zephyr")["entities"]) == 1_500

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from memory_server.model import indexes
+from memory_server.retrieval.search import search_nodes
 from memory_server.storage.store import GraphError, GraphStore, LockTimeout, MemoryFileLock, WriteAbandoned, WriteResult
 
 WAIT = 30.0
@@ -68,7 +69,7 @@ def test_a_missing_file_is_an_empty_graph_and_reading_creates_nothing(tmp_path: 
     memory = tmp_path / "not" / "yet" / "memory.jsonl"
     store = GraphStore(memory)
     assert store.read_graph() == {"entities": [], "relations": []}
-    assert store.search_nodes("") == {"entities": [], "relations": []}
+    assert search_nodes(store, "") == {"entities": [], "relations": []}
     assert store.open_nodes(["x"]) == {"entities": [], "relations": []}
     assert not (tmp_path / "not").exists()
 
@@ -374,7 +375,7 @@ def test_reads_go_on_while_a_write_waits_for_the_lock(memory: Path) -> None:
     with MemoryFileLock(memory).held():
         writer, outcome = run_in_thread(lambda: store.create_entities([entity("Bob")]))
         assert store.read_graph() == {"entities": [entity("Alice")], "relations": []}
-        assert store.search_nodes("ali")["entities"] == [entity("Alice")]
+        assert search_nodes(store, "ali")["entities"] == [entity("Alice")]
         assert store.poll_external_change() is False
         assert writer.is_alive() and outcome == []
     writer.join(WAIT)
@@ -521,12 +522,12 @@ def test_when_the_word_index_cannot_be_made_searches_scan_and_the_poller_goes_on
     store = GraphStore(memory)
     store.create_entities([entity("Alice", "person", "likes tea"), entity("Bob", "person", "plays chess")])
     assert store.poll_external_change() is False
-    assert store.search_nodes("TEA")["entities"] == [entity("Alice", "person", "likes tea")]
-    assert store.search_nodes("chess")["entities"] == [entity("Bob", "person", "plays chess")]
+    assert search_nodes(store, "TEA")["entities"] == [entity("Alice", "person", "likes tea")]
+    assert search_nodes(store, "chess")["entities"] == [entity("Bob", "person", "plays chess")]
     assert len(attempts) == 1  # not tried again for the same graph
     assert "word index could not be made" in caplog.text
     store.add_observations([{"entityName": "Bob", "contents": ["drinks tea"]}])
-    assert [e["name"] for e in store.search_nodes("tea")["entities"]] == ["Alice", "Bob"]
+    assert [e["name"] for e in search_nodes(store, "tea")["entities"]] == ["Alice", "Bob"]
 
 
 def test_a_first_search_after_a_load_answers_as_the_index_would_and_the_index_follows(memory: Path) -> None:
@@ -538,12 +539,12 @@ def test_a_first_search_after_a_load_answers_as_the_index_would_and_the_index_fo
                             for n in range(40)] + [entity("Tea Club", "club")])
     assert writer.poll_external_change() is False  # the poller makes the writer's index
     assert writer.graph_in_memory is not None and writer.graph_in_memory.words is not None
-    expected = [writer.search_nodes(query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")]
+    expected = [search_nodes(writer, query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")]
 
     reader = GraphStore(memory)
-    assert [reader.search_nodes(query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")] == expected
+    assert [search_nodes(reader, query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")] == expected
     deadline = time.monotonic() + WAIT
     while (graph := reader.graph_in_memory) is None or graph.words is None:
         assert time.monotonic() < deadline, "the word index was never made"
         time.sleep(0.02)
-    assert [reader.search_nodes(query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")] == expected
+    assert [search_nodes(reader, query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")] == expected

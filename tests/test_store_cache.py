@@ -16,7 +16,8 @@ from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fi
 
 from memory_server.model import graph as rules
 from memory_server.model.records import decode_file
-from memory_server.storage import index_cache
+from memory_server.retrieval.search import search_nodes
+from memory_server.storage import cache_build, index_cache
 from memory_server.storage.store import GraphStore, State
 
 WAIT = 60.0
@@ -62,7 +63,7 @@ def test_k2_a_store_closed_right_after_a_write_leaves_a_cache_that_matches_the_f
         assert not index_cache.cache_path(memory).exists()  # K3: removed before the answer
     assert fresh_cache(memory)
     with GraphStore(memory) as store:
-        found = store.search_nodes("zephyr fan")
+        found = search_nodes(store, "zephyr fan")
         assert store.cache_answers == 1 and store.cold_state in (State.COLD, State.WARM, State.HOT)
         assert [item["name"] for item in found["entities"]] == ["person 7"]
 
@@ -73,7 +74,7 @@ def test_g5_close_ends_every_thread_of_the_store(tmp_path: Path) -> None:
     before = set(store_threads(memory))
     store = GraphStore(memory)
     store.look_ahead()
-    store.search_nodes("zephyr")  # COLD: a worker loads the graph
+    search_nodes(store, "zephyr")  # COLD: a worker loads the graph
     store.create_entities([entity("Quinn")])  # a quiet wait for the cache, the comparison of a save
     assert set(store_threads(memory)) - before
     store.close()
@@ -94,7 +95,7 @@ def test_s1_the_states_of_a_first_start(tmp_path: Path) -> None:
         looking.result(WAIT)
         store.open_nodes(["person 1"])
         assert store.cache_answers == 1 and store.cold_state in (State.COLD, State.WARM)
-    index_cache.remove(memory)
+    cache_build.remove(memory)
     with GraphStore(memory) as store:
         # No cache: the records answer (S4) while a worker makes the graph of them.
         store.open_nodes(["person 1"])
@@ -112,18 +113,18 @@ def test_s1_warm_the_graph_answers_a_search_by_the_whole_query_and_the_cache_one
     memory = tmp_path / "memory.jsonl"
     large_memory(memory)
     with GraphStore(memory, cache=False) as reference:
-        expected = {query: reference.search_nodes(query) for query in ("zephyr", "initiatives mentioned")}
+        expected = {query: search_nodes(reference, query) for query in ("zephyr", "initiatives mentioned")}
     with GraphStore(memory) as store:
-        assert store.search_nodes("zephyr") == expected["zephyr"]
+        assert search_nodes(store, "zephyr") == expected["zephyr"]
         assert store.cache_answers == 1 and store.cold_state in (State.COLD, State.WARM)
         deadline = time.monotonic() + WAIT
         while store.cold_state is State.COLD and time.monotonic() < deadline:
             time.sleep(0.01)  # the worker's load, polled for (no event to wait on from here)
         assert store.cold_state is State.WARM
         # The graph (in memory, with its word index) answers the whole query; the cache is not asked.
-        assert store.search_nodes("zephyr") == expected["zephyr"] and store.cache_answers == 1
+        assert search_nodes(store, "zephyr") == expected["zephyr"] and store.cache_answers == 1
         # A search by words: the graph has no ranking index yet, so the cache ranks it.
-        assert store.search_nodes("initiatives mentioned") == expected["initiatives mentioned"]
+        assert search_nodes(store, "initiatives mentioned") == expected["initiatives mentioned"]
         assert store.cache_answers == 2 and store.cold_state is State.WARM
 
 
@@ -137,14 +138,14 @@ def test_s1_a_cache_is_let_go_when_the_file_changes(tmp_path: Path) -> None:
             writer.add_observations([{"entityName": "person 1", "contents": ["changed by another"]}])
         assert reader.open_nodes(["person 1"])["entities"][0]["observations"][-1] == "changed by another"
         # The cache would still rank searches by words (WARM), but not for a file that changed.
-        assert "person 1" in [item["name"] for item in reader.search_nodes("who was changed by another")["entities"]]
+        assert "person 1" in [item["name"] for item in search_nodes(reader, "who was changed by another")["entities"]]
         assert reader.cache_answers == 1 and reader.cold_state is State.HOT
 
 
 def test_c5_a_build_whose_file_was_removed_by_a_save_does_not_land(tmp_path: Path) -> None:
     memory = tmp_path / "memory.jsonl"
     large_memory(memory)
-    index_cache.remove(memory)
+    cache_build.remove(memory)
     data = memory.read_bytes()
     graph = rules.graph_from_lines(decode_file(data))
     entered = 0
@@ -154,13 +155,13 @@ def test_c5_a_build_whose_file_was_removed_by_a_save_does_not_land(tmp_path: Pat
             nonlocal entered
             entered += 1
             if entered == 2:  # the build's file is written: a save removes it before the rename
-                index_cache.remove(memory)
+                cache_build.remove(memory)
             return True
 
         def __exit__(self, *exc_info: object) -> None:
             pass
 
-    assert not index_cache.build(memory, graph, data, index_cache.digest_of(data), Guard)
+    assert not cache_build.build(memory, graph, data, index_cache.digest_of(data), Guard)
     assert entered == 2
     assert [path.name for path in tmp_path.iterdir()] == ["memory.jsonl"]
 

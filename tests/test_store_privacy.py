@@ -12,7 +12,8 @@ import pytest
 
 from memory_server.model import graph as rules
 from memory_server.model.records import decode_file
-from memory_server.storage import index_cache
+from memory_server.retrieval.search import search_nodes
+from memory_server.storage import cache_build, index_cache
 from memory_server.storage.store import GraphStore
 
 SECRET = "PIN 4821-7730 for the garage"
@@ -42,7 +43,7 @@ def cached_memory(memory: Path, people: int = 4500) -> None:
         store.create_entities(entities)
         store.create_relations([{"from": "Ann", "to": "person 1", "relationType": SECRET}])
     data = memory.read_bytes()
-    assert index_cache.build(memory, rules.graph_from_lines(decode_file(data)), data, index_cache.digest_of(data))
+    assert cache_build.build(memory, rules.graph_from_lines(decode_file(data)), data, index_cache.digest_of(data))
     assert holding(memory, SECRET) == [memory.name, memory.name + ".index"]
 
 
@@ -59,7 +60,7 @@ def test_deleted_text_is_in_no_cache_file_once_the_delete_is_answered(tmp_path: 
     memory = tmp_path / "memory.jsonl"
     cached_memory(memory)
     with GraphStore(memory) as store:
-        assert store.search_nodes("garage")["entities"][0]["name"] == "Ann"
+        assert search_nodes(store, "garage")["entities"][0]["name"] == "Ann"
         if delete == "delete_observations":
             # Its relation names the secret too: gone with a relation delete.
             store.delete_relations([{"from": "Ann", "to": "person 1", "relationType": SECRET}])
@@ -67,7 +68,7 @@ def test_deleted_text_is_in_no_cache_file_once_the_delete_is_answered(tmp_path: 
         assert holding(memory, SECRET) == []
     if restart:
         with GraphStore(memory) as store:
-            assert store.search_nodes("garage")["entities"] == []
+            assert search_nodes(store, "garage")["entities"] == []
         assert holding(memory, SECRET) == []
 
 

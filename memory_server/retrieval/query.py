@@ -13,9 +13,10 @@ Rules (the docs repeat them in docs/search.md):
    own, fused with semantic candidates when a model is installed), and the pager cuts it into
    pages of a glance each (:data:`.answer.DEFAULT_CHARACTERS`), each page's cursor to the next.
 
-Entry point: :func:`search` (graph in memory -> Facts). :func:`matches` is its first half (the
-entities of rules 1 and 2 and the relations touching them), which the index cache also answers
-(storage/index_cache.py) and :func:`.answer.shape` turns into facts whichever answered.
+The server's searches go through retrieval/search.py, which runs :func:`rule` on the candidates
+of whichever source answers (the graph, the index cache, the file's records, the database) and
+then :func:`answer_of` or :func:`.answer.shape`. :func:`search` and :func:`matches` are the same
+rules on a graph in memory alone (the command line, the benchmarks, the tests).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from ..model.dates import Span
 
 _Match = TypeVar("_Match")
+_Ranked = TypeVar("_Ranked")
 
 MODEL_QUERY_CHARS: Final = 32_768
 """The start of a query the semantic model is given: it reads at most 256 tokens, and a token is
@@ -96,10 +98,11 @@ def semantic_nearest(graph: Graph) -> answers.Nearest | None:
     return lambda query, k: nearest(graph, query[:MODEL_QUERY_CHARS], k)
 
 
-def rule(containing: Callable[[str], Sequence[_Match] | None], by_words: Callable[[str], Sequence[_Match]],
-         query: str) -> Sequence[_Match]:
-    """Rules 1 and 2, wherever the candidates come from (the graph, the on-disk cache): the
-    entities containing the whole query when any does, else the query taken as words, ranked."""
+def rule(containing: Callable[[str], Sequence[_Match] | None], by_words: Callable[[str], _Ranked],
+         query: str) -> Sequence[_Match] | _Ranked:
+    """Rules 1 and 2, wherever the candidates come from (see search.py): the entities containing
+    the whole query when any does, else the query taken as words, ranked (or what `by_words`
+    answers instead: None from a source that cannot rank)."""
     matched = containing(query)
     return by_words(query) if matched is None else matched
 
@@ -122,8 +125,7 @@ def matches(graph: Graph, query: str, limit: int | None = None, ranker: Ranker |
             graph = ranked(graph)
         return ranked_by_words(graph, words, ranker)
 
-    matched = rule(partial(contains_query, graph), by_words, query)
-    return found(graph, matched, limit)
+    return found(graph, rule(partial(contains_query, graph), by_words, query), limit)
 
 
 def found(graph: Graph, matched: Sequence[Node], limit: int | None = None) -> dict[str, Any]:

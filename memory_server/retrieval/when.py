@@ -303,7 +303,7 @@ def parse_query(query: str, now: datetime, *, hemisphere: str = "north",
             return _tidy(rest), window
     if events is not None and (since := _SINCE_EVENT.search(query)) is not None:
         event = since.group("event")
-        if _content_terms(event) and (start := events(event)) is not None and start < now:
+        if content_terms(event) and (start := events(event)) is not None and start < now:
             rest = query[:since.start()] + " " + query[since.end():]
             return _tidy(rest), (start, datetime.max.replace(tzinfo=UTC))
     return query, None
@@ -361,7 +361,7 @@ _FILLER: Final = ("tell told say said mention mentioned talk talked discuss disc
                   "me us we you i")
 
 
-def _content_terms(words: str) -> list[str]:
+def content_terms(words: str) -> list[str]:
     from ..index import ranking
 
     filler = set(ranking.query_terms(_FILLER))
@@ -381,7 +381,7 @@ def search(graph: Graph, query: str, words: str, window: Span, *, explicit: bool
     candidates: list[Node]
     primary: dict[str, Any] = {}
     holds: Callable[[str], bool] = lambda text: True  # noqa: E731  (no words: every observation answers)
-    if not _content_terms(words):
+    if not content_terms(words):
         candidates = list(graph.entities.values())
     elif (contained := retrieval.contains_query(graph, words)) is not None:
         needle = words.lower()

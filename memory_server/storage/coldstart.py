@@ -58,7 +58,7 @@ import enum
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -69,8 +69,7 @@ from ..index.search import search_text
 from ..model import graph as rules
 from ..model.graph import Graph
 from ..model.records import EntityRecord, Extended, Line
-from ..retrieval import query as retrieval
-from . import index_cache
+from . import cache_build, index_cache
 from .files import Signature, read_file, stat_signature
 from .loading import decode, json_document
 
@@ -129,8 +128,21 @@ class FirstRecords:
     def open_nodes(self, names: list[str]) -> dict[str, Any]:
         return rules.open_nodes(rules.part_of_lines(self._lines, set(names)), names)
 
-    def searching(self, query: str) -> _RecordsSearch:
-        return _RecordsSearch(self._lines)
+    def containing(self, query: str) -> Graph:
+        """The part of the graph holding the whole query, and every relation touching it (S4)."""
+        needle = query.lower()
+        holders = set()
+        item: Any
+        for item in self._lines:
+            record = item.record if type(item) is Extended else item
+            # Every record of a name is looked at: the part keeps the first, as the graph does.
+            if type(record) is EntityRecord and needle in search_text(record.name, record.entityType,
+                                                                      record.observations):
+                holders.add(record.name)
+        return rules.part_of_lines(self._lines, holders)
+
+    def holding(self, words: str) -> None:
+        return None  # the ranking counts over every entity: the graph's (S4)
 
     def read_graph(self) -> dict[str, Any]:
         if (whole := self._whole) is None:
@@ -145,33 +157,6 @@ class FirstRecords:
     def close(self) -> None:
         """Nothing to close: an answer under way when the records are let go still reads them all,
         and they are freed with the last one."""
-
-
-class _RecordsSearch:
-    """One search's candidates from the records: the part of the graph holding the whole query."""
-
-    def __init__(self, lines: list[Line]) -> None:
-        self._lines = lines
-        self._part = rules.EMPTY
-
-    def containing(self, query: str) -> list[rules.Node] | None:
-        needle = query.lower()
-        holders = set()
-        item: Any
-        for item in self._lines:
-            record = item.record if type(item) is Extended else item
-            # Every record of a name is looked at: the part keeps the first, as the graph does.
-            if type(record) is EntityRecord and needle in search_text(record.name, record.entityType,
-                                                                      record.observations):
-                holders.add(record.name)
-        self._part = rules.part_of_lines(self._lines, holders)
-        return retrieval.contains_query(self._part, query)
-
-    def by_words(self, query: str) -> list[rules.Node]:
-        raise index_cache.Unanswerable  # the ranking counts over every entity: the graph's
-
-    def found(self, matched: Sequence[rules.Node], limit: int | None = None) -> dict[str, Any]:
-        return retrieval.found(self._part, matched, limit)
 
 
 FirstSource: TypeAlias = "index_cache.ColdIndex | FirstRecords"
@@ -408,7 +393,7 @@ class CacheKeeper:
         with self._guard:
             self._generation += 1
             self._matched = None
-            index_cache.remove(self._file)
+            cache_build.remove(self._file)
 
     def refresh(self, budget: float | None = None) -> bool:
         """Makes the cache unless it matches the file already; True when one was made. `budget`:
@@ -432,10 +417,10 @@ class CacheKeeper:
                 return False  # another process made it already
             if graph.terms is None:
                 graph = self._ranked()
-            made = index_cache.build(self._file, graph, data, digest, lambda: self._wanted(generation, signature))
+            made = cache_build.build(self._file, graph, data, digest, lambda: self._wanted(generation, signature))
             if made and stat_signature(self._file) != signature:
                 # Another process saved meanwhile (and removed the cache): this one goes too.
-                index_cache.remove(self._file)
+                cache_build.remove(self._file)
                 return False
             if made:
                 self._matched = signature

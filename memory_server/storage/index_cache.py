@@ -24,29 +24,27 @@ C4. It is made in a private temporary file (0600 from its first byte, no journal
     tables in memory) and renamed over the old one, never changed in place: a reader in any
     process sees a whole cache or none; readers open it read-only.
 C5. It is removed, with every temporary and journal file of it, before a save of the memory file
-    is acknowledged (see :func:`remove`); a build of an older graph never lands after that save
-    (:func:`build` holds the caller's guard while it creates and while it renames its file). So
+    is acknowledged (see cache_build.remove); a build of an older graph never lands after that save
+    (cache_build.build holds the caller's guard while it creates and while it renames its file). So
     text a write removed is in no file of the cache once the write is answered, and a memory
     that went below :data:`WORTH_CACHING` has none.
 C6. Deleting it loses nothing; the memory file's format does not change.
 
-Answers from the cache equal the answers from the graph in memory: the same functions rank,
-over the same postings, and the same rule (retrieval/query.search) picks the matches.
+Answers from the cache equal the answers from the graph in memory: the cache gives parts of the
+graph (the entities a search may match, with the ranking's postings of the whole memory), and
+retrieval/search.py runs the same rules on them as on the graph.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import os
-import re
-import secrets
 import sqlite3
 import threading
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, closing, nullcontext, suppress
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
@@ -54,12 +52,10 @@ from typing import Any, Final
 import msgspec
 
 from ..index.search import FIELD_SEPARATOR
-from ..model import census, indexes
 from ..model import graph as rules
 from ..model.census import Listing, cut_summary
-from ..model.graph import Graph
+from ..model.graph import EMPTY, Edge, Graph, Node
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_line
-from ..retrieval import query as retrieval
 from .osio import NotARegularFile, refuse_unless_regular
 
 FORMAT: Final = "4"
@@ -85,10 +81,6 @@ _SCHEMA: Final = ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)
 
 class CacheMismatch(Exception):
     """The cache does not say what the file holds (C2, C3): it is not used again."""
-
-
-class Unanswerable(Exception):
-    """A query only the graph answers (a match that could span fields)."""
 
 
 def worth_caching(signature: tuple[int, int, int, int] | None) -> bool:
@@ -147,184 +139,6 @@ def _keyed_digest(digest: str, meta: Mapping[str, str]) -> str:
                 mac.update(len(item).to_bytes(8, "little"))
                 mac.update(item)
     return str(mac.hexdigest())
-
-
-# --------------------------------------------------------------------------------------------
-# Making the cache
-# --------------------------------------------------------------------------------------------
-
-
-def build(memory_file: Path, graph: Graph, data: bytes, digest: str,
-          guard: Callable[[], AbstractContextManager[bool]] | None = None) -> bool:
-    """Writes the cache of `graph`, the graph of the memory file bytes `data` with `digest`; True
-    when it was put in place. `guard()` is held while the temporary file is made and while it is
-    renamed into place, and says whether the cache is still wanted (C5). False too when the lines
-    of `data` cannot be matched with the graph (then no cache helps). OSError or sqlite3.Error
-    when it cannot; the old cache (if any) then stays as it was."""
-    parts, meta = _contents(graph, data, digest)
-    if parts is None:
-        return False
-    wanted_by: Callable[[], AbstractContextManager[bool]] = guard or _always_wanted
-    target = cache_path(memory_file)
-    with wanted_by() as wanted:
-        if not wanted:
-            return False
-        for stray in _stray_temporaries(target):
-            with suppress(OSError):
-                stray.unlink()
-        temporary = target.with_name(f"{target.name}.{secrets.token_hex(8)}.tmp")
-        os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), _PRIVATE))
-        # Opened under the guard: a remove() after it unlinks this very file.
-        db = sqlite3.connect(temporary, isolation_level=None)
-    try:
-        with closing(db):
-            db.execute("PRAGMA journal_mode = OFF")
-            db.execute("PRAGMA synchronous = OFF")
-            db.execute("PRAGMA temp_store = MEMORY")
-            db.execute("PRAGMA secure_delete = ON")
-            db.execute("BEGIN")
-            for statement in _SCHEMA:
-                db.execute(statement)
-            db.executemany("INSERT INTO parts VALUES (?, ?)", parts.items())
-            db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
-            db.execute("COMMIT")
-        with wanted_by() as wanted:
-            if not wanted:
-                return False
-            try:
-                refuse_unless_regular(target)  # never over something that is not a cache of ours
-                os.replace(temporary, target)
-            except NotARegularFile:
-                return False
-            except FileNotFoundError:
-                return False  # removed by a save meanwhile (C5)
-            return True
-    finally:
-        with suppress(FileNotFoundError):
-            os.unlink(temporary)
-
-
-def _always_wanted() -> AbstractContextManager[bool]:
-    return nullcontext(True)
-
-
-def remove(memory_file: Path) -> None:
-    """The cache of `memory_file` gone, with every temporary or journal file of it (a build in
-    another thread writes on into a file no longer in the directory, and its rename fails)."""
-    target = cache_path(memory_file)
-    for path in (target, target.with_name(target.name + "-journal"), target.with_name(target.name + "-wal"),
-                 target.with_name(target.name + "-shm"), *_stray_temporaries(target)):
-        with suppress(FileNotFoundError, NotADirectoryError, NotARegularFile):
-            refuse_unless_regular(path)  # a FIFO or a directory under the name is not ours to remove
-            os.unlink(path)
-
-
-def _line_spans(graph: Graph, data: bytes) -> tuple[array[int], array[int], list[bool]] | None:
-    """Where each entity's and relation's line lies in `data`, and whether it is exactly the
-    record's own encoding; None when the file's lines do not give this graph."""
-    entities, relations = array("q"), array("q")
-    plain: list[bool] = []
-    # A file this program saved: its lines in graph order, joined by newlines.
-    at = 0
-    for spans, items in ((entities, graph.entities.values()), (relations, graph.relations.values())):
-        for item in items:
-            line = item.line
-            end = at + len(line)
-            if data[at:end] != line or data[end:end + 1] not in (b"\n", b""):
-                return _spans_by_reading(graph, data)
-            spans.extend((at, len(line)))
-            plain.append(getattr(item, "extra", None) is None)
-            at = end + 1
-    return entities, relations, plain
-
-
-def _spans_by_reading(graph: Graph, data: bytes) -> tuple[array[int], array[int], list[bool]] | None:
-    """_line_spans for any other file: every line decoded again, the first of each name or
-    relation taken, as the graph was made."""
-    entity_at: dict[str, tuple[int, int, bool]] = {}
-    relation_at: dict[rules.Triple, tuple[int, int, bool]] = {}
-    at = 0
-    for line in data.split(b"\n"):
-        start, at = at, at + len(line) + 1
-        if not line.strip():
-            continue
-        item: Any = decode_line(line, 0)
-        plain = type(item) is not Extended
-        record = item.record if type(item) is Extended else item
-        if type(record) is EntityRecord:
-            entity_at.setdefault(record.name, (start, len(line), plain))
-        elif type(record) is RelationRecord:
-            relation_at.setdefault((record.source, record.target, record.relationType), (start, len(line), plain))
-    if len(entity_at) != len(graph.entities) or len(relation_at) != len(graph.relations):
-        return None
-    entities, relations = array("q"), array("q")
-    flags: list[bool] = []
-    try:
-        for spans, items, where in ((entities, graph.entities, entity_at), (relations, graph.relations, relation_at)):
-            for key, item in items.items():
-                start, size, plain = where[key]  # type: ignore[index]
-                spans.extend((start, size))
-                flags.append(plain and data[start:start + size] == item.line)
-    except KeyError:
-        return None
-    return entities, relations, flags
-
-
-def _contents(graph: Graph, data: bytes, digest: str) -> tuple[dict[str, bytes] | None, dict[str, str]]:
-    # A file that starts with a byte order mark (an editor's) is left to the graph: it is rare.
-    spans = None if data.startswith(b"\xef\xbb\xbf") else _line_spans(graph, data)
-    if spans is None:
-        return None, {}
-    entity_spans, relation_spans, plain = spans
-    graph = indexes.with_term_index(graph)
-    terms = graph.terms
-    assert terms is not None
-    encode = msgspec.json.encode
-    names = list(graph.entities)
-    place = {name: number for number, name in enumerate(names)}
-    texts = [node.text.encode() for node in graph.entities.values()]
-    starts = array("q")
-    at = 0
-    for text in texts:
-        starts.append(at)
-        at += len(text) + 1
-    links_at, links = array("q", [0]), array("I")
-    relation_place = {triple: number for number, triple in enumerate(graph.relations)}
-    for name in names:
-        links.extend(sorted(relation_place[triple] for triple in graph.links.get(name, ())))
-        links_at.append(len(links))
-    postings_at, postings, tfs = array("q", [0]), array("I"), array("I")
-    for holders in terms.postings.values():
-        for name, tf in holders.items():
-            postings.append(place[name])
-            tfs.append(tf)
-        postings_at.append(len(postings))
-    from ..index.ranking import FIELD_WEIGHTS
-
-    types, connected = census.summary_counts(graph)
-    summary = {"entities": len(graph.entities), "relations": len(graph.relations), "types": types,
-               "connected": connected}
-    parts = {
-        "entities": _pack(entity_spans), "relations": _pack(relation_spans), "names": encode(names),
-        "plain": bytes(plain), "texts": _BETWEEN.join(texts), "starts": _pack(starts),
-        "links_at": _pack(links_at), "links": _pack(links),
-        "lengths": _pack([terms.lengths[name] for name in names]),
-        "terms": encode(list(terms.postings)), "postings_at": _pack(postings_at),
-        "postings": _pack(postings), "tfs": _pack(tfs),
-    }
-    meta = {"format": FORMAT, "digest": digest, "size": str(len(data)), "total": str(terms.total),
-            "weights": ",".join(map(str, FIELD_WEIGHTS)), "summary": encode(summary).decode()}
-    meta.update((f"mac:{name}", _part_digest(digest, name, parts[name])) for name in PARTS)
-    meta["mac"] = _keyed_digest(digest, meta)
-    return parts, meta
-
-
-def _stray_temporaries(target: Path) -> list[Path]:
-    """Temporary caches a killed builder left behind (or one a build is writing)."""
-    pattern = re.compile(re.escape(target.name) + r"\.[0-9a-f]{16}\.tmp")
-    with suppress(OSError), os.scandir(target.parent) as entries:
-        return [target.parent / entry.name for entry in entries if pattern.fullmatch(entry.name)]
-    return []
 
 
 def is_current(memory_file: Path, data: bytes, digest: str) -> bool:
@@ -542,15 +356,15 @@ class ColdIndex:
                                     partial(cut_summary, counts["entities"], counts["relations"], types, connected)),
                 "relations": units[entity_count:]}
 
-    def open_nodes(self, names: list[str]) -> dict[str, Any]:
-        """Unanswerable when a name the cache does not know may be in the file after all (C3)."""
+    def open_nodes(self, names: list[str]) -> dict[str, Any] | None:
+        """None when a name the cache does not know may be in the file after all (C3): the graph answers."""
         place = self._places()
         wanted = sorted({place[name] for name in names if name in place})
         for name in set(names) - set(place):
             if self._escaped is None:
                 self._escaped = b"\\u" in self.data
             if self._escaped or msgspec.json.encode(name) in self.data:
-                raise Unanswerable
+                return None
         return self.found(wanted)
 
     def found(self, numbers: Sequence[int], limit: int | None = None) -> dict[str, Any]:
@@ -574,7 +388,7 @@ class ColdIndex:
             self._place = {name: number for number, name in enumerate(self.names)}
         return self._place
 
-    # -- search candidates (the rule is retrieval/query.search's) ---------------------------------
+    # -- search candidates (retrieval/search.py's CandidateSource; its rules run on them) ----------
 
     def text_at(self, number: int) -> str:
         """The search text of the `number`-th entity in graph order."""
@@ -582,12 +396,12 @@ class ColdIndex:
         end = starts[number + 1] - 1 if number + 1 < len(starts) else len(self._texts)
         return self._texts[starts[number]:end].decode()
 
-    def containing(self, query: str) -> list[int] | None:
-        """The entities containing the whole query, most relevant first (None: none does), each
-        checked against its line in the file (C3). Unanswerable for a query only the graph answers."""
+    def containing(self, query: str) -> Graph | None:
+        """The part of the graph whose entities contain the whole query, each checked against its
+        line in the file (C3); None for a query only the graph answers (a match that could span fields)."""
         needle = query.lower()
         if FIELD_SEPARATOR in needle:
-            raise Unanswerable
+            return None
         texts, starts = self._texts, self._starts
         target = needle.encode()
         found: list[int] = []
@@ -600,22 +414,39 @@ class ColdIndex:
                 at = texts.find(target, end + 1)  # the next entity's text
             else:
                 at = texts.find(target, at + 1)
-        if not found:
-            return None
-        records = {number: self.entity(number) for number in found}
-        if not needle.strip():
-            return found
-        key = retrieval.relevance(needle)
-        return sorted(found, key=lambda n: key(records[n].name, records[n].entityType, self.text_at(n), n))
+        return self.subgraph(found)
 
-    def by_words(self, query: str) -> list[int]:
-        """The entities holding a term of the query, best first (ties in graph order)."""
+    def holding(self, words: str) -> Graph:
+        """The part of the graph whose entities hold a term of `words`, with the ranking's index
+        as the cache holds it (the whole memory's counts)."""
         from ..index import ranking
 
-        terms = _CachedTerms(self)
-        scores = ranking.rank(terms, query, ranking.DEFAULT, lambda name: self.text_at(self._places()[name]))
         place = self._places()
-        return sorted((place[name] for name in scores), key=lambda n: (-scores[self.names[n]], n))
+        numbers = {place[name] for term in ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
+                   for name in self.holders(term) or ()}
+        return replace(self.subgraph(sorted(numbers)), terms=_CachedTerms(self))  # type: ignore[arg-type]
+
+    def subgraph(self, numbers: Sequence[int]) -> Graph:
+        """These entities (in graph order) and every relation touching one, as the graph holds them."""
+        if not numbers:
+            return EMPTY
+        entities: dict[str, Node] = {}
+        for number in numbers:
+            record = self.entity(number)
+            entities[record.name] = Node(record, self.entity_view(record), self.text_at(number), number, None,
+                                         self._line(self._entities, number))
+        links_at, links = self._links_at, self._links
+        relations: dict[rules.Triple, Edge] = {}
+        touching: dict[str, set[rules.Triple]] = {}
+        for number in sorted({r for n in numbers for r in links[links_at[n]:links_at[n + 1]]}):
+            relation = self.relation(number)
+            triple = (relation.source, relation.target, relation.relationType)
+            if relation.source not in entities and relation.target not in entities:
+                raise CacheMismatch(f"relation {number} touches none of the entities it is listed for")
+            relations[triple] = Edge(relation, self.relation_view(relation), number, self._line(self._relations, number))
+            touching.setdefault(relation.source, set()).add(triple)
+            touching.setdefault(relation.target, set()).add(triple)
+        return Graph(entities, relations, touching)
 
     def holders(self, term: str) -> dict[str, int] | None:
         if self._terms is None:

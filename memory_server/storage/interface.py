@@ -4,12 +4,12 @@ memory file's store (store.GraphStore) and the database's (postgres.PostgresStor
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..model.dates import Span
     from ..model.writes import IncomingEntity, IncomingRelation
-    from ..retrieval.paging.pages import Facts
     from .store import WriteResult
 
 
@@ -28,10 +28,9 @@ class MemoryStore(Protocol):
     def __exit__(self, *exc_info: object) -> None: ...
     def read_graph(self) -> dict[str, Any]: ...
     def read_graph_for_pages(self, *, in_memory: bool = False) -> dict[str, Any]: ...
-    def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
-                     in_memory: bool = False, window: Span | None = None) -> dict[str, Any] | Facts: ...
-    def search_within(self, query: str, words: str, window: Span, *, explicit: bool,
-                      limit: int | None = None) -> dict[str, Any] | None: ...
+    def sources(self, *, in_memory: bool = False) -> AbstractContextManager[Sequence[Any]]:
+        """A search's candidate sources, in turn (each a retrieval.search.CandidateSource, met
+        structurally); `in_memory`: only those that answer without I/O, maybe none."""
     def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]: ...
     def poll_external_change(self) -> bool: ...
 

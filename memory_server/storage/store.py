@@ -5,7 +5,8 @@ Writes hold ``<memory file>.lock`` (see lock.py) while they make sure they start
 current bytes, change and save, so writes from different processes take turns. Saves replace the
 file atomically (see files.py). The pieces, each with its own guarantees:
 
-- commit.py: the write queue and group commit (W1-W5);
+- commit.py: the write queue and group commit (W1-W5); saving.py: a batch applied and saved (G3, G4);
+- candidates.py: a search's candidate sources (F1-F3), for retrieval/search.py;
 - coldstart.py: a new process's first answers from the cache or the file's records, and the cache
   kept up (S1-S4, K1-K3);
 - index_cache.py: the cache itself (C1-C6);
@@ -26,8 +27,9 @@ G5. One executor runs every piece of background work (the first look, the warm-u
     the cache, the comparison of G3, closing the version a save replaced), and one timer at a time waits for quiet (coldstart S3);
     ``close()`` (or leaving ``with GraphStore(...)``) ends them all and writes the cache when it
     is stale (coldstart K2). No thread of the store outlives it.
-G6. The search rule is retrieval/query.search, called in one place (:meth:`GraphStore.search_nodes`)
-    with candidates from the cache, the records or the graph.
+G6. A search's candidates come from :meth:`GraphStore.sources` (candidates.py): the graph, or
+    while coldstart S1 lets them, the cache or the records first; retrieval/search.py's rules run on
+    whichever answers.
 """
 
 from __future__ import annotations
@@ -38,37 +40,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import suppress
-from dataclasses import replace
-from functools import partial
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
+from typing import Any, Final
 
 from ..model import graph as rules
 from ..model import indexes, writes
-from ..model.graph import Change, Graph, GraphError, Node
-from ..model.records import Layout, Line, layout_pieces
-from ..retrieval import query as retrieval
-from ..retrieval.paging.pages import Facts
-from . import index_cache
+from ..model.graph import Graph, GraphError
+from ..model.records import Line
+from .candidates import FirstAnswers, GraphCandidates, first_answer
 from .coldstart import CLOSE_BUDGET, CacheKeeper, ColdStart, FileBytes, FirstSource, State
 from .commit import MAX_BATCH, GroupCommit, Operation, WriteResult
-
-if TYPE_CHECKING:
-    from ..model.dates import Span
 from .files import (
     Signature,
-    append_rejected,
-    create_private_directories,
-    fsync_directory,
-    holds,
-    let_go_of_cached,
     read_file,
-    rejected_path_for,
-    remove_debris,
     remove_empty_directories,
     remove_old_spare,
-    staged,
     stat_signature,
 )
 from .loading import decode, describe_load, graph_of, json_document
@@ -81,6 +68,7 @@ from .lock import (
     MemoryFileLock,
     WriteAbandoned,
 )
+from .saving import Saving, Snapshot
 
 __all__ = [
     "LOCK_REFRESH_EVERY",
@@ -104,10 +92,6 @@ INLINE_ITEMS: Final = 100_000
 """Entities plus relations above which a search or read_graph goes to a worker even when the graph
 is in memory: at that size it takes tens of ms, which on the event loop would hold up every other
 request (a worker gives them turns). open_nodes costs the same at any size."""
-INDEX_ONCE_FROM: Final = 3
-"""Batches of this many writes bring the search indexes up to date once, after the last write,
-rather than after each: from three writes on, one update is cheaper than one per write (figures:
-docs/benchmarks.md, "Figures behind the code")."""
 WORKERS: Final = 3
 """Threads of the store's executor: the first look or warm-up, an index or the cache's build, and
 the comparison of a save (G3), so that none waits behind another."""
@@ -118,61 +102,12 @@ _INDEXES: Final = {
 """Each kind of index: the model's function that makes it, and what losing it costs."""
 
 
-class _Snapshot(NamedTuple):
-    graph: Graph
-    signature: Signature
-    content: Sequence[bytes] | None = None
-    """The bytes the graph was read from or saved as, so that a writer can tell for certain that
-    the file still holds them (a stat signature can repeat); None when unknown."""
-    layout: Layout = ()
-    """How this process last saved the file, for the next save to reuse the pieces that stay the same."""
-
-
 class NotInMemory(Exception):
     """A read asked to use only the graph in memory needs more: the file (re)loaded, the cache
     opened, or an index made. Ask again without `in_memory`, on a thread that may wait for it."""
 
 
-class _StaleStart(Exception):
-    """The file no longer holds the bytes a write started from: it starts again from the file."""
-
-
-class _Candidates(Protocol):
-    """Where a search's candidates come from (the cache, the graph), for retrieval.query.rule."""
-
-    def containing(self, query: str) -> Sequence[Any] | None: ...
-    def by_words(self, query: str) -> Sequence[Any]: ...
-    def found(self, matched: Sequence[Any], limit: int | None = None) -> dict[str, Any]: ...
-
-
-def _search(source: _Candidates, query: str, limit: int | None) -> dict[str, Any]:
-    """The one place the search rule is applied (G6)."""
-    return source.found(retrieval.rule(source.containing, source.by_words, query), limit)
-
-
-class _GraphCandidates:
-    """A search's candidates from the graph; `rank` makes its ranking index when a search by words
-    needs it (None: only in memory, so NotInMemory; or raises _Declined: the next source answers)."""
-
-    def __init__(self, graph: Graph, rank: Any) -> None:
-        self.graph = graph
-        self._rank = rank
-
-    def containing(self, query: str) -> list[Node] | None:
-        return retrieval.contains_query(self.graph, query)
-
-    def by_words(self, query: str) -> list[Node]:
-        if self.graph.terms is None:
-            if self._rank is None:
-                raise NotInMemory
-            self.graph = self._rank()
-        return retrieval.ranked_by_words(self.graph, query)
-
-    def found(self, matched: Sequence[Node], limit: int | None = None) -> dict[str, Any]:
-        return retrieval.found(self.graph, matched, limit)
-
-
-class GraphStore:
+class GraphStore(Saving):
     """The graph of one memory file, safe to call from many threads and many processes.
     Close it (or use it as a context manager) to end its background work (G5)."""
 
@@ -192,7 +127,7 @@ class GraphStore:
         self._lock = MemoryFileLock(self._file, timeout=self._lock_timeout,
                                     stale_after=timings.stale_after if stale_after is None else stale_after,
                                     refresh_every=timings.refresh_every if refresh_every is None else refresh_every)
-        self._snapshot: _Snapshot | None = None
+        self._snapshot: Snapshot | None = None
         self._loading = threading.Lock()
         self._indexing = threading.Lock()
         self._unindexable: dict[str, Graph] = {}
@@ -283,112 +218,81 @@ class GraphStore:
 
     def read_graph(self) -> dict[str, Any]:
         self._keeper.touched()
-        if (cold := self._coldstart.cache()) is not None:
-            with suppress(_Declined):
-                return self._from_cache(lambda: cold.read_graph(), cold)
+        if (cold := self._coldstart.cache()) is not None \
+                and (found := self._first(cold, lambda: cold.read_graph())) is not None:
+            return found
         return rules.read_graph(self._graph())
 
     def read_graph_for_pages(self, *, in_memory: bool = False) -> dict[str, Any]:
         """read_graph as the pager takes it: from the cache, the objects as their JSON
         (msgspec.Raw), the entities a census.Listing that summarises the graph; else read_graph.
-        `in_memory`: see :meth:`search_nodes`."""
+        `in_memory`: see :meth:`sources`."""
         self._keeper.touched()
         if in_memory:
             return rules.read_graph_for_pages(self._graph_in_memory())
-        if (cold := self._coldstart.cache()) is not None:
-            with suppress(_Declined):
-                return self._from_cache(lambda: cold.graph_units(), cold)
+        if (cold := self._coldstart.cache()) is not None \
+                and (found := self._first(cold, lambda: cold.graph_units())) is not None:
+            return found
         return rules.read_graph_for_pages(self._graph())
 
     def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]:
-        """`in_memory`: see :meth:`search_nodes`."""
+        """`in_memory`: see :meth:`sources`."""
         self._keeper.touched()
         if in_memory:
             return rules.open_nodes(self._graph_in_memory(whole=False), names)
-        if (cold := self._coldstart.cache()) is not None:
-            with suppress(_Declined):
-                return self._from_cache(lambda: cold.open_nodes(names), cold)
+        if (cold := self._coldstart.cache()) is not None \
+                and (found := self._first(cold, lambda: cold.open_nodes(names))) is not None:
+            return found
         return rules.open_nodes(self._graph(), names)
 
-    def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
-                     in_memory: bool = False, window: Span | None = None) -> dict[str, Any] | Facts:
-        """The best `limit` (default: all) entities for the query, best first (retrieval.query's
-        rules 1 and 2); with `characters`, the answer made of their facts (rule 3), semantic
-        candidates included when the graph answered.
+    @contextmanager
+    def sources(self, *, in_memory: bool = False) -> Iterator[Sequence[GraphCandidates | FirstAnswers]]:
+        """Where a search's candidates come from, in turn (retrieval/search.py's CandidateSource;
+        G6): the last one answers every step.
 
-        `in_memory`: only from the graph in memory and the indexes it has, work bounded by its size
-        (a caller may then answer on its event loop); NotInMemory when the read would need the
-        file loaded, the cache, or an index made first."""
+        `in_memory`: only the graph in memory and the indexes it has, work bounded by its size (a
+        caller may then answer on its event loop); no source when the read would need the file
+        loaded, the cache, or an index made first."""
         self._keeper.touched()
         try:
-            for source, first in self._search_sources(in_memory, query):
-                try:
-                    matched = self._from_cache(partial(_search, source, query, limit if characters is None else None),
-                                               first)
-                except _Declined:
-                    continue
-                if characters is None:
-                    return matched
-                graph = source.graph if isinstance(source, _GraphCandidates) else self._loaded_graph()
-                # (matched by the cache, with no graph loaded: the scope is read from the cache too)
-                return retrieval.answer_of(graph, query, matched, characters=characters, limit=limit, window=window,
-                                           opened=lambda names: self.open_nodes(list(names), in_memory=in_memory))
-            raise AssertionError("the graph always answers")
+            yield self._search_sources(in_memory)
         finally:
             # The word index a scan asked for: made by a worker, after this answer is worked out.
             if self._index_wanted.is_set():
                 self._index_wanted.clear()
                 self._submit(self._index_quietly, "words")
 
-    def search_within(self, query: str, words: str, window: Span, *, explicit: bool,
-                      limit: int | None = None) -> dict[str, Any] | None:
-        """search_nodes within a time window (see retrieval.when.search), from the graph in memory
-        (the dates of each observation are not in the cache); None: answered as without a window."""
-        from ..retrieval import when  # loaded with the first search that names a time
-
-        self._keeper.touched()
-        return when.search(self._ensure_index("terms"), query, words, window, explicit=explicit, limit=limit)
-
-    def _search_sources(self, in_memory: bool, query: str) -> Iterator[tuple[_Candidates, FirstSource | None]]:
-        """Where a search's candidates come from, in turn, each with the first-answer source it is (None: the graph)."""
+    def _search_sources(self, in_memory: bool) -> list[GraphCandidates | FirstAnswers]:
         if in_memory:
-            yield _GraphCandidates(self._graph_in_memory(), None), None
-            return
-        def first(cold: FirstSource) -> tuple[_Candidates, FirstSource]:
-            return (cold if isinstance(cold, index_cache.ColdIndex) else cold.searching(query)), cold
-
+            try:
+                graph = self._graph_in_memory()
+            except NotInMemory:
+                return []
+            return [GraphCandidates(lambda: graph, None, windows=False)]
+        last = GraphCandidates(self._searchable_graph, lambda: self._ensure_index("terms"), windows=True)
         if (cold := self._coldstart.cache()) is not None:  # COLD: the cache or the file's records answer
-            yield first(cold)
-        elif (cold := self._coldstart.cache(words=True)) is not None:
+            return [self._first_answers(cold), last]
+        if (cold := self._coldstart.cache(words=True)) is not None:
             # WARM: the graph and its word index answer a search by the whole query (far faster than
             # the cache at any size); the cache ranks a search by words while the graph has no
-            # ranking index (the graph declines it).
-            try:
-                loaded: Graph | None = self._graph_in_memory(whole=False)
-            except NotInMemory:
-                loaded = None  # (a warm-up that failed: the cache answers, and the graph after it)
-            if loaded is not None:
-                yield _GraphCandidates(loaded, _decline), None
-            yield first(cold)
-        yield _GraphCandidates(self._searchable_graph(), lambda: self._ensure_index("terms")), None
+            # ranking index (the graph declines it). A warm-up that failed leaves no graph: the cache
+            # answers, and the graph after it.
+            loaded = self._loaded_graph()
+            warm = [] if loaded is None else [GraphCandidates(lambda: loaded, None, windows=True)]
+            return [*warm, self._first_answers(cold), last]
+        return [last]
 
-    def _from_cache(self, answer: Any, source: FirstSource | None) -> dict[str, Any]:
-        """`answer()`; from a first-answer source (the cache, the records: not None), _Declined
-        when it cannot answer (the graph then does)."""
-        if source is None:
-            result: dict[str, Any] = answer()
-            return result
-        try:
-            result = answer()
-        except index_cache.Unanswerable:
-            raise _Declined from None
-        except Exception as error:  # a cache that fails a check is not used again (coldstart S1)
-            self._coldstart.failed(error)
-            raise _Declined from None
-        finally:
-            self._coldstart.start_warm_up()
-        self._coldstart.count(source)
-        return result
+    def _first_answers(self, cold: FirstSource) -> FirstAnswers:
+        return FirstAnswers(cold, self._coldstart, self._loaded_graph, self.open_nodes)
+
+    def _first(self, cold: FirstSource, answer: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
+        """`answer()` from a first-answer source (the cache, the records); None when it declines
+        or fails a check: the graph then answers."""
+        found = first_answer(self._coldstart, cold, answer)
+        self._coldstart.start_warm_up()
+        if found is not None:
+            self._coldstart.count(cold)
+        return found
 
     def _loaded_graph(self) -> Graph | None:
         """The graph of the file's current version when it is loaded, else None: while the cache
@@ -613,161 +517,8 @@ class GraphStore:
         graph = graph_of(lines, views)
         for message in describe_load(self._file, graph):
             log.warning("%s", message)
-        self._snapshot = _Snapshot(graph, signature, (data,))
+        self._snapshot = Snapshot(graph, signature, (data,))
         self._unreported_change = self._unreported_change or not first
         self._coldstart.graph_made()
         self._keeper.changed()
         return graph
-
-    # -- saving --------------------------------------------------------------------------------
-
-    def _run_batch(self, operations: Sequence[Operation]) -> list[WriteResult | Exception]:
-        snapshot = self._snapshot
-        if snapshot is None or snapshot.content is None:
-            return self._apply(operations, self._reload(), None)
-        # The stat signature is not enough here: a rewrite of the same size can keep it
-        # (coarse timestamps and a reused inode, a tool that restores the modification
-        # time), and saving over it would undo that rewrite. So the file's bytes are
-        # compared with the ones the graph came from, alongside the work on the change;
-        # nothing on disk changes before the comparison has said they are the same.
-        check = self._soon(holds, self._file, snapshot.content)
-        try:
-            return self._apply(operations, snapshot.graph, check)
-        except _StaleStart:
-            return self._apply(operations, self._reload(), None)  # the whole batch, on the file's graph
-
-    def _apply(self, operations: Sequence[Operation], before: Graph,
-               check: Future[bool] | None) -> list[WriteResult | Exception]:
-        """Each operation on the graph the ones before it made, as if they had taken turns, then
-        one save of the last graph. An operation that fails (a rule broken) fails alone and
-        changes nothing. A failing save raises, so every write of the batch gets its error: the
-        answers of the writes after the first change were worked out on graphs that never reached
-        the disk, and even the ones before it are simply tried again, so the rule is the same for all."""
-        start = before
-        if len(operations) >= INDEX_ONCE_FROM and (before.words is not None or before.terms is not None):
-            # Each write would bring the search indexes up to date (copying them); a batch does it once.
-            start = replace(before, words=None, terms=None)
-        graph = start
-        changes: list[Change | Exception] = []
-        for operation in operations:
-            try:
-                change = operation(graph)
-            except Exception as error:  # operations are pure: the graph so far stands
-                changes.append(error)
-                continue
-            changes.append(change)
-            if change.changed:
-                graph = change.graph
-        if graph is start:
-            # Nothing to save; but answers (and broken rules) worked out on an outdated graph are no answers.
-            self._confirm(check)
-            notes: list[str] = []
-        else:
-            if start is not before:
-                # None when so much changed that new indexes cost less: the read side makes them when needed.
-                graph = indexes.carry_word_index(before, graph) or graph
-            notes = self._commit(graph, check)
-        results: list[WriteResult | Exception] = []
-        for outcome in changes:
-            if isinstance(outcome, Exception):
-                results.append(outcome)
-            elif outcome.changed:
-                results.append(WriteResult(outcome.value, True, notes))
-                notes = []  # what the save did is told once, to the first write that changed the graph
-            else:
-                results.append(WriteResult(outcome.value, False, []))
-        return results
-
-    def _confirm(self, check: Future[bool] | None) -> None:
-        """_StaleStart unless the file still holds the bytes the write started from."""
-        if check is None:
-            return
-        try:
-            current = check.result()
-        except OSError as error:
-            raise GraphError(f"Cannot read the memory file {self._file}: {error.strerror}") from error
-        if not current:
-            raise _StaleStart
-
-    def _reload(self) -> Graph:
-        with self._loading:
-            return self._load(first=self._snapshot is None)
-
-    def _create_directory(self) -> None:
-        try:
-            self._made_directories += create_private_directories(self._file.parent)
-        except OSError as error:
-            raise GraphError(f"Cannot create the directory {self._file.parent} for the memory file: "
-                             f"{error.strerror}. Nothing was changed.") from error
-
-    def _commit(self, graph: Graph, check: Future[bool] | None = None) -> list[str]:
-        """Saves `graph`; the notes say what else the save did (unreadable lines moved)."""
-        notes: list[str] = []
-        # The bytes kept for the comparison under the lock have served. Read from the file (no save
-        # of this process since the load), they are freed now and their memory is reused for the new
-        # file's pieces (fresh memory costs a page fault per 4 KiB); saved by this process, they
-        # are the last layout's pieces, which the new layout reuses where lines did not change. A
-        # save that fails leaves them unknown, so the next write reads the file again.
-        with self._loading:
-            if (before := self._snapshot) is not None:
-                self._snapshot = before._replace(content=None)
-        layout = rules.file_layout_of(graph, *((before.graph, before.layout) if before is not None else ()))
-        self._save(graph, layout, notes, check)
-        self._keeper.changed()
-        return notes
-
-    def _save(self, graph: Graph, layout: Layout, notes: list[str], check: Future[bool] | None) -> None:
-        # A holder that was paused past the stale time stops here, before it touches anything.
-        self._lock.raise_if_lost()
-        try:
-            remove_debris(self._file)
-            if graph.rejected:
-                self._confirm(check)
-                side_file = rejected_path_for(self._file)
-                # Appended before the memory file loses them: a crash in between duplicates, never loses.
-                append_rejected(side_file, graph.rejected)
-                notes.append(f"{rules.plural(len(graph.rejected), 'unreadable line was', 'unreadable lines were')} "
-                             f"moved from the memory file to {side_file}.")
-                graph = replace(graph, rejected=())
-            # The comparison has read the file (G3), so its cached pages can go now: they are the
-            # ones this thread's write then gets back (files.let_go_of_cached).
-            self._confirm(check)
-            let_go_of_cached(self._file)
-            with staged(self._file, layout_pieces(layout)) as temporary:
-                self._lock.raise_if_lost()
-                # Readers noticing the new file wait for the new snapshot instead of loading it again.
-                with self._loading:
-                    replaced = temporary.put_in_place(self._file)
-                    self._snapshot = _Snapshot(self._with_indexes_published_meanwhile(graph), temporary.signature,
-                                               temporary.content, layout)
-                    self._saves += 1
-                self._keeper.removed()  # before the save is acknowledged (coldstart K3)
-        except OSError as error:
-            raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "
-                             "Nothing was changed.") from error
-        fsync_directory(self._file.parent)
-        if replaced is not None:
-            # The last descriptor of the version replaced: closing it frees its blocks, which a
-            # worker does while the answer goes out (files.Staged.put_in_place). After the fsync of
-            # the directory, which would otherwise wait for those blocks' records too.
-            self._soon(os.close, replaced)
-
-    def _with_indexes_published_meanwhile(self, graph: Graph) -> Graph:
-        """`graph` with the search indexes the read side published while the batch was worked out
-        from the graph before them (under _loading). Dropped, they would be made again from scratch
-        at the next search or poll; with writes landing back to back that could repeat forever."""
-        current = self._snapshot
-        if current is None or ((graph.words is not None or current.graph.words is None)
-                               and (graph.terms is not None or current.graph.terms is None)):
-            return graph
-        return indexes.carry_word_index(current.graph, graph) or graph
-
-
-
-class _Declined(Exception):
-    """The cache cannot give this answer: the next source does."""
-
-
-def _decline() -> Graph:
-    """A search source that leaves this answer to the next one (a ranking index it lacks)."""
-    raise _Declined

@@ -8,29 +8,24 @@ import logging
 import select
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, cast
 
 from ...index import ranking
 from ...model import graph as rules
 from ...model import writes
-from ...model.graph import Change, Graph, GraphError, Node, Triple
-from ...retrieval import query as retrieval
-from ...retrieval.paging.pages import Facts
+from ...model.graph import Change, Graph, GraphError, Triple
 from .. import collector
 from ..interface import StoreChoiceError
 from ..store import NotInMemory, WriteResult
 from . import schema, vectors
 from .faults import DatabaseBusy, DatabaseRefused, DatabaseUnreachable, NotAllowed, reason_of
 from .names import DEFAULT_MEMORY, memory_name_from, without_fragments, without_password
-from .reads import MemoryTerms, Read, Snapshot, graph_again, graph_of, node_from, union
+from .reads import MemoryTerms, Snapshot, graph_again, graph_of, node_from, subgraph, union
 from .statements import REVISION, STATEMENT_MILLISECONDS, Version, version_of
 from .statistics import Statistics
 from .writes import COPY_ROWS, RuleReads, write
-
-if TYPE_CHECKING:
-    from ...model.dates import Span
 
 try:
     import psycopg
@@ -292,72 +287,16 @@ class PostgresStore:
         self._kept = (version, graph) if len(graph.entities) <= KEEP_WHOLE_ENTITIES else None
         return graph
 
-    def search_nodes(self, query: str, limit: int | None = None, *, characters: int | None = None,
-                     in_memory: bool = False, window: Span | None = None) -> dict[str, Any] | Facts:
-        """The matches (see retrieval.query.matches); with `characters`, the answer made of their
-        facts (retrieval.query.search), with the candidates by meaning (P11)."""
+    @contextmanager
+    def sources(self, *, in_memory: bool = False) -> Iterator[Sequence[_DatabaseCandidates]]:
+        """Where a search's candidates come from (retrieval/search.py's CandidateSource): the
+        database, every read of one answer in one snapshot (P2, P9). `in_memory`: none, as every
+        answer asks the database first (not on the event loop)."""
         if in_memory:
-            raise NotInMemory
-        # Most queries are answered by the whole query, from one statement; the others are read
-        # again in one snapshot with the entities holding their words.
-        with collector.paused():
-            with self._statement() as single:
-                found = single.containing(query.lower())
-            matched: Sequence[Node] | None = retrieval.contains_query(found.entities, query)
-            if matched is None:
-                with self._snapshot() as snapshot:
-                    found, matched = self._matched(snapshot, query)
-            if limit is not None and characters is None:
-                matched = matched[:limit]
-            # (retrieval.found on the whole graph: the matches, and the relations touching them)
-            value = {"entities": [node.view for node in matched],
-                     "relations": found.touching({node.record.name for node in matched})}
-            if characters is None:
-                return value
-            return self._meaning.answer(query, value, characters=characters, limit=limit, window=window,
-                                        opened=lambda names: self.open_nodes(list(names)))
-
-    def _matched(self, snapshot: Snapshot, query: str) -> tuple[Read, Sequence[Node]]:
-        """Rules 1 and 2 (retrieval.query.rule) on the candidates the database gives (P9): the rows
-        of the candidates read (with every relation touching them), and the matches, best first."""
-        read: list[Read] = []
-
-        def containing(whole: str) -> list[Node] | None:
-            candidates = snapshot.containing(whole.lower())
-            read.append(candidates)
-            return retrieval.contains_query(candidates.entities, whole)
-
-        def by_words(words: str) -> list[Node]:
-            wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
-            holders = snapshot.holding(wanted) if wanted else Read(())
-            _, entities, total = snapshot.counts()
-            holders.entities = replace(holders.entities, terms=cast(
-                "ranking.TermIndex", MemoryTerms(holders.entities, entities, total)))
-            read.append(holders)
-            return retrieval.ranked_by_words(holders.entities, words)
-
-        matched = retrieval.rule(containing, by_words, query)
-        return read[-1], matched
-
-    def search_within(self, query: str, words: str, window: Span, *, explicit: bool,
-                      limit: int | None = None) -> dict[str, Any] | None:
-        """search_nodes within a time window (see retrieval.when.search), on every entity it may
-        answer with (P9): those containing the query or its words whole, and those holding a term of
-        its words, with the memory's statistics. Words without a topic ("what happened last week")
-        may be answered by any entity of the window: the whole memory is read for them."""
-        from ...retrieval import when
-
-        if not when._content_terms(words):  # every entity within the window answers
-            return when.search(self.graph(), query, words, window, explicit=explicit, limit=limit)
-        wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
-        with self._snapshot() as snapshot:
-            read = [snapshot.containing(query.lower()).graph(), snapshot.containing(words.lower()).graph()]
-            if wanted:
-                read.append(snapshot.holding(wanted).graph())
-            _, entities, total = snapshot.counts()
-        candidates = union(read)
-        candidates = replace(candidates, terms=cast("ranking.TermIndex", MemoryTerms(candidates, entities, total)))
-        return when.search(candidates, query, words, window, explicit=explicit, limit=limit)
+            yield ()
+            return
+        with collector.paused(), ExitStack() as reads:
+            yield (_DatabaseCandidates(self, reads),)
 
     def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]:
         if in_memory:
@@ -462,6 +401,77 @@ class PostgresStore:
         poll_external_change): announced by the tool, not the poller."""
         if self._looked and self._reported == was:
             self._reported = now
+
+
+class _DatabaseCandidates:
+    """A search's candidates read from the database (P9): supersets of what matches, on which
+    retrieval's rules run, read in one REPEATABLE READ snapshot begun by the first read (P2), and
+    each whole-query read made once however many steps ask for it."""
+
+    def __init__(self, store: PostgresStore, reads: ExitStack) -> None:
+        self._store = store
+        self._reads = reads
+        self._snapshot: Snapshot | None = None
+        self._containing: dict[str, Graph] = {}
+
+    def _now(self) -> Snapshot:
+        if self._snapshot is None:
+            self._snapshot = self._reads.enter_context(self._store._snapshot())
+        return self._snapshot
+
+    def containing(self, query: str) -> Graph:
+        needle = query.lower()
+        if (found := self._containing.get(needle)) is None:
+            found = self._containing[needle] = self._now().containing(needle).graph()
+        return found
+
+    def holding(self, words: str) -> Graph:
+        wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
+        snapshot = self._now()
+        return self._ranked([snapshot.holding(wanted).graph()] if wanted else [])
+
+    def dated(self, query: str, words: str | None) -> Graph:
+        snapshot = self._now()
+        if words is None:  # no topic: every entity within the window answers, so the whole memory is read
+            next_seq = snapshot.counts()[0]
+            entity_lines, relation_lines = snapshot.every_line()
+            return graph_of([*entity_lines, *relation_lines], next_seq, self._store.where)
+        wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
+        read = [self.containing(query), self.containing(words)]
+        if wanted:
+            read.append(snapshot.holding(wanted).graph())
+        return self._ranked(read)
+
+    def _ranked(self, read: list[Graph]) -> Graph:
+        """The union of these reads, with the ranking's index of the memory's counts."""
+        candidates = union(read) if read else subgraph(())
+        _, entities, total = self._now().counts()
+        return replace(candidates, terms=cast("ranking.TermIndex", MemoryTerms(candidates, entities, total)))
+
+    def whole(self) -> None:
+        return None
+
+    def meaning(self) -> tuple[Callable[[str, int], list[tuple[str, int, float]]], Callable[[str], Any]] | None:
+        """This memory's semantic candidates (P11), when a model can be used."""
+        meaning = self._store._meaning
+        if meaning.model() is None:
+            return None
+        meaning.start()
+        views: dict[str, Any] = {}
+
+        def nearest(query: str, k: int) -> list[tuple[str, int, float]]:
+            found, seen = meaning.nearest(query, k)
+            views.clear()
+            views.update(seen)
+            return found
+
+        return nearest, views.get
+
+    def open_nodes(self, names: Sequence[str]) -> dict[str, Any]:
+        return rules.open_nodes(self._now().named(names), list(names))
+
+    def answered(self) -> None:
+        pass
 
 
 def _triples(relations: Sequence[dict[str, Any]]) -> list[Triple]:

@@ -49,7 +49,6 @@ import psycopg
 
 from ...model.graph import Graph, GraphError, Node
 from ...model.writes import RowChanges
-from ...retrieval import answer as answers
 from . import vectors_sql as sql
 from . import vectors_tables as tables
 from .vectors_tables import reason
@@ -57,8 +56,6 @@ from .vectors_tables import reason
 if TYPE_CHECKING:
     import numpy as np
 
-    from ...model.dates import Span
-    from ...retrieval.paging.pages import Facts
     from .store import PostgresStore
 
 log = logging.getLogger(__name__)
@@ -271,19 +268,6 @@ class Meaning:
         with self._store._connection() as connection:
             return self._uses_pgvector(connection)
 
-    def answer(self, query: str, value: dict[str, Any], *, characters: int, limit: int | None,
-               window: Span | None = None, opened: Callable[[Sequence[str]], dict[str, Any]] | None = None) -> Facts:
-        """Rule 3 (retrieval.query.answer_of) on what the words matched, with this memory's
-        semantic candidates when a model can be used and the whole query did not match."""
-        entities = value["entities"]
-        nearest = lookup = None
-        if not (entities and answers.whole_query_matches(query, entities[0])) and self.model() is not None:
-            self.start()
-            found = _Found(self)
-            nearest, lookup = found.nearest, found.view
-        return answers.shape(query, entities, value["relations"], characters, limit=limit, nearest=nearest,
-                             lookup=lookup, opened=opened, window=window)
-
     def nearest(self, query: str, k: int) -> tuple[list[tuple[str, int, float]], dict[str, Any]]:
         """The `k` observations nearest `query` (entity name, index, similarity), best first, and
         the views of the entities holding them."""
@@ -352,21 +336,6 @@ class Meaning:
         digests = [digest for digest in digests if digest in stored]
         matrix = np.frombuffer(b"".join(stored[digest] for digest in digests), dtype="<f2").reshape(-1, sql.DIMENSIONS)
         return digests, matrix
-
-
-class _Found:
-    """A search's semantic candidates (answer.Nearest) and the views of their entities (its lookup)."""
-
-    def __init__(self, meaning: Meaning) -> None:
-        self._meaning = meaning
-        self._views: dict[str, Any] = {}
-
-    def nearest(self, query: str, k: int) -> list[tuple[str, int, float]]:
-        found, self._views = self._meaning.nearest(query, k)
-        return found
-
-    def view(self, name: str) -> Any | None:
-        return self._views.get(name)
 
 
 class _Kept:
