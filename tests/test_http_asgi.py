@@ -289,20 +289,29 @@ async def test_requests_beyond_the_concurrency_cap_wait_their_turn_and_one_that_
     assert peak[0] == 2 and 3 not in entered
 
 
+IDLE = 60.0
+"""The session idle time of the tests that move the sessions' clock."""
+
+
+def clocked(server: Server) -> tuple[Any, list[float]]:
+    """An app whose sessions read the clock `now[0]`, which the test moves."""
+    now = [1000.0]
+    return asgi_app(server, limits=HttpLimits(session_idle_seconds=IDLE), clock=lambda: now[0]), now
+
+
+async def new_session(http: httpx.AsyncClient, url: str) -> str:
+    opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
+    return str(opened.headers["mcp-session-id"])
+
+
 @pytest.mark.anyio
 async def test_a_session_asked_something_within_each_idle_time_never_expires() -> None:
-    idle = 60.0
-    now = [1000.0]  # the sessions' clock, moved by the test
-    server, _ = waiting_server()
-    app = asgi_app(server, limits=HttpLimits(session_idle_seconds=idle), clock=lambda: now[0])
+    idle = IDLE
+    app, now = clocked(waiting_server()[0])
     async with serving(app) as base:
         url = f"{base}/mcp"
         async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
-            async def session() -> str:
-                opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
-                return opened.headers["mcp-session-id"]
-
-            active, idle_one = await session(), await session()
+            active, idle_one = await new_session(http, url), await new_session(http, url)
             for step in range(4):  # two idle times in all, a request every half of one
                 now[0] += idle / 2
                 answered = await http.post(url, json=request(step, "ping"), headers={"mcp-session-id": active})
@@ -313,16 +322,14 @@ async def test_a_session_asked_something_within_each_idle_time_never_expires() -
 
 @pytest.mark.anyio
 async def test_a_request_longer_than_the_idle_time_keeps_its_session_and_idle_ones_go_at_the_next_initialize() -> None:
-    idle = 60.0
-    now = [1000.0]  # the sessions' clock, moved by the test
+    idle = IDLE
     server, seen = waiting_server()
-    app = asgi_app(server, limits=HttpLimits(session_idle_seconds=idle), clock=lambda: now[0])
+    app, now = clocked(server)
     async with serving(app) as base:
         url = f"{base}/mcp"
         async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
             async def session() -> str:
-                opened = await http.post(url, json=initialize(), headers={"accept": ACCEPT})
-                return opened.headers["mcp-session-id"]
+                return await new_session(http, url)
 
             busy, forgotten = await session(), await session()
             answers: list[httpx.Response] = []
