@@ -150,3 +150,22 @@ def test_a_bad_window_is_a_tool_error_and_the_server_keeps_serving(client: Memor
     message = client.tool_error("search_nodes", {"query": "trip", "since": "2026-05-01", "until": "2026-04-01"})
     assert "must come before" in message
     assert facts(client.ok("search_nodes", {"query": "Where does Maria work?"}))[0][0] == "Maria_Garcia"
+
+
+
+def test_a_small_entity_whose_facts_together_hold_the_question_answers_it(memory_servers: MemoryServers,
+                                                                          tmp_path: Path) -> None:
+    # Each fact of the outing holds a third of the question's words (what, where, with whom), none
+    # enough alone; read as one, as the answer shows it, the outing holds them all. By words alone
+    # (no model): the words are the evidence here.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env={**DATED, "MEMORY_SEMANTIC": "off"})
+    client.ok("create_entities", {"entities": [
+        entity("Outing_12", "event", ["Rented a red kayak for the afternoon", "At Lake Tahoe", "Ines came along"]),
+        entity("Outing_7", "event", ["Rented bikes for the afternoon", "Along the river path"]),
+        entity("Outing_3", "event", ["Swam at Lake Como", "With the cousins"]),
+        entity("Outing_9", "event", ["Picnic at Lake Geneva", "With Ines and Tom"]),
+        entity("Car_hire", "thing", ["Rented a car at the airport"]),
+    ]})
+    shown = facts(client.ok("search_nodes", {"query": "What was rented on the lake with Ines?"}))
+    assert set(shown[:3]) == {("Outing_12", "Rented a red kayak for the afternoon"), ("Outing_12", "At Lake Tahoe"),
+                              ("Outing_12", "Ines came along")}, shown

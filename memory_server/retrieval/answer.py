@@ -28,7 +28,8 @@ Guarantees:
 5. `limit` keeps the first `limit` entities (in the order of their best fact) and all their facts.
 6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts.
 7. Only evidence answers (:data:`MIN_COVERAGE`, :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
-   :data:`MEANING_SCOPED`): a question about something never said answers empty arrays.
+   :data:`MEANING_SCOPED`): a question about something never said answers empty arrays;
+   a small entity's facts are evidence by what the entity, read as one, covers (guarantee 2).
 8. An entity is shown only when its best fact scores within :data:`MARGIN` of the answer's best.
 9. Versions of one kind of fact within an entity come newest first (:data:`VERSIONS_BAND`,
    :data:`CURRENT_BAND`).
@@ -211,7 +212,7 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
     covered: dict[tuple[int, int], float] = {}
     scored = ranking.rank_facts(ranked_by, [(entity["name"], entity["entityType"], entity["observations"])
                                             for entity in entities[:scored_entities]], coverage_of=covered)
-    scored = _small_as_one(ranked_by, entities[:scored_entities], scored)
+    scored = _small_as_one(ranked_by, entities[:scored_entities], scored, covered)
     meaning_query = scope.asked if scope is not None and ranking.query_terms(scope.asked) else query
     fused = _fused(scored, covered, entities, meaning_query, nearest, lookup, scope, len(terms))
     if scope is not None:
@@ -408,11 +409,14 @@ def _newest_first(fused: list[tuple[int, int, float]], entities: Sequence[Any], 
     return result
 
 
-def _small_as_one(query: str, entities: Sequence[Any], scored: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+def _small_as_one(query: str, entities: Sequence[Any], scored: list[tuple[int, int, float]],
+                  covered: dict[tuple[int, int], float]) -> list[tuple[int, int, float]]:
     """The facts scored, with each small entity (shown whole: guarantee 2) placed by the score of its
     observations read as one text (rarity counted over the same facts, a small entity's as one): a
     dialog turn whose words, caption and date line each hold part of the question answers it as a
-    whole. Its best fact stays first within it."""
+    whole. Its best fact stays first within it. Its facts' evidence (`covered`, guarantee 7) is
+    likewise what the entity read as one covers, where that is more than a fact's own: the turn
+    "Session 3, 21 June, 2023" dates answers "what did Maria plan on 21 June, 2023?"."""
     from ..index import ranking
 
     best: dict[int, int] = {}
@@ -426,9 +430,15 @@ def _small_as_one(query: str, entities: Sequence[Any], scored: list[tuple[int, i
     as_read = [[tuple(itertools.chain.from_iterable(map(ranking.fact_terms, entity["observations"])))]
                if position in small and entity["observations"] else list(map(ranking.fact_terms, entity["observations"]))
                for position, entity in enumerate(entities)]
+    whole_covered: dict[tuple[int, int], float] = {}
     whole = {position: score for position, _, score in ranking.rank_facts(
-        query, [(entity["name"], entity["entityType"], ()) for entity in entities], held=as_read)
-             if position in small}
+        query, [(entity["name"], entity["entityType"], ()) for entity in entities], held=as_read,
+        coverage_of=whole_covered) if position in small}
+    for (position, _), share in whole_covered.items():
+        if position in whole:
+            for index in range(len(entities[position]["observations"])):
+                if covered.get((position, index), 0.0) < share:
+                    covered[position, index] = share
     placed = [(position, index, score if position not in whole
                else whole[position] if best[position] == number else min(score, whole[position]))
               for number, (position, index, score) in enumerate(scored)]
