@@ -29,7 +29,10 @@ process over stdio (this server and the npm reference, installed with npm into a
 directory), and to in-process askers: ``plain`` and ``default`` (the entity rankers, answering
 whole entities, as search_nodes did before its answers were made of facts), ``fact BM25 top 10``
 (plain BM25 over single facts, each fact a document with its entity's name, answering its best
-ten) and ``ours (in-process)`` (search_nodes' first page without a process).
+ten), ``ours (in-process)`` (search_nodes' first page without a process) and, with ``--ranker
+ready``, ``ours (model ready)`` (the tools' search_nodes over a store on a real file, dates and
+the model on, asked once every fact has its vector: a stdio process answers its first questions
+while it still embeds, so its figures depend on the machine's speed).
 Reported per memory and asker: recall@5 and recall@10 (an answer entity among the first 5 / 10
 returned, per question), the median and p95 answer size in bytes (the JSON-RPC line), and for
 questions answered by one fact the share whose fact ends within the first 1, 2 and 4 KB of the
@@ -473,6 +476,42 @@ def ask_ours_in_process(memory: Memory) -> list[Answer]:
     return answers
 
 
+def ask_ours_ready(memory: Memory, workdir: Path) -> list[Answer]:
+    """What the tools' search_nodes answers (dates on, the model on), in this process over a store
+    on a real file, once every observation has its vector: the figures of a server whose memory was
+    embedded before (a process over stdio answers its first questions while it still embeds)."""
+    import asyncio
+
+    from memory_server.retrieval import semantic
+    from memory_server.storage.store import GraphStore
+    from memory_server.tools import MemoryTools, SearchNodes
+    from protocol.context import RequestContext
+
+    memory_file = workdir / "memory.jsonl"
+    memory_file.write_bytes(memory_bytes(memory))
+    answers: list[Answer] = []
+    with GraphStore(memory_file) as store:
+        tools = MemoryTools(store, lambda: None)
+        semantic.prepare()
+        store.read_graph()  # (a new file: no cache yet, so the graph is loaded)
+        graph = store.graph_in_memory
+        if graph is None or not semantic.ready(graph, 1_800):
+            raise BenchError("the model did not embed the memory within 30 minutes (is the semantic extra installed?)")
+
+        async def ask_all() -> None:
+            for number, question in enumerate(memory.questions, start=1):
+                context = RequestContext(number, "tools/call", None, None, None, None, "in-process")
+                result = await tools.search_nodes(SearchNodes(query=question.text), context)
+                structured = json.loads(bytes(result.structured)) if result.structured is not None else {}
+                line = {"jsonrpc": "2.0", "id": number,
+                        "result": {"content": result.content, "structuredContent": structured}}
+                size = len(json.dumps(line, separators=(",", ":")))
+                text = result.content[0]["text"] if result.content else ""
+                answers.append(Answer([item["name"] for item in structured.get("entities", [])], size, text))
+        asyncio.run(ask_all())
+    return answers
+
+
 def ask_fact_bm25(memory: Memory, best: int = 10) -> list[Answer]:
     """Plain BM25 over single facts (each observation a document, its entity's name before it),
     answering with its best ten, each as an entity holding that one fact."""
@@ -567,7 +606,8 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--servers", default="ours,reference", help="ours, reference, both, or none")
     parser.add_argument("--ranker", default="plain,default,facts,ours",
                         help="in-process askers: plain, default (entity rankers, whole entities), facts (plain "
-                             "BM25 over single facts, best ten), ours (search_nodes' first page), or none")
+                             "BM25 over single facts, best ten), ours (search_nodes' first page), ready (the "
+                             "tools' search_nodes on a file, dates and model on, every fact embedded first), or none")
     parser.add_argument("--limit", type=int, help="pass this limit argument to search_nodes")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per answer")
     return parser.parse_args(argv)
@@ -612,6 +652,8 @@ def personal(options: argparse.Namespace) -> int:
         askers: list[tuple[str, Callable[[Path], list[Answer]]]] = []
         if "ours" in servers:
             askers.append(("ours (stdio)", lambda work: ask_server(our_command(), memory, work, None, options.timeout)))
+        if "ready" in options.ranker.split(","):
+            askers.append(("ours (model ready)", lambda work: ask_ours_ready(memory, work)))
         askers.append(("fact BM25 top 10", lambda work: ask_fact_bm25(memory)))
         try:
             if "reference" in servers:
@@ -663,6 +705,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     servers = [name for name in options.servers.split(",") if name in ("ours", "reference")]
     rankers = [name for name in options.ranker.split(",") if name in RANKERS]
     extra = {"facts": ("fact BM25 top 10", ask_fact_bm25), "ours": ("ours (in-process)", ask_ours_in_process)}
+    ready = "ready" in options.ranker.split(",")
     askers: list[tuple[str, Callable[[Memory, Path], list[Answer]]]] = []
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as scratch:
         root = Path(scratch)
@@ -681,6 +724,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if name in extra:
                     label, asker = extra[name]
                     askers.append((label, lambda memory, _, ask=asker: ask(memory)))
+            if ready:
+                askers.append(("ours (model ready)", ask_ours_ready))
             print(f"bench_recall {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", flush=True)
             for label, memories in groups:
                 entities = sum(1 for memory in memories for record in memory.records if record["type"] == "entity")
