@@ -359,7 +359,7 @@ def locomo_speaker_memory(label: str, conversation: dict[str, Any]) -> Memory:
     facts: dict[str, list[str]] = {}
     said: dict[str, tuple[str, str]] = {}
     for _, _, turn in locomo_turns(conversation):
-        name = f"{label}:{turn['speaker']}"
+        name = turn["speaker"]  # (named as the prompt names a person: each conversation is a memory of its own)
         fact = speaker_fact(turn)
         if fact not in facts.setdefault(name, []):
             facts[name].append(fact)
