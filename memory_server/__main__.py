@@ -177,7 +177,7 @@ load then overlaps the graph's (spawn to the first answer by meaning: docs/seman
 
 def _prepare_meaning_soon() -> None:
     """Load the semantic model (and its side file of vectors) in the background shortly after
-    serving starts, so that the first search by meaning does not wait for it (retrieval/semantic.py 1)."""
+    serving starts, so that the first search by meaning does not wait for it (retrieval/semantic 1)."""
     from .background import process
     from .retrieval import semantic
 

@@ -20,7 +20,7 @@ Guarantees:
    A small entity (:data:`SMALL_ENTITY`) comes whole, placed by the score of its observations
    read as one text (:func:`_small_as_one`: a dialog turn's words, caption and date line together):
    its matching observations first, then the others, so that a one-turn entity keeps its date line.
-3. Semantic candidates, when a model is installed (``retrieval/semantic.py``: ``nearest``), are
+3. Semantic candidates, when a model is installed (``retrieval/semantic``: ``nearest``), are
    fused with the word ranking fact by fact, by score (:data:`SEMANTIC_WEIGHT`); a fact only they
    find joins the answer. Without a model the word ranking stands alone.
 4. Every fact of the answer is on exactly one page; an entity of which a page does not show every

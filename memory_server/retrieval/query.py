@@ -52,7 +52,7 @@ def search(graph: Graph, query: str, *, characters: int = answers.DEFAULT_CHARAC
            limit: int | None = None, ranked: Callable[[Graph], Graph] | None = None,
            window: Span | None = None) -> Facts:
     """The answer to a search_nodes call on the graph in memory: rules 1 to 3, semantic candidates
-    included when ``retrieval/semantic.py`` and its model are installed. `ranked`: see :func:`matches`."""
+    included when ``retrieval/semantic`` and its model are installed. `ranked`: see :func:`matches`."""
     return answer_of(graph, query, matches(graph, query, ranked=ranked), characters=characters, limit=limit,
                      window=window)
 
@@ -85,7 +85,7 @@ def view_of(graph: Graph, name: str) -> dict[str, Any] | None:
 
 def semantic_nearest(graph: Graph) -> answers.Nearest | None:
     """The semantic candidates of a query, (entity name, observation index, similarity) best first,
-    from ``retrieval/semantic.py`` when it is there (loaded with the first search that asks for it);
+    from ``retrieval/semantic`` when it is there (loaded with the first search that asks for it);
     None without it. ``nearest`` itself answers None when no model is installed."""
     try:
         # By name: the module may not be there (an install without the semantic extra's code).

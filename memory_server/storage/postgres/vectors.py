@@ -76,10 +76,9 @@ KEPT_PART: Final = 20_000
 """Vectors read at a time into a server's own copy (M5, without pgvector)."""
 
 
-def _sync_texts() -> int:
-    from ...retrieval import semantic
-
-    return int(getattr(semantic, "SYNC_LIMIT", 512))
+SYNC_TEXTS: Final = 512
+"""Texts written since the embedder's last walk that a search embeds itself (M4): more are the
+embedders' work, and the search answers without them."""
 
 
 _AFTER_ALL: Final = b"\xff" * 33
@@ -231,7 +230,7 @@ class Meaning:
         before its first walk) that have no vector yet, embedded within the search when those
         texts are at most SYNC_TEXTS (waiting for those another embedder holds,
         SYNC_LOCK_MILLISECONDS at most); more are left to the embedders."""
-        limit = _sync_texts()
+        limit = SYNC_TEXTS
         floor = self._scanned  # (-1 until the embedder has walked the memory once: every text)
         if limit <= 0 or self._model is None:
             return
