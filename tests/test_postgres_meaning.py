@@ -32,16 +32,18 @@ WAYS = ["pgvector", "plain"]
 @pytest.fixture(params=WAYS)
 def url(request: pytest.FixtureRequest) -> str:
     """A database of each way: pgvector's own PostgreSQL, or Debian's without it."""
-    name = "pgvector_url" if request.param == "pgvector" else "database_url"
-    return str(request.getfixturevalue(name))
+    return _of_the_way(request, "database_url")
 
 
 @pytest.fixture(params=WAYS)
 def own_url(request: pytest.FixtureRequest) -> str:
     """As `url`, but no other test uses the database meanwhile (for a test that drops its tables):
     pgvector's cluster is this worker's own; on Debian's, a database of the test's own."""
-    name = "pgvector_url" if request.param == "pgvector" else "private_database"
-    return str(request.getfixturevalue(name))
+    return _of_the_way(request, "private_database")
+
+
+def _of_the_way(request: pytest.FixtureRequest, plain: str) -> str:
+    return str(request.getfixturevalue("pgvector_url" if request.param == "pgvector" else plain))
 
 
 @pytest.fixture(autouse=True)

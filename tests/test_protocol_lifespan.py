@@ -173,16 +173,17 @@ async def lifespan_events(app: Any, *, shut_down: bool = True) -> list[dict[str,
     """Drive `app` through the ASGI lifespan protocol as an ASGI server does; what it sent back."""
     to_app, from_test = anyio.create_memory_object_stream[dict[str, Any]](4)
     sent: list[dict[str, Any]] = []
+    answered = anyio.Event()
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
+        answered.set()
 
     async with anyio.create_task_group() as tasks, to_app, from_test:
         tasks.start_soon(app, {"type": "lifespan", "asgi": {"version": "3.0"}}, from_test.receive, send)
         await to_app.send({"type": "lifespan.startup"})
         with anyio.fail_after(WAIT_SECONDS):
-            while not sent:
-                await anyio.sleep(0.001)
+            await answered.wait()
         if shut_down and sent[0]["type"] == "lifespan.startup.complete":
             await to_app.send({"type": "lifespan.shutdown"})
     return sent

@@ -223,12 +223,7 @@ def search_nodes(store: _Store, query: str, limit: int | None = None, *, charact
     """One search of `store`'s sources without time rules: the matches (see :func:`matches`);
     with `characters`, the answer made of their facts. None: see guarantee 2."""
     with store.sources(in_memory=in_memory) as sources:
-        try:
-            if characters is None:
-                return matches(sources, query, limit)[1]
-            return facts(sources, query, characters, limit)
-        except _Unanswerable:
-            return None
+        return search(sources, SearchRequest(query=query, limit=limit, characters=characters))
 
 
 def search_within(store: _Store, query: str, words: str, window: Span, *, explicit: bool,
