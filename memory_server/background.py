@@ -16,14 +16,19 @@ B2. :meth:`Background.submit` runs a function in a worker; :meth:`Background.lat
     (they return None) and nothing new starts.
 B3. :meth:`Background.close` sets :attr:`Background.stopping` (long work checks it between its
     steps, and returns when it is set), drops work not yet started, and joins every thread within
-    the timeout. A thread still running then is named on stderr, one line each. Closing twice
-    is closing once.
-B4. The process's Background is also closed at interpreter exit (atexit runs before the
-    interpreter stops its threads), for a process that never calls :func:`close_process`.
+    the timeout (``None``: however long they take). A thread still running then is named on
+    stderr, one line each. Closing twice is closing once.
+B4. Every Background still open at interpreter exit is closed then (atexit runs before the
+    interpreter stops its threads): the process's, for a process that never calls
+    :func:`close_process`, and one a store owns, for a store never closed.
 B5. Quick work given to :meth:`Background.later` (``quick=True``: a few system calls that wait
     on nothing, such as the lock file's refresh in storage/lock.py) runs at its time in the
     ``-later`` thread itself, never behind long work that holds every worker; one quick function
     runs at a time, and close joins the thread running it like any other.
+B6. :meth:`Background.run` is :meth:`~Background.submit` for work whose result someone waits
+    for: its :class:`concurrent.futures.Future` holds the function's result or exception; one
+    cancelled before a worker takes it never runs, and one that close drops is cancelled, so no
+    waiter waits for work that will not run. None when closed.
 """
 
 from __future__ import annotations
@@ -35,9 +40,11 @@ import logging
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Final
+from concurrent.futures import Future
+from typing import Any, Final
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +68,33 @@ class Later:
         self.cancelled = True
 
 
+class _Job:
+    """Work whose result a Future holds (B6)."""
+
+    __slots__ = ("args", "function", "future")
+
+    def __init__(self, function: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.function = function
+        self.args = args
+        self.future: Future[Any] = Future()
+
+    def __call__(self) -> None:
+        if not self.future.set_running_or_notify_cancel():
+            return
+        try:
+            result = self.function(*self.args)
+        except BaseException as error:
+            self.future.set_exception(error)
+        else:
+            self.future.set_result(result)
+
+
+_open: weakref.WeakSet[Background] = weakref.WeakSet()
+"""Every Background not yet closed, for B4."""
+
+
 class Background:
-    """Named worker threads, delayed work, and a close that joins them (B1 to B3)."""
+    """Named worker threads, delayed work, and a close that joins them (B1 to B3, B6)."""
 
     def __init__(self, name: str = "memory-background", workers: int = WORKERS) -> None:
         self.name = name
@@ -76,6 +108,7 @@ class Background:
         self._serial = itertools.count(1)
         self._timers: list[tuple[float, int, Later]] = []
         self._scheduler: threading.Thread | None = None
+        _open.add(self)
 
     # -- work --------------------------------------------------------------------------------
 
@@ -87,6 +120,11 @@ class Background:
             self._queue.append(function)
             self._wake_a_worker()
             return True
+
+    def run(self, function: Callable[..., Any], *args: Any) -> Future[Any] | None:
+        """`function(*args)` in a worker, its outcome in the Future (B6); None when closed."""
+        job = _Job(function, args)
+        return job.future if self.submit(job) else None
 
     def later(self, delay: float, function: Callable[[], object], *, quick: bool = False) -> Later | None:
         """Run `function` in a worker after `delay` seconds, unless cancelled (B2), or, when it is
@@ -158,21 +196,26 @@ class Background:
 
     # -- end ---------------------------------------------------------------------------------
 
-    def close(self, timeout: float = CLOSE_SECONDS) -> list[str]:
+    def close(self, timeout: float | None = CLOSE_SECONDS) -> list[str]:
         """Stop and join every thread within `timeout` seconds (B3); the names of those that did not stop."""
         with self._lock:
             self.stopping.set()
+            _open.discard(self)
+            dropped = list(self._queue)
             self._queue.clear()
             for _, _, handle in self._timers:
                 handle.cancel()
             self._timers.clear()
             self._lock.notify_all()
             threads = list(self._threads)
-        deadline = time.monotonic() + timeout
+        for job in dropped:
+            if isinstance(job, _Job):
+                job.future.cancel()
+        deadline = None if timeout is None else time.monotonic() + timeout
         current = threading.current_thread()
         for thread in threads:
             if thread is not current:
-                thread.join(max(deadline - time.monotonic(), 0.0))
+                thread.join(None if deadline is None else max(deadline - time.monotonic(), 0.0))
         stuck = [thread.name for thread in threads if thread.is_alive() and thread is not current]
         for name in stuck:
             print(f"mcp-server-memory: the background thread {name} did not stop within {timeout:g} s",
@@ -205,7 +248,6 @@ def process() -> Background:
     with _process_lock:
         if _process is None:
             _process = Background()
-            atexit.register(close_process)
         return _process
 
 
@@ -214,4 +256,12 @@ def close_process(timeout: float = CLOSE_SECONDS) -> list[str]:
     with _process_lock:
         known = _process
     return [] if known is None else known.close(timeout)
+
+
+@atexit.register
+def _close_every_open() -> None:
+    """B4: registered when this module is imported, before any Background can exist."""
+    close_process()
+    for background in list(_open):
+        background.close()
 

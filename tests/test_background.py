@@ -130,3 +130,61 @@ def test_b5_quick_work_runs_at_its_time_while_long_work_holds_every_worker() -> 
     release.set()
     assert slow.wait(WAIT_SECONDS)
     assert background.close(WAIT_SECONDS) == []
+
+
+def test_b4_a_background_never_closed_is_closed_at_exit() -> None:
+    code = (
+        "import threading\n"
+        "from memory_server.background import Background\n"
+        "b = Background(name='owned')\n"
+        "started = threading.Event()\n"
+        "def work():\n"
+        "    started.set()\n"
+        "    b.stopping.wait()\n"
+        "    print('stopped', flush=True)\n"
+        "b.submit(work)\n"
+        "started.wait()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT_SECONDS,
+                            env={"PYTHONPATH": str(REPO)}, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "stopped\n" and result.stderr == ""
+
+
+def test_b6_run_gives_the_outcome_in_a_future_and_cancels_what_never_runs() -> None:
+    background = Background(workers=1)
+    release = threading.Event()
+    running = threading.Event()
+
+    def hold() -> str:
+        running.set()
+        release.wait(WAIT_SECONDS)
+        return "held"
+
+    def fail() -> None:
+        raise ValueError("no")
+
+    held = background.run(hold)
+    assert held is not None and running.wait(WAIT_SECONDS)
+    failing, cancelled, dropped = background.run(fail), background.run(print, "never"), background.run(int, "4")
+    assert failing is not None and cancelled is not None and dropped is not None
+    assert cancelled.cancel()  # not yet taken by the one worker: it never runs
+    release.set()
+    assert held.result(WAIT_SECONDS) == "held"
+    assert isinstance(failing.exception(WAIT_SECONDS), ValueError)
+    assert dropped.result(WAIT_SECONDS) == 4
+    release.clear()
+    running.clear()
+    blocker = background.run(hold)
+    assert blocker is not None and running.wait(WAIT_SECONDS)
+    waiting = background.run(int, "5")  # behind the one worker, which `hold` keeps
+    assert waiting is not None
+    settled = threading.Event()
+    waiting.add_done_callback(lambda _: settled.set())
+    closer = threading.Thread(target=background.close, args=(WAIT_SECONDS,))
+    closer.start()
+    assert settled.wait(WAIT_SECONDS) and waiting.cancelled()  # dropped by close, while `hold` still runs
+    release.set()
+    closer.join(WAIT_SECONDS)
+    assert not closer.is_alive() and blocker.result(0) == "held"
+    assert background.run(int, "6") is None

@@ -1,5 +1,5 @@
 """The store's life and its cache across processes: coldstart.py (S1-S3, K1-K3) and the store's
-G5 (one executor, ended by close)."""
+G5 (the store's own Background, ended by close)."""
 
 from __future__ import annotations
 

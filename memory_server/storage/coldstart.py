@@ -32,11 +32,11 @@ S2. The file is read once for a first start, and decoded once: the bytes read (a
     cache) are the bytes the graph is loaded from, and records decoded for first answers are the
     records it is made of (when the file still has that signature), sharing the answer objects
     a read_graph made of them.
-S3. The work of a first start runs on the store's one executor, and ends when the store closes.
+S3. The work of a first start runs on the store's own Background, and ends when the store closes.
     The keeper's quiet wait is one delayed call at a time, of the process's Background
     (memory_server/background.py B2: a process ending without close() is not held up by it),
-    cancelled by close(); the refresh it hands to the executor is handed over before close()
-    can return.
+    cancelled by close(); the refresh it hands to the store's Background is handed over before
+    close() can return.
 S4. Records answer as the graph would: open_nodes and a search by the whole query (rule 1) by
     the graph's own functions on the part of the graph the answer depends on
     (model/graph.part_of_lines: the named entities, or those whose text holds the query, and
@@ -59,12 +59,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future
+from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
 from .. import background
+from ..background import Background
 from ..index.search import search_text
 from ..model import graph as rules
 from ..model.graph import Graph
@@ -166,9 +167,9 @@ FirstSource: TypeAlias = "index_cache.ColdIndex | FirstRecords"
 class ColdStart:
     """The first start of one store: see the module docstring for the states."""
 
-    def __init__(self, file: Path, executor: Executor, warm_up: Callable[[], None]) -> None:
+    def __init__(self, file: Path, workers: Background, warm_up: Callable[[], None]) -> None:
         self._file = file
-        self._executor = executor
+        self._workers = workers
         self._warm_up = warm_up
         """Makes the graph from take_read() and its word index (the store's); then warmed()."""
         self._lock = threading.Lock()
@@ -192,7 +193,7 @@ class ColdStart:
             if self.state is not State.NEW:
                 return None
             self.state = State.LOOKING
-            self._looking = self._executor.submit(self._look)
+            self._looking = self._workers.run(self._look)  # (None once closed: the read does it)
             return self._looking
 
     def _look(self) -> tuple[FileBytes | None, index_cache.ColdIndex | None]:
@@ -267,8 +268,8 @@ class ColdStart:
             if self._warming or self.state is not State.COLD:
                 return
             self._warming = True
-        with suppress(RuntimeError):  # closed: the graph is loaded when a read needs it
-            self._executor.submit(self._warm_up)
+        # A Future nobody reads, as the store's other work: closed, the graph is loaded when a read needs it.
+        self._workers.run(self._warm_up)
 
     def take_read(self) -> FileBytes | None:
         """The bytes (and records) the first read took (S2), once; None when there are none."""
@@ -332,10 +333,10 @@ class CacheKeeper:
     `current` gives the store's graph and the stat signature of the file it was read from or
     saved as (None: no graph yet); `ranked` gives that graph with its ranking index made."""
 
-    def __init__(self, file: Path, executor: Executor, closing: threading.Event,
+    def __init__(self, file: Path, workers: Background, closing: threading.Event,
                  current: Callable[[], tuple[Graph, Signature] | None], ranked: Callable[[], Graph]) -> None:
         self._file = file
-        self._executor = executor
+        self._workers = workers
         self._closing = closing
         self._current = current
         self._ranked = ranked
@@ -360,7 +361,7 @@ class CacheKeeper:
 
     def _start_timer(self, delay: float) -> None:
         # Delayed work of the process's Background, not a waiting worker: a process that ends
-        # without close() (a command) is not held up by it, and the executor's workers stay free
+        # without close() (a command) is not held up by it, and the store's workers stay free
         # for answers.
         self._timer = background.process().later(delay, self._when_quiet)
 
@@ -374,12 +375,10 @@ class CacheKeeper:
                 self._start_timer(left)
                 return
             self._timer = None
-            # Under the lock, so that a close() that follows finds the refresh in the executor,
-            # whose shutdown waits for it, rather than submitted after it returned.
-            try:
-                self._executor.submit(self.refresh)
-            except RuntimeError:  # shut down meanwhile: close() made it
-                pass
+            # Under the lock, so that a close() that follows finds the refresh in the store's
+            # workers, whose close waits for it, rather than submitted after it returned (refused
+            # once closed: close() made it).
+            self._workers.run(self.refresh)
 
     def close(self) -> None:
         """Stops waiting for quiet; the caller then makes the cache itself (K2)."""

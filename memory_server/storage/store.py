@@ -23,10 +23,12 @@ G3. A save never replaces bytes it has not compared: the file's bytes are compar
     again on the file's graph.
 G4. Unreadable lines are appended to the side file before they leave the memory file: a crash in
     between duplicates, never loses.
-G5. One executor runs every piece of background work (the first look, the warm-up, the indexes,
-    the cache, the comparison of G3, closing the version a save replaced), and one timer at a time waits for quiet (coldstart S3);
-    ``close()`` (or leaving ``with GraphStore(...)``) ends them all and writes the cache when it
-    is stale (coldstart K2). No thread of the store outlives it.
+G5. The store's own :class:`~memory_server.background.Background` runs every piece of its
+    background work (the first look, the warm-up, the indexes, the cache, the comparison of G3,
+    closing the version a save replaced), each with a Future (background B6), and one delayed
+    call of the process's at a time waits for quiet (coldstart S3); ``close()`` (or leaving
+    ``with GraphStore(...)``) ends them all, waiting for the work under way, and writes the cache
+    when it is stale (coldstart K2). No thread of the store outlives it.
 G6. A search's candidates come from :meth:`GraphStore.sources` (candidates.py): the graph, or
     while coldstart S1 lets them, the cache or the records first; retrieval/search.py's rules run on
     whichever answers.
@@ -39,11 +41,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
+from ..background import Background
 from ..model import graph as rules
 from ..model import indexes, writes
 from ..model.graph import Graph, GraphError
@@ -93,7 +96,7 @@ INLINE_ITEMS: Final = 100_000
 is in memory: at that size it takes tens of ms, which on the event loop would hold up every other
 request (a worker gives them turns). open_nodes costs the same at any size."""
 WORKERS: Final = 3
-"""Threads of the store's executor: the first look or warm-up, an index or the cache's build, and
+"""Workers of the store's Background: the first look or warm-up, an index or the cache's build, and
 the comparison of a save (G3), so that none waits behind another."""
 _INDEXES: Final = {
     "words": ("with_word_index", "Searches will scan every entity: the word index could not be made"),
@@ -137,17 +140,16 @@ class GraphStore(Saving):
         self._unreported_change = False
         self._saves = 0
         self._closing = threading.Event()
-        self._executor = ThreadPoolExecutor(max_workers=WORKERS,
-                                            thread_name_prefix=f"memory-store[{self._file.name}]")
+        self._background = Background(f"memory-store[{self._file.name}]", workers=WORKERS)
         self._refused: tuple[Signature, str] | None = None
         """The signature of a file refused as one JSON document, and why (see _load_bytes)."""
         self._made_directories: list[Path] = []
         """The folders made for the memory file by the write under way (see write)."""
         self._commits = GroupCommit(self._lock, self._lock_timeout, self._run_batch, self._create_directory)
-        self._coldstart = ColdStart(self._file, self._executor, self._warm_up)
+        self._coldstart = ColdStart(self._file, self._background, self._warm_up)
         if not cache:
             self._coldstart.ranked()
-        self._keeper = CacheKeeper(self._file, self._executor, self._closing, self._current,
+        self._keeper = CacheKeeper(self._file, self._background, self._closing, self._current,
                                    lambda: self._ensure_index("terms"))
         # A spare an earlier version kept beside the memory holds what later writes deleted.
         remove_old_spare(self._file, lambda: self._lock.held(deadline=time.monotonic()))
@@ -169,13 +171,13 @@ class GraphStore(Saving):
         self._coldstart.close()
         self._keeper.close()
         self._keeper.refresh(budget=CLOSE_BUDGET)
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        # No limit: what runs there is bounded work of this store's (a load, an index, a build)
+        # that its caller would otherwise find half done.
+        self._background.close(timeout=None)
 
     def _submit(self, work: Any, *args: Any) -> Future[Any] | None:
-        try:
-            return self._executor.submit(work, *args)
-        except RuntimeError:  # closed: the work is done when (and if) a read needs it
-            return None
+        """None once closed: the work is done when (and if) a read needs it."""
+        return self._background.run(work, *args)
 
     def _soon(self, work: Any, *args: Any) -> Future[Any]:
         """`work(*args)` in a worker; after close, done here and now."""
