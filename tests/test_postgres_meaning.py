@@ -5,6 +5,7 @@ The same memory, questions and model give the same answers as a file."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -182,15 +183,16 @@ def test_a_server_without_the_model_writes_texts_another_embeds(url: str, monkey
 
 
 def test_close_stops_and_joins_the_embedder(url: str) -> None:
-    """M4: the embedder is the store's thread; close ends it (no thread of it outlives the store)."""
+    """M4: the embedder is the store's Background; close ends it (no thread of it outlives the store)."""
     memory = memory_name()
+    before = set(threading.enumerate())
     store = PostgresStore(url, memory)
     store.create_entities([entity(f"E{number}", "thing", [f"Observation {number} of a long backlog"])
                            for number in range(600)])
-    worker = store._meaning._worker
-    assert worker is not None
+    embedders = {thread for thread in set(threading.enumerate()) - before if thread.name.startswith("kg-memory-meaning")}
+    assert embedders  # (its walk arranged, and under way)
     store.close()
-    assert not worker.is_alive()
+    assert [thread.name for thread in embedders if thread.is_alive()] == []
 
 
 def test_a_version_2_database_is_upgraded_with_its_texts(own_url: str) -> None:

@@ -17,9 +17,11 @@ M2. A text is embedded once, by one server: a server embeds only texts it has cl
     it; one deleting it waits for the claim's batch), so the two never deadlock.
 M3. What is deleted is gone: the write that removes the last holder of a text in a memory deletes
     the text and its vectors in the same transaction (P1); no vector outlives its observation.
-M4. Off the request path: texts are embedded by the store's embedder thread (started by its
-    first write or search by meaning, stopped and joined by ``close``), a batch at a time, written by this server or by any
-    other (it looks again when the memory's revision moves). A search embeds the texts written
+M4. Off the request path: texts are embedded by the store's embedder, a Background of its own
+    (memory_server/background.py) whose one worker walks the memory in steps, each arranging the
+    next with ``later`` (started by the store's first write or search by meaning; ``close`` stops
+    it after the batch it is embedding and joins it), a batch at a time, written by this server
+    or by any other (it looks again when the memory's revision moves). A search embeds the texts written
     since the embedder last walked the memory (the whole memory before its first walk) that have
     no vector yet, only when those texts are at most SYNC_TEXTS (so that a fact just written is
     found by meaning at once, as on a file); else it answers from the vectors there are.
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import psycopg
 
+from ...background import Background, Later
 from ...model.graph import Graph, GraphError, Node
 from ...model.writes import RowChanges
 from . import vectors_sql as sql
@@ -91,16 +94,20 @@ _AFTER_ALL: Final = b"\xff" * 33
 
 class Meaning:
     """The meaning of one PostgresStore's memory: what its writes add and remove (M1, M3), its
-    embedder thread (M2, M4), and the semantic candidates of its searches (M5)."""
+    embedder (M2, M4), and the semantic candidates of its searches (M5)."""
 
     def __init__(self, store: PostgresStore, node_from: Callable[[int, bytes], Node]) -> None:
         """`node_from`: how the store reads an entity's row (reads.node_from)."""
         self._store = store
         self._node_from = node_from
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._embedder: Background | None = None
+        self._closed = False
+        self._next: Later | None = None  # the embedder's next walk, while it waits for it
+        self._turn = 0  # the walk arranged last: one that was replaced does not run
+        self._walking = False
+        self._woken = False  # a write committed since the walk under way began
+        self._failing = False
         self._model: str | None = None
         self._model_known = threading.Event()
         self._scanned = -1  # every text of a revision up to it was claimed or embedded
@@ -114,26 +121,38 @@ class Meaning:
     # ----- life
 
     def start(self) -> None:
-        """The embedder started (once); it loads the model first, off the request path."""
+        """The embedder started (once); its first walk loads the model, off the request path."""
         with self._lock:
-            if self._worker is None and not self._stop.is_set():
-                self._worker = threading.Thread(target=self._work, name="kg-memory-meaning", daemon=True)
-                self._worker.start()
+            if self._embedder is None and not self._closed:
+                self._embedder = Background("kg-memory-meaning", workers=1)
+                self._arrange(0.0)
 
     def close(self) -> None:
         """The embedder stopped after the batch it is embedding, and joined."""
-        self._stop.set()
-        self._wake.set()
         with self._lock:
-            worker = self._worker
-        if worker is not None:
-            worker.join()
+            self._closed = True
+            embedder = self._embedder
+        if embedder is not None:
+            # No limit, as the thread it replaces was joined: a batch ends with its transaction.
+            embedder.close(timeout=None)
 
     def wake(self) -> None:
         """After a write's commit: the embedder (started by the first write or search, not by a
         command that only reads rows) looks at once."""
         self.start()
-        self._wake.set()
+        with self._lock:
+            self._woken = True
+            if not self._walking and self._next is not None:
+                self._next.cancel()
+                self._arrange(0.0)
+
+    def _arrange(self, delay: float) -> None:
+        """The embedder's next walk in `delay` seconds (under _lock). A walk already due may be in
+        the worker's queue, past cancelling: the turn tells it that it was replaced."""
+        assert self._embedder is not None
+        self._turn += 1
+        turn = self._turn
+        self._next = self._embedder.later(delay, lambda: self._step(turn))
 
     def model(self) -> str | None:
         """The model this server embeds with, loading it when not yet loaded; None: words only."""
@@ -156,38 +175,53 @@ class Meaning:
 
     # ----- the embedder (M2, M4)
 
-    def _work(self) -> None:
-        if self.model() is None:
-            return
-        failing = False
+    def _step(self, turn: int) -> None:
+        """One walk of the embedder, then the next arranged: at once when a write woke it
+        meanwhile, else after the walk's wait. A server without the model walks never."""
+        with self._lock:
+            if turn != self._turn or self._walking or self._closed:
+                return
+            self._walking, self._woken, self._next = True, False, None
+        wait: float | None = None
+        try:
+            wait = self._walk() if self.model() is not None else None
+        finally:
+            with self._lock:
+                self._walking = False
+                if wait is not None and not self._closed:
+                    self._arrange(0.0 if self._woken else wait)
+
+    def _walk(self) -> float:
+        """The texts written since the last walk claimed and embedded (M2, M4); the seconds until
+        the next walk. Stops between batches when the embedder closes."""
+        assert self._embedder is not None
+        stopping = self._embedder.stopping
         wait = POLL_SECONDS
-        while not self._stop.is_set():
-            self._wake.clear()
-            try:
-                with self._store._connection() as connection:
-                    revision = _revision(connection, self._store.memory)
-                    wait = POLL_SECONDS
-                    if revision != self._scanned:
-                        # From the texts written after the last walk (a digest sorts below AFTER_ALL).
-                        place: tuple[int, bytes] = (self._scanned, _AFTER_ALL)
-                        while not self._stop.is_set():
-                            found = self._claim_and_embed(connection, place)
-                            if found is None:
-                                break
-                            place = found
-                        left = connection.execute(sql.LEFT, {"memory": self._store.memory, "after": self._scanned,
-                                                          "upto": revision, "model": self._model}).fetchone()
-                        if left is None and not self._stop.is_set():
-                            self._scanned = revision
-                        elif left is not None:  # held by another embedder now: walked again soon
-                            wait = RETRY_SECONDS
-                failing = False
-            except (GraphError, psycopg.Error) as error:
-                if not failing:
-                    log.warning("%s: cannot embed the memory's texts now (%s); trying again", self._store.where,
-                                reason(error))
-                failing = True
-            self._wake.wait(wait if not failing else POLL_SECONDS)
+        try:
+            with self._store._connection() as connection:
+                revision = _revision(connection, self._store.memory)
+                if revision != self._scanned:
+                    # From the texts written after the last walk (a digest sorts below AFTER_ALL).
+                    place: tuple[int, bytes] = (self._scanned, _AFTER_ALL)
+                    while not stopping.is_set():
+                        found = self._claim_and_embed(connection, place)
+                        if found is None:
+                            break
+                        place = found
+                    left = connection.execute(sql.LEFT, {"memory": self._store.memory, "after": self._scanned,
+                                                      "upto": revision, "model": self._model}).fetchone()
+                    if left is None and not stopping.is_set():
+                        self._scanned = revision
+                    elif left is not None:  # held by another embedder now: walked again soon
+                        wait = RETRY_SECONDS
+            self._failing = False
+        except (GraphError, psycopg.Error) as error:
+            if not self._failing:
+                log.warning("%s: cannot embed the memory's texts now (%s); trying again", self._store.where,
+                            reason(error))
+            self._failing = True
+            wait = POLL_SECONDS
+        return wait
 
     def _claim_and_embed(self, connection: psycopg.Connection[Any], place: tuple[int, bytes]) -> tuple[int, bytes] | None:
         """One batch of the texts after `place` that have no vector, claimed, embedded and written
