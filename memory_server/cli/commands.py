@@ -74,7 +74,7 @@ def _where(args: argparse.Namespace) -> str:
 def read_bytes(path: Path, what: str) -> tuple[bytes, os.stat_result]:
     """The bytes of a regular file (or a symlink to one), opened without waiting: a FIFO or a device
     named on the command line is refused, as the server refuses it, rather than hanging."""
-    from ..storage.osio import NotARegularFile, kind_of, open_regular, read_all
+    from ..osio import NotARegularFile, kind_of, open_regular, read_all
 
     try:
         fd = open_regular(path, follow=True, advice=f"give the path of a {what}")
@@ -164,8 +164,8 @@ def run_stats(args: argparse.Namespace) -> int:
     path, data, status = read_memory(args)
     lines = numbered_lines(data)
     figures = stats(graph_from_lines(line for _, line in lines), extended_records=count_extended(lines), top=args.top)
+    from ..osio import read_regular
     from ..storage.files import rejected_path_for
-    from ..storage.osio import read_regular
 
     side_file = rejected_path_for(path)
     try:
@@ -257,8 +257,8 @@ def _write_file(pieces: Iterable[str], target: Path, mode: int = PRIVATE_EXPORT)
     (0600) from its first byte like the memory it comes from, fsynced, then renamed over the
     target (a symlink at the target's name is replaced, never followed). ``mode``, when the user
     asked for another, is set before the rename, so the target never has any other."""
+    from ..osio import NotARegularFile, open_regular
     from ..storage.files import fsync_directory
-    from ..storage.osio import NotARegularFile, open_regular
 
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(16)}.tmp")
     try:

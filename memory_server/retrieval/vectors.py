@@ -78,7 +78,7 @@ class VectorFile:
         first two views of one buffer read whole; None when there is no usable file."""
         import numpy as np
 
-        from ..storage.osio import NotARegularFile, open_regular
+        from ..osio import NotARegularFile, open_regular
 
         try:
             fd = open_regular(self.path, private=True)
@@ -101,7 +101,7 @@ class VectorFile:
         """Replace the file by one holding these vectors (V1); False when it could not be written."""
         import numpy as np
 
-        from ..storage.osio import NotARegularFile, open_regular, refuse_unless_regular
+        from ..osio import NotARegularFile, open_regular, refuse_unless_regular
 
         if self.refused:
             return False

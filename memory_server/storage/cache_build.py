@@ -20,8 +20,8 @@ from ..model import census, indexes
 from ..model import graph as rules
 from ..model.graph import Graph
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_line
+from ..osio import NotARegularFile, refuse_unless_regular
 from .index_cache import _BETWEEN, _PRIVATE, _SCHEMA, FORMAT, PARTS, _keyed_digest, _pack, _part_digest, cache_path
-from .osio import NotARegularFile, refuse_unless_regular
 
 
 def build(memory_file: Path, graph: Graph, data: bytes, digest: str,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Final, NamedTuple, TypeAlias
 
 from ..model.records import Rejected
-from .osio import (
+from ..osio import (
     MEMORY_ADVICE,
     PRIVATE_DIRECTORY,
     open_regular,

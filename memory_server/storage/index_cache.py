@@ -56,7 +56,7 @@ from ..model import graph as rules
 from ..model.census import Listing, cut_summary
 from ..model.graph import EMPTY, Edge, Graph, Node
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_line
-from .osio import NotARegularFile, refuse_unless_regular
+from ..osio import NotARegularFile, refuse_unless_regular
 
 FORMAT: Final = "4"
 """Caches of another format are made again: 4 holds places in the file, not copies."""

@@ -61,7 +61,7 @@ import msgspec
 
 from .. import background
 from ..model.graph import GraphError
-from .osio import NotARegularFile, open_regular, write_all
+from ..osio import NotARegularFile, open_regular, write_all
 
 __all__ = [
     "LOCK_REFRESH_EVERY",

@@ -1,7 +1,8 @@
 """Opening files so that what is on disk is what it seems: never waiting on a FIFO, never through a
 link where none is expected, never anything but a regular file of ours; private from the first
-byte. The bottom of storage: files.py (the memory file and its saves) and lock.py (the lock
-between processes) both build on it."""
+byte. Below every layer that opens files (tests/test_layers.py): storage's files.py (the memory
+file and its saves) and lock.py (the lock between processes) build on it, and so does retrieval's
+vector file, which must not import storage. It imports nothing of the project."""
 
 from __future__ import annotations
 
