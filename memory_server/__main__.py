@@ -120,7 +120,9 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
     try:
         database = database_from(os.environ)
         if database is not None:
-            store = open_database(database, clock=clock_from(os.environ))
+            from .retrieval.meaning import MEANING
+
+            store = open_database(database, clock=clock_from(os.environ), meaning=MEANING)
             log(f"Knowledge Graph MCP Server: {store.where}")
     except StoreChoiceError as error:
         raise SystemExit(f"mcp-server-memory: {error}") from None

@@ -99,12 +99,13 @@ def memories_app(default: Any, database_url: str, options: dict[str, Any], oauth
     from .memories import Memories
     from .model.dates import clock_from
     from .oauth_settings import PUBLIC_URL_VARIABLE, SCOPES
+    from .retrieval.meaning import MEANING
     from .storage.postgres.store import PostgresStore
 
     clock = clock_from(os.environ)
 
     def open_server(name: str) -> Server:
-        store = PostgresStore(database_url, name, clock=clock)
+        store = PostgresStore(database_url, name, clock=clock, meaning=MEANING)
         store.look_ahead()
         return build_server(store)  # its lifespan closes the store (app.py 1)
 

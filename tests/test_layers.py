@@ -44,12 +44,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 }
 """Which layers each layer may import (its own modules always)."""
 
-KNOWN_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset({
-    # storage -> retrieval (rule 2): the database's embedder embeds with retrieval's model and
-    # scores its kept vectors with the model's own search (retrieval/semantic).
-    ("memory_server.storage.postgres.vectors", "memory_server.retrieval"),
-    ("memory_server.storage.postgres.vectors", "memory_server.retrieval.semantic"),
-})
+KNOWN_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset()
 """Arrows outside `ALLOWED` that exist today, as (importer, imported) modules: a shrinking allowance."""
 
 

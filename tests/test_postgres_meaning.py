@@ -5,6 +5,7 @@ The same memory, questions and model give the same answers as a file."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from pathlib import Path
@@ -18,11 +19,17 @@ from hypothesis import strategies as st
 from memory_helpers import entity
 from postgres_helpers import database_url, memory_name, pgvector_url, private_database  # noqa: F401  (fixtures)
 
+from memory_server.retrieval.meaning import MEANING
 from memory_server.retrieval.paging.pages import Facts
 from memory_server.retrieval.search import search_nodes
 from memory_server.storage.postgres.schema import SCHEMA_VERSION
-from memory_server.storage.postgres.store import PostgresStore
+from memory_server.storage.postgres.store import PostgresStore as DatabaseStore
 from memory_server.storage.store import GraphStore
+
+PostgresStore = functools.partial(DatabaseStore, meaning=MEANING)
+"""This module's stores are built as the adapter builds them: with retrieval's model of meaning
+(storage/interface.py's MeaningModel). (A name of its own would change the source, and so the
+examples, of the derandomized test below.)"""
 
 pytest.importorskip("onnxruntime")  # (the test extra installs the semantic extra: never skipped in CI)
 
@@ -302,3 +309,15 @@ def test_without_pgvector_a_large_memory_is_shortlisted_by_sign_bits_as_a_file_i
             writer.delete_observations([{"entityName": "Alice", "observations": ["Has a border collie named Biscuit"]}])
             found = search_nodes(reader, "which dog does she own", characters=CHARACTERS)
             assert "Has a border collie named Biscuit" not in str(_answer(found))
+
+
+def test_a_store_given_no_model_answers_by_words_and_leaves_its_texts_to_one_with_a_model(url: str) -> None:
+    """MeaningModel (storage/interface.py): a store built without one searches by words alone, and
+    the texts it writes are there for a store with one to embed."""
+    memory = memory_name()
+    with DatabaseStore(url, memory) as words_only:
+        words_only.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
+        assert _names(search_nodes(words_only, "which dog does she own", characters=CHARACTERS)) == []
+    assert _rows(url, memory) == (1, 1, 0)
+    with PostgresStore(url, memory) as with_model:
+        assert _names(search_nodes(with_model, "which dog does she own", characters=CHARACTERS)) == ["Alice"]

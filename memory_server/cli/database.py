@@ -36,8 +36,9 @@ def run_on(args: argparse.Namespace, database: Database) -> int:
                            "database: unset MEMORY_DATABASE_URL to work on a file")
     try:
         from ..model.dates import clock_from
+        from ..retrieval.meaning import MEANING
 
-        store = open_database(database, clock=clock_from(os.environ))
+        store = open_database(database, clock=clock_from(os.environ), meaning=MEANING)
     except StoreChoiceError as error:
         raise CommandError(str(error)) from None
     from ..model.graph import GraphError

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from .interface import StoreChoiceError  # (where the stores find it too)
 
 if TYPE_CHECKING:
+    from .interface import MeaningModel
     from .postgres.store import PostgresStore
 
 DRIVER_MISSING = ("MEMORY_DATABASE_URL is set, but the PostgreSQL driver is not installed: "
@@ -45,11 +46,12 @@ def database_from(env: Mapping[str, str]) -> Database | None:
         raise StoreChoiceError(str(error)) from None
 
 
-def open_database(database: Database, *, clock: Callable[[], str] | None = None) -> PostgresStore:
-    """The store on that database (`clock`: what its writes record, see model.dates); StoreChoiceError
-    when the driver is not installed."""
+def open_database(database: Database, *, clock: Callable[[], str] | None = None,
+                  meaning: MeaningModel | None = None) -> PostgresStore:
+    """The store on that database (`clock`: what its writes record, see model.dates; `meaning`: the
+    model its searches use, see PostgresStore); StoreChoiceError when the driver is not installed."""
     try:
         from .postgres.store import PostgresStore
     except ImportError:
         raise StoreChoiceError(DRIVER_MISSING) from None
-    return PostgresStore(database.url, database.memory, clock=clock)
+    return PostgresStore(database.url, database.memory, clock=clock, meaning=meaning)

@@ -13,6 +13,45 @@ if TYPE_CHECKING:
     from .store import WriteResult
 
 
+class MeaningModel(Protocol):
+    """What the database's store needs of the model of meaning (postgres/vectors.py M4, M5): it
+    embeds texts and queries, and searches the vectors it keeps as a file's table is searched.
+    Given to the store by the adapter that builds it (storage does not import retrieval, whose
+    retrieval/meaning.py is the one implementation); a store given none answers by words alone.
+    Vectors and tables are numpy arrays (Any here: numpy is an extra)."""
+
+    def identity(self) -> str | None:
+        """Which model embeds (vectors of another are not compared); None: no model can be used.
+        May wait for the model to load: call it off the request path."""
+    def embed(self, texts: Sequence[str]) -> Any | None:
+        """The unit float32 vectors of `texts`, in order; None when no model can be used."""
+    def query_vector(self, query: str) -> Any | None:
+        """A query's unit vector; None when no model can be used."""
+    @property
+    def min_similarity(self) -> float:
+        """The least similarity of an answer."""
+    @property
+    def exact_up_to(self) -> int:
+        """Rows up to which a table's search scores every row."""
+    @property
+    def shortlist_least(self) -> int:
+        """Rows a shortlist by sign bits holds at least, above exact_up_to."""
+    @property
+    def sign_words(self) -> int:
+        """64-bit words of a vector's sign bits."""
+    @property
+    def chunk(self) -> int:
+        """Rows quantized at a time (the float32 copy of a part is what costs memory)."""
+    def quantize(self, vectors: Any) -> tuple[Any, Any]:
+        """The int8 rows of float32 `vectors`, and each row's scale."""
+    def sign_codes(self, rows: Any) -> Any:
+        """The sign bits of int8 `rows`, as (sign_words, len(rows)) uint64."""
+    def table_scores(self, matrix: Any, scales: Any, codes: Any, count: int, vector: Any, k: int, *,
+                     exact_up_to: int, least: int) -> Any:
+        """Each of the first `count` rows' similarity to `vector`, for the best `k` (exact, or
+        -1 for the rows a shortlist leaves out)."""
+
+
 class StoreChoiceError(Exception):
     """The environment names no usable memory; the message says what to change."""
 

@@ -17,7 +17,7 @@ from ...model import graph as rules
 from ...model import writes
 from ...model.graph import Change, Graph, GraphError, Triple
 from .. import collector
-from ..interface import StoreChoiceError
+from ..interface import MeaningModel, StoreChoiceError
 from ..store import NotInMemory, WriteResult
 from . import schema, vectors
 from .faults import DatabaseBusy, DatabaseRefused, DatabaseUnreachable, NotAllowed, reason_of
@@ -97,8 +97,11 @@ class PostgresStore:
     and machines. The same interface as :class:`~memory_server.storage.store.GraphStore`."""
 
     def __init__(self, url: str, memory: str = DEFAULT_MEMORY, *, connect_seconds: float = CONNECT_SECONDS,
-                 busy_seconds: float = BUSY_SECONDS, clock: Callable[[], str] | None = None) -> None:
-        """`clock`: the UTC stamp of now (see model.dates) that writes record; None records no dates."""
+                 busy_seconds: float = BUSY_SECONDS, clock: Callable[[], str] | None = None,
+                 meaning: MeaningModel | None = None) -> None:
+        """`clock`: the UTC stamp of now (see model.dates) that writes record; None records no dates.
+        `meaning`: the model of meaning its searches and embedder use (P11; the adapter gives
+        retrieval's); None answers by words alone."""
         self._clock = clock
         self.memory = memory_name_from(memory)
         try:  # read here, so that a string libpq cannot read is said at start, and said once
@@ -132,7 +135,7 @@ class PostgresStore:
         self._opened = False
         self._entities_written = 0  # the memory's entity count after this server's last write
         self._statistics = Statistics(self._connection, self.memory, self.where)  # P13
-        self._meaning = vectors.Meaning(self, node_from)  # P11: the vectors' writes, embedder and searches
+        self._meaning = vectors.Meaning(self, node_from, meaning)  # P11: the vectors' writes, embedder and searches
 
     def _connection_class(self) -> type[psycopg.Connection[Any]]:
         """psycopg's connection, which records in this store how each attempt to connect ended (the

@@ -59,6 +59,7 @@ from .vectors_tables import reason
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..interface import MeaningModel
     from .store import PostgresStore
 
 log = logging.getLogger(__name__)
@@ -96,10 +97,13 @@ class Meaning:
     """The meaning of one PostgresStore's memory: what its writes add and remove (M1, M3), its
     embedder (M2, M4), and the semantic candidates of its searches (M5)."""
 
-    def __init__(self, store: PostgresStore, node_from: Callable[[int, bytes], Node]) -> None:
-        """`node_from`: how the store reads an entity's row (reads.node_from)."""
+    def __init__(self, store: PostgresStore, node_from: Callable[[int, bytes], Node],
+                 semantic: MeaningModel | None) -> None:
+        """`node_from`: how the store reads an entity's row (reads.node_from); `semantic`: the model
+        of meaning (None: words only, and the texts written are left to servers with a model)."""
         self._store = store
         self._node_from = node_from
+        self._semantic = semantic
         self._lock = threading.Lock()
         self._embedder: Background | None = None
         self._closed = False
@@ -157,10 +161,8 @@ class Meaning:
     def model(self) -> str | None:
         """The model this server embeds with, loading it when not yet loaded; None: words only."""
         if not self._model_known.is_set():
-            from ...retrieval import semantic
-
             try:
-                self._model = semantic.model_identity()
+                self._model = None if self._semantic is None else self._semantic.identity()
             except Exception as error:  # a model that fails to load is words only, as on a file
                 log.warning("%s: no semantic search (%s)", self._store.where, reason(error))
                 self._model = None
@@ -238,14 +240,13 @@ class Meaning:
     def _embed_held(self, connection: psycopg.Connection[Any], held: list[tuple[bytes, bytes]]) -> None:
         """Texts whose rows this transaction holds, embedded and written, but those that got a
         vector before they were held (a statement begun after the claim sees it: M2)."""
-        from ...retrieval import semantic
-
         memory, model = self._store.memory, self._model
+        assert self._semantic is not None  # (a server without a model has no model identity to embed for)
         done = {bytes(digest) for (digest,) in connection.execute(sql.EMBEDDED, (memory, model, [d for d, _ in held]))}
         wanted = [(digest, text) for digest, text in held if digest not in done]
         if not wanted:
             return
-        vectors = semantic.embed([text.decode("utf-8", "surrogatepass") for _, text in wanted])
+        vectors = self._semantic.embed([text.decode("utf-8", "surrogatepass") for _, text in wanted])
         if vectors is None:
             return
         stored = vectors.astype("<f2")
@@ -306,9 +307,8 @@ class Meaning:
         the views of the entities holding them."""
         import numpy as np
 
-        from ...retrieval import semantic
-
-        if k <= 0 or not query.strip():
+        semantic = self._semantic
+        if k <= 0 or not query.strip() or semantic is None:
             return [], {}
         vector = semantic.query_vector(query)
         if vector is None:
@@ -329,7 +329,7 @@ class Meaning:
             else:
                 digests, matrix = self._brute_force(connection, vector, wanted)
             scored = _scores(digests, matrix.reshape(-1, sql.DIMENSIONS), vector)[:k]
-            scored = [(digest, similarity) for digest, similarity in scored if similarity >= semantic.MIN_SIMILARITY]
+            scored = [(digest, similarity) for digest, similarity in scored if similarity >= semantic.min_similarity]
             if not scored:
                 return [], {}
             holders = connection.execute(sql.HOLDERS, (memory, [digest for digest, _ in scored]), binary=True).fetchall()
@@ -351,14 +351,15 @@ class Meaning:
         """The `wanted` best candidates among the memory's vectors kept in this server (M5)."""
         import numpy as np
 
-        from ...retrieval import semantic
-
+        semantic = self._semantic
+        assert semantic is not None  # (nearest asks only with a model)
         with self._kept_lock:
-            kept = self._kept = _Kept.brought_up_to_date(self._kept, connection, self._store.memory, self._model)
+            kept = self._kept = _Kept.brought_up_to_date(self._kept, connection, self._store.memory, self._model,
+                                                         semantic)
             count = kept.count
             if count == 0:
                 return [], np.zeros((0, sql.DIMENSIONS), dtype=np.float16)
-            scores = semantic.table_scores(np, kept.matrix, kept.scales, kept.codes, count, vector.astype(np.float32),
+            scores = semantic.table_scores(kept.matrix, kept.scales, kept.codes, count, vector.astype(np.float32),
                                            wanted, exact_up_to=kept.exact_up_to, least=kept.shortlist_least)
             best = min(wanted, count)
             top = np.argpartition(-scores, best - 1)[:best]
@@ -376,16 +377,15 @@ class _Kept:
     revision and a count of removals: as int8 with a scale and sign bits, as a file's table is
     (float16 costs twice the memory and, in numpy, a slow conversion at each search)."""
 
-    def __init__(self, revision: int, removals: int) -> None:
+    def __init__(self, revision: int, removals: int, semantic: MeaningModel) -> None:
         import numpy as np
 
-        from ...retrieval import semantic
-
-        self.exact_up_to = semantic.EXACT_UP_TO
+        self._semantic = semantic
+        self.exact_up_to = semantic.exact_up_to
         """Vectors up to which a search scores every one (above: a shortlist by sign bits, M5)."""
-        self.shortlist_least = semantic.SHORTLIST_MIN
+        self.shortlist_least = semantic.shortlist_least
         """Rows a shortlist holds at least."""
-        self.codes = np.zeros((semantic.WORDS, 0), dtype=np.uint64)
+        self.codes = np.zeros((semantic.sign_words, 0), dtype=np.uint64)
         self.revision = revision
         self.removals = removals
         self.digests: list[bytes] = []
@@ -396,11 +396,11 @@ class _Kept:
 
     @classmethod
     def brought_up_to_date(cls, kept: _Kept | None, connection: psycopg.Connection[Any], memory: str,
-                           model: str | None) -> _Kept:
+                           model: str | None, semantic: MeaningModel) -> _Kept:
         row = connection.execute(sql.STATE, (memory,)).fetchone()
         revision, removals = (0, 0) if row is None else (int(row[0]), int(row[1]))
         if kept is None or kept.removals != removals:  # texts were deleted: read again, whole
-            kept = cls(-1, removals)
+            kept = cls(-1, removals, semantic)
             kept.read(connection, sql.ALL_VECTORS, (memory, model))
         elif revision > kept.revision:
             kept.read(connection, sql.VECTORS_SINCE, (memory, model, kept.revision))
@@ -421,23 +421,22 @@ class _Kept:
         fresh = [(bytes(digest), bytes(embedding)) for digest, embedding, _ in rows if bytes(digest) not in self.rows]
         if not fresh:
             return
-        from ...retrieval import semantic
-
+        semantic = self._semantic
         if self.count + len(fresh) > len(self.matrix):
             size = max(2 * len(self.matrix), self.count + len(fresh), 1024)
             grown = np.zeros((size, sql.DIMENSIONS), dtype=np.int8)
             grown[:self.count] = self.matrix[:self.count]
             scales = np.zeros(size, dtype=np.float32)
             scales[:self.count] = self.scales[:self.count]
-            codes = np.zeros((semantic.WORDS, size), dtype=np.uint64)
+            codes = np.zeros((semantic.sign_words, size), dtype=np.uint64)
             codes[:, :self.count] = self.codes[:, :self.count]
             self.matrix, self.scales, self.codes = grown, scales, codes
         block = np.frombuffer(b"".join(embedding for _, embedding in fresh), dtype="<f2").reshape(-1, sql.DIMENSIONS)
-        for start in range(0, len(block), semantic.CHUNK):
-            part = block[start:start + semantic.CHUNK].astype(np.float32)
+        for start in range(0, len(block), semantic.chunk):
+            part = block[start:start + semantic.chunk].astype(np.float32)
             at = self.count + start
-            self.matrix[at:at + len(part)], self.scales[at:at + len(part)] = semantic.quantize(np, part)
-            self.codes[:, at:at + len(part)] = semantic.sign_codes(np, self.matrix[at:at + len(part)])
+            self.matrix[at:at + len(part)], self.scales[at:at + len(part)] = semantic.quantize(part)
+            self.codes[:, at:at + len(part)] = semantic.sign_codes(self.matrix[at:at + len(part)])
         for offset, (digest, _) in enumerate(fresh):
             self.rows[digest] = self.count + offset
             self.digests.append(digest)
