@@ -167,9 +167,12 @@ FirstSource: TypeAlias = "index_cache.ColdIndex | FirstRecords"
 class ColdStart:
     """The first start of one store: see the module docstring for the states."""
 
-    def __init__(self, file: Path, workers: Background, warm_up: Callable[[], None]) -> None:
+    def __init__(self, file: Path, workers: Background, warm_up: Callable[[], None],
+                 changed: Callable[[], None]) -> None:
+        """`changed`: called after each change of state (settling.py E1)."""
         self._file = file
         self._workers = workers
+        self._changed = changed
         self._warm_up = warm_up
         """Makes the graph from take_read() and its word index (the store's); then warmed()."""
         self._lock = threading.Lock()
@@ -193,6 +196,7 @@ class ColdStart:
             if self.state is not State.NEW:
                 return None
             self.state = State.LOOKING
+            self._changed()
             self._looking = self._workers.run(self._look)  # (None once closed: the read does it)
             return self._looking
 
@@ -241,8 +245,9 @@ class ColdStart:
                 cold = FirstRecords(read, read.lines)
         if read is not None and cold is not None:
             self.state, self._cold, self._checked = State.COLD, cold, read.signature
-            return
-        self.state = State.HOT
+        else:
+            self.state = State.HOT
+        self._changed()
 
     def count(self, source: FirstSource) -> None:
         """`source` gave an answer."""
@@ -285,6 +290,7 @@ class ColdStart:
                 self._let_go()
             elif self.state is State.COLD:
                 self.state = State.WARM
+                self._changed()
 
     def ranked(self) -> None:
         """-> HOT: the graph's ranking index is made."""
@@ -304,6 +310,7 @@ class ColdStart:
 
     def _let_go(self) -> None:
         self.state = State.HOT
+        self._changed()
         cold, self._cold = self._cold, None
         if cold is not None:
             cold.close()
@@ -334,8 +341,11 @@ class CacheKeeper:
     saved as (None: no graph yet); `ranked` gives that graph with its ranking index made."""
 
     def __init__(self, file: Path, workers: Background, closing: threading.Event,
-                 current: Callable[[], tuple[Graph, Signature] | None], ranked: Callable[[], Graph]) -> None:
+                 current: Callable[[], tuple[Graph, Signature] | None], ranked: Callable[[], Graph],
+                 changed: Callable[[], None]) -> None:
+        """`changed`: called once the cache is known to match a version of the file (settling.py E1)."""
         self._file = file
+        self._changed = changed
         self._workers = workers
         self._closing = closing
         self._current = current
@@ -387,6 +397,14 @@ class CacheKeeper:
         if timer is not None:
             timer.cancel()
 
+    def matches(self) -> bool:
+        """The cache is known to match the file as it is now (a build, or one found current)."""
+        matched = self._matched
+        try:
+            return matched is not None and stat_signature(self._file) == matched
+        except OSError:
+            return False
+
     def removed(self) -> None:
         """A save is about to be acknowledged: the cache and any build in progress go (K3)."""
         with self._guard:
@@ -413,6 +431,7 @@ class CacheKeeper:
             digest = index_cache.digest_of(data)
             if index_cache.is_current(self._file, data, digest):
                 self._matched = signature
+                self._changed()
                 return False  # another process made it already
             if graph.terms is None:
                 graph = self._ranked()
@@ -423,6 +442,7 @@ class CacheKeeper:
                 return False
             if made:
                 self._matched = signature
+                self._changed()
             return made
         except Exception as error:  # the cache only saves time; the file is what counts
             log.warning("The index cache %s could not be made (%r).", index_cache.cache_path(self._file), error)

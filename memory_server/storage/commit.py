@@ -76,11 +76,13 @@ class GroupCommit:
 
     def __init__(self, lock: MemoryFileLock, timeout: float,
                  run_batch: Callable[[Sequence[Operation]], list[WriteResult | Exception]],
-                 prepare: Callable[[], None]) -> None:
+                 prepare: Callable[[], None], changed: Callable[[], None]) -> None:
+        """`changed`: called after each change of the queue (settling.py E1)."""
         self._lock = lock
         self._timeout = timeout
         self._run_batch = run_batch
         self._prepare = prepare
+        self._queue_changed = changed
         self._changed = threading.Condition(threading.Lock())
         self._queue: deque[_Queued] = deque()
         self._leading = False
@@ -96,6 +98,7 @@ class GroupCommit:
         queued = _Queued(operation, abandon, time.monotonic() + self._timeout)
         with self._changed:
             self._queue.append(queued)
+            self._queue_changed()
         # A leader behind more than MAX_BATCH earlier writes did theirs, not its own: it goes on.
         while self._take_turn(queued):
             try:
@@ -119,6 +122,7 @@ class GroupCommit:
                     continue
                 if queued.abandon is not None and queued.abandon.is_set():
                     self._queue.remove(queued)
+                    self._queue_changed()
                     raise self._lock.abandoned_error()
                 if not self._leading:
                     self._leading = True
@@ -126,6 +130,7 @@ class GroupCommit:
                 remaining = queued.deadline - time.monotonic()
                 if remaining <= 0:
                     self._queue.remove(queued)
+                    self._queue_changed()
                     break
                 # Woken when the turn is free or this write is done; the poll looks at abandon and deadline.
                 self._changed.wait(min(POLL_INTERVAL, remaining))
@@ -158,6 +163,7 @@ class GroupCommit:
             if not batch:
                 with self._changed, suppress(ValueError):
                     self._queue.remove(own)
+                    self._queue_changed()
             if not isinstance(error, Exception):
                 raise  # KeyboardInterrupt and the like stop this thread too
 
@@ -172,4 +178,5 @@ class GroupCommit:
                     continue
                 queued.taken = True
                 batch.append(queued)
+            self._queue_changed()
         return batch

@@ -1,12 +1,17 @@
 """What the tools, the resource and the command line need of a store: the interface that the
-memory file's store (store.GraphStore) and the database's (postgres.PostgresStore) both offer."""
+memory file's store (store.GraphStore) and the database's (postgres.PostgresStore) both offer.
+
+A store's background work (the first start, the indexes, the cache, the group commit, the
+embedder) brings about the conditions of :class:`Until` and :class:`Queued`; whoever needs one
+waits on it with ``wait_until`` (as an event, settling.py E1-E3), never by looking again and again."""
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from ..model.writes import IncomingEntity, IncomingRelation
@@ -56,6 +61,30 @@ class StoreChoiceError(Exception):
     """The environment names no usable memory; the message says what to change."""
 
 
+class Until(enum.Enum):
+    """Conditions a store's background work brings about (``wait_until``)."""
+
+    WARM = "warm"
+    """File: the first start's graph is made (coldstart WARM or HOT)."""
+    HOT = "hot"
+    """File: the first start is over, the graph answers everything (coldstart HOT)."""
+    INDEXED = "indexed"
+    """File: the graph in memory is the file's as it is now, with its word index: reads asked
+    to use only the memory answer (but for a graph above INLINE_ITEMS)."""
+    RANKED = "ranked"
+    """File: INDEXED, and the ranking's index is made too."""
+    CACHED = "cached"
+    """File: the cache beside the file matches the file as it is now (coldstart K1, K2)."""
+    EMBEDDED = "embedded"
+    """Database: every text the memory held when the wait began has its vector (vectors.py M4)."""
+
+
+class Queued(NamedTuple):
+    """File: exactly `writes` writes of this store wait for their turn or the file lock (commit.py)."""
+
+    writes: int
+
+
 class MemoryStore(Protocol):
     """Reads answer from a consistent version of the graph; each write is atomic and returns
     what the tool answers. `in_memory` reads raise store.NotInMemory when they would need I/O
@@ -72,6 +101,9 @@ class MemoryStore(Protocol):
         structurally); `in_memory`: only those that answer without I/O, maybe none."""
     def open_nodes(self, names: list[str], *, in_memory: bool = False) -> dict[str, Any]: ...
     def poll_external_change(self) -> bool: ...
+    def wait_until(self, condition: Until | Queued, timeout: float) -> bool:
+        """True once `condition` holds, False when `timeout` seconds pass first; ValueError for a
+        condition of the other kind of store."""
 
     def create_entities(self, entities: list[dict[str, Any]], *,
                         abandon: threading.Event | None = None) -> WriteResult: ...

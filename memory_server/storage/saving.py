@@ -30,6 +30,7 @@ from .files import (
     staged,
 )
 from .lock import MemoryFileLock
+from .settling import Signal
 
 INDEX_ONCE_FROM: Final = 3
 """Batches of this many writes bring the search indexes up to date once, after the last write,
@@ -62,6 +63,7 @@ class Saving:
     _saves: int
     _made_directories: list[Path]
     _soon: Callable[..., Future[Any]]
+    _settled: Signal
     _load: Callable[..., Graph]
 
     def _run_batch(self, operations: Sequence[Operation]) -> list[WriteResult | Exception]:
@@ -184,6 +186,7 @@ class Saving:
                     self._snapshot = Snapshot(self._with_indexes_published_meanwhile(graph), temporary.signature,
                                                temporary.content, layout)
                     self._saves += 1
+                self._settled.changed()
                 self._keeper.removed()  # before the save is acknowledged (coldstart K3)
         except OSError as error:
             raise GraphError(f"Could not save the memory file {self._file}: {error.strerror}. "

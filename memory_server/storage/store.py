@@ -10,7 +10,8 @@ file atomically (see files.py). The pieces, each with its own guarantees:
 - coldstart.py: a new process's first answers from the cache or the file's records, and the cache
   kept up (S1-S4, K1-K3);
 - index_cache.py: the cache itself (C1-C6);
-- loading.py: bytes to graph (L1-L4); files.py, lock.py: the file and its lock.
+- loading.py: bytes to graph (L1-L4); files.py, lock.py: the file and its lock;
+- settling.py: the conditions of interface.py's wait_until, waited on as events (E1-E3).
 
 Guarantees of the store (tests/test_store.py, tests/test_store_cache.py):
 
@@ -61,6 +62,7 @@ from .files import (
     remove_old_spare,
     stat_signature,
 )
+from .interface import Queued, Until
 from .loading import decode, describe_load, graph_of, json_document
 from .lock import (
     LOCK_REFRESH_EVERY,
@@ -72,6 +74,7 @@ from .lock import (
     WriteAbandoned,
 )
 from .saving import Saving, Snapshot
+from .settling import Signal
 
 __all__ = [
     "LOCK_REFRESH_EVERY",
@@ -140,17 +143,19 @@ class GraphStore(Saving):
         self._unreported_change = False
         self._saves = 0
         self._closing = threading.Event()
+        self._settled = Signal()  # (for wait_until: every part below tells it of its changes)
         self._background = Background(f"memory-store[{self._file.name}]", workers=WORKERS)
         self._refused: tuple[Signature, str] | None = None
         """The signature of a file refused as one JSON document, and why (see _load_bytes)."""
         self._made_directories: list[Path] = []
         """The folders made for the memory file by the write under way (see write)."""
-        self._commits = GroupCommit(self._lock, self._lock_timeout, self._run_batch, self._create_directory)
-        self._coldstart = ColdStart(self._file, self._background, self._warm_up)
+        self._commits = GroupCommit(self._lock, self._lock_timeout, self._run_batch, self._create_directory,
+                                    self._settled.changed)
+        self._coldstart = ColdStart(self._file, self._background, self._warm_up, self._settled.changed)
         if not cache:
             self._coldstart.ranked()
         self._keeper = CacheKeeper(self._file, self._background, self._closing, self._current,
-                                   lambda: self._ensure_index("terms"))
+                                   lambda: self._ensure_index("terms"), self._settled.changed)
         # A spare an earlier version kept beside the memory holds what later writes deleted.
         remove_old_spare(self._file, lambda: self._lock.held(deadline=time.monotonic()))
 
@@ -189,6 +194,32 @@ class GraphStore(Saving):
         except Exception as error:
             future.set_exception(error)
         return future
+
+    def wait_until(self, condition: Until | Queued, timeout: float) -> bool:
+        """See interface.py: the conditions of a memory file's store."""
+        return self._settled.wait_until(self._holds(condition), timeout)
+
+    def _holds(self, condition: Until | Queued) -> Callable[[], bool]:
+        if isinstance(condition, Queued):
+            return lambda: self._commits.queued == condition.writes
+        if condition is Until.WARM:
+            return lambda: self._coldstart.state in (State.WARM, State.HOT)
+        if condition is Until.HOT:
+            return lambda: self._coldstart.state is State.HOT
+        if condition in (Until.INDEXED, Until.RANKED):
+            return lambda: self._indexed(ranked=condition is Until.RANKED)
+        if condition is Until.CACHED:
+            return self._keeper.matches
+        raise ValueError(f"a memory file's store never waits for {condition}")
+
+    def _indexed(self, *, ranked: bool) -> bool:
+        snapshot = self._snapshot
+        if snapshot is None or snapshot.graph.words is None or (ranked and snapshot.graph.terms is None):
+            return False
+        try:
+            return stat_signature(self._file) == snapshot.signature
+        except OSError:
+            return False
 
     @property
     def cold_state(self) -> State:
@@ -482,6 +513,7 @@ class GraphStore(Saving):
             # (After a reload the graph is all new, and the next search or poll indexes it.)
             if (carried := indexes.carry_word_index(indexed, snapshot.graph)) is not None:
                 self._snapshot = snapshot._replace(graph=carried)
+        self._settled.changed()
 
     def _stat(self) -> Signature:
         try:
@@ -523,4 +555,5 @@ class GraphStore(Saving):
         self._unreported_change = self._unreported_change or not first
         self._coldstart.graph_made()
         self._keeper.changed()
+        self._settled.changed()
         return graph

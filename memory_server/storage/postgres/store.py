@@ -17,7 +17,7 @@ from ...model import graph as rules
 from ...model import writes
 from ...model.graph import Change, Graph, GraphError, Triple
 from .. import collector
-from ..interface import MeaningModel, StoreChoiceError
+from ..interface import MeaningModel, Queued, StoreChoiceError, Until
 from ..store import NotInMemory, WriteResult
 from . import schema, vectors
 from .faults import DatabaseBusy, DatabaseRefused, DatabaseUnreachable, NotAllowed, reason_of
@@ -325,6 +325,12 @@ class PostgresStore:
                 return False
         except GraphError:
             return False
+
+    def wait_until(self, condition: Until | Queued, timeout: float) -> bool:
+        """See interface.py: a database's store has the embedder's condition."""
+        if condition is Until.EMBEDDED:
+            return self._meaning.wait_embedded(timeout)
+        raise ValueError(f"a database's store never waits for {condition}")
 
     def graph_revision(self) -> int:
         version = self._version()

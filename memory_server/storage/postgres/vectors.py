@@ -52,6 +52,7 @@ import psycopg
 from ...background import Background, Later
 from ...model.graph import Graph, GraphError, Node
 from ...model.writes import RowChanges
+from ..settling import Signal
 from . import vectors_sql as sql
 from . import vectors_tables as tables
 from .vectors_tables import reason
@@ -114,6 +115,7 @@ class Meaning:
         self._failing = False
         self._model: str | None = None
         self._model_known = threading.Event()
+        self._walked = Signal()  # (told at the end of every walk: wait_embedded() waits on it)
         self._scanned = -1  # every text of a revision up to it was claimed or embedded
         self._pgvector: bool | None = None
         self._iterative = False
@@ -192,6 +194,14 @@ class Meaning:
                 self._walking = False
                 if wait is not None and not self._closed:
                     self._arrange(0.0 if self._woken else wait)
+            self._walked.changed()
+
+    def wait_embedded(self, timeout: float) -> bool:
+        """Until.EMBEDDED: True once the embedder has walked the memory as it is now, every text
+        found with its vector (whoever embedded it); False when `timeout` seconds pass first."""
+        with self._store._connection() as connection:
+            revision = _revision(connection, self._store.memory)
+        return self._walked.wait_until(lambda: self._scanned >= revision, timeout)
 
     def _walk(self) -> float:
         """The texts written since the last walk claimed and embedded (M2, M4); the seconds until
