@@ -10,7 +10,7 @@ from typing import Any
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
-from test_store_cache import wait_for
+from test_store_cache import WAIT
 
 from memory_server.model import graph as rules
 from memory_server.model.records import decode_file
@@ -21,6 +21,7 @@ from memory_server.retrieval.search import search_nodes
 from memory_server.storage import cache_build, index_cache
 from memory_server.storage.coldstart import FileBytes, FirstRecords
 from memory_server.storage.files import rejected_path_for
+from memory_server.storage.interface import Until
 from memory_server.storage.store import GraphStore, State
 
 # Small alphabets, so that names repeat, relations touch and searches hit.
@@ -168,7 +169,7 @@ def test_s4_a_new_store_without_a_cache_answers_from_the_records_as_from_its_gra
             by_words = tool == "search_nodes" and argument.startswith("Who")
             assert store.record_answers == (0 if by_words else 1), tool
             # The graph is made of the same records after the first answer (S2), and answers the same.
-            wait_for(lambda: store.cold_state is State.HOT, "the graph")  # noqa: B023
+            assert store.wait_until(Until.HOT, WAIT), "the graph"
             assert plain(asked(store, tool)(*([] if argument is None else [argument]))) == want
             assert store.record_answers == (0 if by_words else 1)
             assert store.graph_in_memory is not None and len(store.graph_in_memory.rejected) == 1
@@ -219,7 +220,7 @@ def test_s2_the_graph_made_after_a_read_graph_from_the_records_shares_its_object
     with GraphStore(memory) as store:
         answer = store.read_graph_for_pages()
         assert store.record_answers == 1
-        wait_for(lambda: store.cold_state is State.HOT, "the graph")
+        assert store.wait_until(Until.HOT, WAIT), "the graph"
         graph = store.graph_in_memory
         assert graph is not None
         assert all(node.view is view for node, view in zip(graph.entities.values(), answer["entities"], strict=True))

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import REPO, Deadline, expect_line, python
+from conftest import REPO, expect_line, python
 from http_helpers import HttpServers, http_servers, modern_post  # noqa: F401  (a fixture)
 
 from memory_server.model import graph as rules
@@ -24,6 +24,7 @@ from memory_server.model import writes
 from memory_server.model.records import EntityRecord, encode_file
 from memory_server.retrieval.search import search_nodes
 from memory_server.storage import files
+from memory_server.storage.interface import Queued, Until
 from memory_server.storage.store import MAX_BATCH, GraphError, GraphStore, LockTimeout, WriteAbandoned, WriteResult
 
 WAIT = 60.0
@@ -90,20 +91,13 @@ class Writer:
         return self.outcome
 
 
-def wait_for(condition: Callable[[], bool]) -> None:
-    deadline = Deadline(WAIT)
-    while not condition():
-        deadline.remaining()
-        threading.Event().wait(0.005)
-
-
 def queue_in_order(store: GraphStore, writes: list[Callable[[], WriteResult]]) -> list[Writer]:
     """Each write started once the one before it waits in the store's queue, so the queue holds them in order."""
     writers = []
     already = store.queued_writes
     for count, write in enumerate(writes, start=1):
         writers.append(Writer(write))
-        wait_for(lambda count=count: store.queued_writes == already + count)  # type: ignore[misc]
+        assert store.wait_until(Queued(already + count), WAIT), "the write never joined the queue"
     return writers
 
 
@@ -328,7 +322,7 @@ def test_more_writes_than_a_batch_takes_are_saved_in_as_many_batches_as_needed(m
     store = GraphStore(memory, lock_timeout=WAIT)
     count = MAX_BATCH + 4
     writers = [Writer(creating(store, f"e{n:03d}")) for n in range(count)]
-    wait_for(lambda: store.queued_writes == count)
+    assert store.wait_until(Queued(count), WAIT)
     held.release()
     assert all(writer.result().changed for writer in writers)
     assert store.saves == 2
@@ -341,8 +335,8 @@ def test_a_batch_leaves_the_search_indexes_as_a_fresh_load_would_make_them(memor
     store.create_entities([entity("Alice", "drinks tea"), entity("Bob", "plays chess"), entity("Carol", "likes tea")])
     queries = ["tea", "chess", "jam", "Dora", "tea chess jam", "likes jam tea"]
     search_nodes(store, "tea chess")  # a search by words: both indexes are made
-    wait_for(lambda: store.poll_external_change() is False and store.graph_in_memory is not None
-             and store.graph_in_memory.words is not None and store.graph_in_memory.terms is not None)
+    assert store.poll_external_change() is False
+    assert store.wait_until(Until.RANKED, WAIT)
     holder = Holder(memory, children)
     writers = queue_in_order(store, [
         lambda: store.add_observations([{"entityName": "Bob", "contents": ["likes jam"]}]),
@@ -421,7 +415,7 @@ def test_when_the_write_waiting_for_the_lock_is_abandoned_another_takes_its_turn
     ])
     leader_gives_up.set()
     assert isinstance(leader.error(), WriteAbandoned)
-    wait_for(lambda: store.queued_writes == 2)
+    assert store.wait_until(Queued(2), WAIT)
     held.release()
     assert second.result().changed and third.result().changed
     assert [record["name"] for record in file_records(memory)] == ["B", "C"]
@@ -462,8 +456,9 @@ def test_each_queued_write_gives_up_on_the_lock_after_its_own_timeout(memory: Pa
 # Queues three writes behind this process's own hold of the lock, one of them too large for the file
 # size limit (EFBIG, as ENOSPC on a full disk), then releases: the one save fails for all three.
 FAILING_SAVE = """
-import json, os, resource, signal, sys, threading, time
+import json, os, resource, signal, sys, threading
 from pathlib import Path
+from memory_server.storage.interface import Queued
 from memory_server.storage.store import MAX_BATCH, GraphError, GraphStore, MemoryFileLock
 memory = Path(sys.argv[1])
 store = GraphStore(memory, lock_timeout=60)
@@ -488,9 +483,7 @@ with MemoryFileLock(memory).held():
     for count, (name, call) in enumerate(writes.items(), start=1):
         threads.append(threading.Thread(target=write, args=(name, call)))
         threads[-1].start()
-        deadline = time.monotonic() + 60
-        while store.queued_writes < count and time.monotonic() < deadline:
-            time.sleep(0.005)
+        assert store.wait_until(Queued(count), 60)
 for thread in threads:
     thread.join(60)
 print(json.dumps({"outcomes": outcomes, "saves": store.saves, "unchanged": memory.read_bytes() == before,

@@ -7,7 +7,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -32,7 +31,8 @@ from memory_server.retrieval.paging.pages import Page
 from memory_server.retrieval.search import search_nodes
 from memory_server.storage import cache_build, index_cache
 from memory_server.storage import store as store_module
-from memory_server.storage.store import GraphStore, NotInMemory, State
+from memory_server.storage.interface import Until
+from memory_server.storage.store import GraphStore, NotInMemory
 
 WAIT = 60.0
 
@@ -46,14 +46,6 @@ def asked(store: GraphStore, tool: str) -> Any:
 
 def entity(name: str, entity_type: str = "person", *observations: str) -> dict[str, Any]:
     return {"name": name, "entityType": entity_type, "observations": list(observations)}
-
-
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.05)
 
 
 def fresh_cache(memory: Path) -> bool:
@@ -148,7 +140,8 @@ def big_memory(memory: Path) -> list[dict[str, Any]]:
     store = GraphStore(memory, lock_timeout=WAIT)
     store.create_entities(entities)
     assert memory.stat().st_size >= index_cache.WORTH_CACHING
-    wait_for(lambda: fresh_cache(memory), "the cache of a new memory")
+    assert store.wait_until(Until.CACHED, WAIT), "the cache of a new memory"
+    assert fresh_cache(memory)
     return entities
 
 
@@ -179,7 +172,7 @@ def test_a_new_store_answers_from_a_matching_cache_exactly_as_from_the_file(tmp_
     assert [item["name"] for item in first["entities"]][:2] == ["person 0", "person 100"]
     assert [first, *answers(cold)[1:]] == warm_answers(memory)
     # Loaded meanwhile; until its ranking index is made, the cache still ranks searches by words.
-    wait_for(lambda: cold.cold_state in (State.WARM, State.HOT), "the graph loaded off the request path")
+    assert cold.wait_until(Until.WARM, WAIT), "the graph loaded off the request path"
     assert answers(cold) == warm_answers(memory)
 
 
@@ -202,7 +195,7 @@ def test_a_damaged_cache_is_not_used_and_is_rebuilt(tmp_path: Path, damage: str)
         cache.write_bytes(b"")
     store = GraphStore(memory)
     assert answers(store) == expected
-    wait_for(lambda: fresh_cache(memory), "the rebuilt cache")
+    assert store.wait_until(Until.CACHED, WAIT) and fresh_cache(memory), "the rebuilt cache"
     assert answers(GraphStore(memory)) == expected
     assert cache.stat().st_mode & 0o777 == 0o600
 
@@ -217,7 +210,7 @@ def test_a_cache_made_stale_by_another_process_is_not_used_and_is_rebuilt(tmp_pa
     found = search_nodes(store, "zephyr")
     assert "person 7" in [item["name"] for item in found["entities"]]
     assert [found, *answers(store)[1:]] == warm_answers(memory)
-    wait_for(lambda: fresh_cache(memory), "the cache of the changed file")
+    assert store.wait_until(Until.CACHED, WAIT) and fresh_cache(memory), "the cache of the changed file"
 
 
 def test_a_rewrite_that_keeps_size_inode_and_time_is_caught_by_content(tmp_path: Path) -> None:
@@ -236,7 +229,7 @@ def test_a_rewrite_that_keeps_size_inode_and_time_is_caught_by_content(tmp_path:
     store = GraphStore(memory)
     assert answers(store) == warm_answers(memory)
     assert search_nodes(store, "cellO")["entities"][0]["observations"][1] == "Plays the cellO"
-    wait_for(lambda: fresh_cache(memory), "the cache of the rewritten file")
+    assert store.wait_until(Until.CACHED, WAIT) and fresh_cache(memory), "the cache of the rewritten file"
 
 
 def test_writes_keep_the_cache_up_to_date_and_answers_follow_the_file(tmp_path: Path) -> None:
@@ -246,7 +239,7 @@ def test_writes_keep_the_cache_up_to_date_and_answers_follow_the_file(tmp_path: 
     assert search_nodes(store, "zephyr")["entities"]
     store.create_entities([entity("Quinn", "person", "Zephyr initiative lead")])
     assert search_nodes(store, "Quinn")["entities"] == [entity("Quinn", "person", "Zephyr initiative lead")]
-    wait_for(lambda: fresh_cache(memory), "the cache after a write")
+    assert store.wait_until(Until.CACHED, WAIT) and fresh_cache(memory), "the cache after a write"
     assert answers(GraphStore(memory)) == warm_answers(memory)
 
 
@@ -309,9 +302,9 @@ def test_read_graph_pages_from_the_cache_equal_the_graphs(tmp_path: Path) -> Non
     # summary counted when it was made; every page must be what the graph itself gives.
     memory = tmp_path / "memory.jsonl"
     big_memory(memory)
-    GraphStore(memory).create_relations([{"from": "person 3", "to": f"person {n}", "relationType": "knows"}
-                                         for n in range(10, 40)])
-    wait_for(lambda: fresh_cache(memory), "the cache after a write")
+    writer = GraphStore(memory)
+    writer.create_relations([{"from": "person 3", "to": f"person {n}", "relationType": "knows"} for n in range(10, 40)])
+    assert writer.wait_until(Until.CACHED, WAIT) and fresh_cache(memory), "the cache after a write"
     cold_store = GraphStore(memory)
     cold = cold_store.read_graph_for_pages()
     assert cold_store.cache_answers == 1 and isinstance(cold["entities"][0], msgspec.Raw)
@@ -357,7 +350,8 @@ def test_reads_in_memory_only_are_refused_until_the_graph_and_its_index_match_th
 
     assert all(map(refused, reads)), "nothing loaded yet: a read would open the cache or the file"
     search_nodes(store, "zephyr")  # the cache answers; the graph and its word index are made meanwhile
-    wait_for(lambda: not refused(reads[0]), "the graph and its word index, made off the request path")
+    assert store.wait_until(Until.INDEXED, WAIT), "the graph and its word index, made off the request path"
+    assert not refused(reads[0])
     assert [read(True) for read in reads] == [read(False) for read in reads]
     GraphStore(memory).add_observations([{"entityName": "person 7", "contents": ["zephyr fan"]}])
     assert all(map(refused, reads)), "another process wrote the file: the next read loads it"
@@ -439,7 +433,8 @@ def test_a_changed_cache_is_detected_not_used_and_rebuilt(tmp_path: Path, how: s
     assert answers(store) == expected
     assert search_nodes(store, "viola")["entities"] == []
     assert store.open_nodes([FORGED])["entities"] == []
-    wait_for(lambda: fresh_cache(memory) and FORGED.encode() not in cache.read_bytes(), "the rebuilt cache")
+    assert store.wait_until(Until.CACHED, WAIT), "the rebuilt cache"
+    assert fresh_cache(memory) and FORGED.encode() not in cache.read_bytes()
     assert answers(GraphStore(memory)) == expected
 
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from conftest import WAIT_SECONDS, Deadline
+from conftest import WAIT_SECONDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memory_helpers import entity
@@ -22,6 +21,7 @@ from postgres_helpers import database_url, memory_name, pgvector_url, private_da
 from memory_server.retrieval.meaning import MEANING
 from memory_server.retrieval.paging.pages import Facts
 from memory_server.retrieval.search import search_nodes
+from memory_server.storage.interface import Until
 from memory_server.storage.postgres.schema import SCHEMA_VERSION
 from memory_server.storage.postgres.store import PostgresStore as DatabaseStore
 from memory_server.storage.store import GraphStore
@@ -78,15 +78,11 @@ def _rows(url: str, memory: str) -> tuple[int, int, int]:
     return tuple(int(row[0]) for row in counts if row is not None)  # type: ignore[return-value]
 
 
-def _until_embedded(url: str, memory: str, texts: int) -> None:
-    """Waits for the embedders (a condition, looked at again and again): every text has its vector."""
-    deadline = Deadline(4 * WAIT_SECONDS)
-    while True:
-        found, _, vectors = _rows(url, memory)
-        if found == texts == vectors:
-            return
-        assert deadline.remaining() > 0
-        time.sleep(0.05)
+def _embedded(store: DatabaseStore, url: str, memory: str, texts: int) -> None:
+    """Once the store's embedder has walked the memory (Until.EMBEDDED): its `texts` texts, each with its vector."""
+    assert store.wait_until(Until.EMBEDDED, 4 * WAIT_SECONDS), "the embedder never walked the memory"
+    found, _, vectors = _rows(url, memory)
+    assert found == texts == vectors
 
 
 def test_each_way_is_the_one_asked_for(url: str, request: pytest.FixtureRequest) -> None:
@@ -147,7 +143,7 @@ def test_deleted_observations_and_entities_leave_no_vector(url: str) -> None:
         store.create_entities([entity("Ann", "person", ["Has a border collie named Biscuit", "Shared fact"]),
                                entity("Bo", "person", ["Takes levothyroxine every morning", "Shared fact"])])
         search_nodes(store, "dog", characters=CHARACTERS)  # (a search embeds what was just written)
-        _until_embedded(url, memory, 3)
+        _embedded(store, url, memory, 3)
         assert _rows(url, memory) == (3, 4, 3)
         store.delete_observations([{"entityName": "Ann", "observations": ["Has a border collie named Biscuit"]}])
         assert _rows(url, memory) == (2, 3, 2)
@@ -170,7 +166,7 @@ def test_no_text_is_embedded_twice_by_two_servers(url: str) -> None:
         search_nodes(second, "garden", characters=CHARACTERS)  # (its embedder starts)
         first.create_entities([entity(f"E{number}", "thing", texts[number::10]) for number in range(10)])
         second._meaning.wake()
-        _until_embedded(url, memory, len(texts))
+        _embedded(second, url, memory, len(texts))
         assert first._meaning.embedded + second._meaning.embedded == len(texts)
 
 
@@ -185,7 +181,7 @@ def test_a_server_without_the_model_writes_texts_another_embeds(url: str, monkey
     monkeypatch.delenv("MEMORY_SEMANTIC")
     with PostgresStore(url, memory) as with_model:
         search_nodes(with_model, "which dog does she own", characters=CHARACTERS)  # (its embedder starts)
-        _until_embedded(url, memory, 1)
+        _embedded(with_model, url, memory, 1)
         assert _names(search_nodes(with_model, "which dog does she own", characters=CHARACTERS)) == ["Alice"]
 
 
@@ -216,7 +212,7 @@ def test_a_version_2_database_is_upgraded_with_its_texts(own_url: str) -> None:
         assert store.read_graph()["entities"] == [entity("Alice", "person", ["Has a border collie named Biscuit"])]
         assert _rows(url, memory)[:2] == (1, 1)  # (the upgrade made the tables, with the texts there were)
         search_nodes(store, "which dog does she own", characters=CHARACTERS)  # (its embedder starts)
-        _until_embedded(url, memory, 1)
+        _embedded(store, url, memory, 1)
         assert _names(search_nodes(store, "which dog does she own", characters=CHARACTERS)) == ["Alice"]
     with psycopg.connect(url) as connection:
         assert connection.execute("SELECT version FROM kg_schema").fetchall() == [(SCHEMA_VERSION,)]
@@ -291,7 +287,7 @@ def test_without_pgvector_a_large_memory_is_shortlisted_by_sign_bits_as_a_file_i
                                   entity("Bob", "person", ["Takes levothyroxine every morning",
                                                            "Allergic to shellfish"])])
         search_nodes(writer, "dog", characters=CHARACTERS)
-        _until_embedded(database_url, memory, 1204)
+        _embedded(writer, database_url, memory, 1204)
         with PostgresStore(database_url, memory) as exact:
             expected = {question: _answer(search_nodes(exact, question, characters=CHARACTERS)) for question in questions}
             kept = exact._meaning._kept
@@ -318,6 +314,8 @@ def test_a_store_given_no_model_answers_by_words_and_leaves_its_texts_to_one_wit
     with DatabaseStore(url, memory) as words_only:
         words_only.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
         assert _names(search_nodes(words_only, "which dog does she own", characters=CHARACTERS)) == []
+        with pytest.raises(ValueError):
+            words_only.wait_until(Until.CACHED, WAIT_SECONDS)  # (a memory file's condition)
     assert _rows(url, memory) == (1, 1, 0)
     with PostgresStore(url, memory) as with_model:
         assert _names(search_nodes(with_model, "which dog does she own", characters=CHARACTERS)) == ["Alice"]

@@ -17,12 +17,13 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
     memory_servers,
     relation,
 )
-from test_index_cache import fresh_cache, wait_for
+from test_index_cache import WAIT, fresh_cache
 
 from memory_server.model import dates
 from memory_server.model import graph as rules
 from memory_server.model.records import decode_file
 from memory_server.storage import index_cache
+from memory_server.storage.interface import Until
 from memory_server.storage.store import GraphStore
 
 DATED = {"MEMORY_DATES": "on"}
@@ -72,7 +73,7 @@ def dated_big_memory(memory: Path) -> dict[str, Any]:
                             **({"happenedOn": "2023-05-07"} if n % 3 == 0 else {})} for n in range(4000)])
     store.create_relations([relation("person 1", f"person {n}", "knows") for n in range(2, 40)])
     assert memory.stat().st_size >= index_cache.WORTH_CACHING
-    wait_for(lambda: fresh_cache(memory), "the cache of a new memory")
+    assert store.wait_until(Until.CACHED, WAIT) and fresh_cache(memory), "the cache of a new memory"
     whole = rules.read_graph(rules.graph_from_lines(decode_file(memory.read_bytes())))
     return {"entities": list(whole["entities"]), "relations": whole["relations"]}
 

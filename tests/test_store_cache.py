@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from memory_server.model import graph as rules
 from memory_server.model.records import decode_file
 from memory_server.retrieval.search import search_nodes
 from memory_server.storage import cache_build, index_cache
+from memory_server.storage.interface import Until
 from memory_server.storage.store import GraphStore, State
 
 WAIT = 60.0
@@ -39,14 +39,6 @@ def large_memory(memory: Path) -> None:
                                       "Mentioned the Zephyr initiative" if n % 100 == 0 else "Plays the cello")
                                for n in range(4500)])
     assert memory.stat().st_size >= index_cache.WORTH_CACHING
-
-
-def wait_for(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.02)
 
 
 def store_threads(memory: Path) -> list[threading.Thread]:
@@ -101,7 +93,8 @@ def test_s1_the_states_of_a_first_start(tmp_path: Path) -> None:
         store.open_nodes(["person 1"])
         assert store.cache_answers == 0 and store.record_answers == 1
         assert store.cold_state in (State.COLD, State.HOT)
-        wait_for(lambda: store.cold_state is State.HOT, "the graph made of the records")
+        assert store.wait_until(Until.HOT, WAIT), "the graph made of the records"
+        assert store.cold_state is State.HOT
         assert store.graph_in_memory is not None
     memory.write_bytes(b'{"type":"entity","name":"small","entityType":"t","observations":[]}\n')
     with GraphStore(memory) as store:
@@ -117,9 +110,7 @@ def test_s1_warm_the_graph_answers_a_search_by_the_whole_query_and_the_cache_one
     with GraphStore(memory) as store:
         assert search_nodes(store, "zephyr") == expected["zephyr"]
         assert store.cache_answers == 1 and store.cold_state in (State.COLD, State.WARM)
-        deadline = time.monotonic() + WAIT
-        while store.cold_state is State.COLD and time.monotonic() < deadline:
-            time.sleep(0.01)  # the worker's load, polled for (no event to wait on from here)
+        assert store.wait_until(Until.WARM, WAIT), "the worker's load"
         assert store.cold_state is State.WARM
         # The graph (in memory, with its word index) answers the whole query; the cache is not asked.
         assert search_nodes(store, "zephyr") == expected["zephyr"] and store.cache_answers == 1
