@@ -169,3 +169,82 @@ def test_a_small_entity_whose_facts_together_hold_the_question_answers_it(memory
     shown = facts(client.ok("search_nodes", {"query": "What was rented on the lake with Ines?"}))
     assert set(shown[:3]) == {("Outing_12", "Rented a red kayak for the afternoon"), ("Outing_12", "At Lake Tahoe"),
                               ("Outing_12", "Ines came along")}, shown
+
+
+def test_a_fact_that_asks_the_question_back_ranks_below_the_fact_that_answers_it(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # The question's words are all in the turn that asks it back; the answer holds fewer of them.
+    # By words alone (no model), so that what ranks is the words' score and its cut (guarantee 11).
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env={**DATED, "MEMORY_SEMANTIC": "off"})
+    client.ok("create_entities", {"entities": [
+        entity("Turn_1", "dialog_turn", ["Wow, your garage looks great! What sort of cars do you restore in the garage?"]),
+        entity("Turn_2", "dialog_turn", ["Mostly classic cars: I restore old Mustangs in the garage"]),
+        entity("Turn_3", "dialog_turn", ["The weather was lovely at the lake"]),
+    ]})
+    shown = facts(client.ok("search_nodes", {"query": "What sort of cars are restored in the garage?"}))
+    assert shown[0] == ("Turn_2", "Mostly classic cars: I restore old Mustangs in the garage"), shown
+    assert ("Turn_1", "Wow, your garage looks great! What sort of cars do you restore in the garage?") in shown
+
+
+@pytest.mark.parametrize(("text", "share"), [
+    ("Mostly classic cars", 0.0),
+    ("What sort of cars do you restore?", 1.0),
+    ("", 0.0),
+    ("?", 1.0),
+    ("I restore Mustangs. Do you?", len(" Do you?") / len("I restore Mustangs. Do you?")),
+])
+def test_the_share_of_a_fact_that_asks_is_that_of_its_sentences_ending_in_a_question_mark(
+        text: str, share: float) -> None:
+    from memory_server.retrieval.answer import asking
+
+    assert asking(text) == pytest.approx(share)
+
+
+def test_a_possessive_name_leaves_nothing_behind_to_ask_the_meaning_with(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "Jordan's job": no word of Jordan's facts says job; the meaning of "What is job" finds the
+    # nurse's work, that of "What is s job" (the possessive's stray letter) found the partner's
+    # new job first.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Started a new job as a staff engineer at Lumen Health",
+                                          "Works as a backend engineer at Acme Robotics"]),
+        entity("Jordan_Lee", "person", ["Partner of Sam since 2019",
+                                        "Works as a paediatric nurse at Children's Hospital Colorado",
+                                        "Loves rock climbing and bouldering", "Is vegetarian"]),
+    ]})
+    client.ok("create_relations", {"relations": [relation("default_user", "Jordan_Lee", "partner_of")]})
+    shown = facts(client.ok("search_nodes", {"query": "What is Jordan's job?"}))
+    assert shown[0] == ("Jordan_Lee", "Works as a paediatric nurse at Children's Hospital Colorado"), shown
+
+
+def test_a_word_keeps_what_follows_its_apostrophe() -> None:
+    from memory_server.retrieval import scope
+
+    assert scope._WORD.findall("What is Jordan's job? Don’t guess") == ["What", "is", "Jordan's", "job", "Don’t", "guess"]
+
+
+def test_a_word_about_the_present_does_not_stand_in_for_what_is_asked(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "work" leads to the employer; "currently" says when, not what: my facts about work still rank.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Name is Sam", "Favourite food is hot pot", *(
+            f"Enjoys {thing} at the weekend" for thing in ("jazz", "sailing", "chess", "baking", "cycling",
+                                                           "opera", "hiking", "pottery", "climbing", "karaoke"))]),
+        entity("Lumen_Health", "company", ["Health software company in Denver", "Offers four-day work weeks in summer"]),
+        entity("Acme_Robotics", "company", ["Warehouse robotics company", "Laid off a fifth of its staff"]),
+    ]})
+    client.ok("add_observations", {"observations": [
+        {"entityName": "default_user", "contents": ["Works as a backend engineer at Acme Robotics"],
+         "happenedOn": "2024-02-01"},
+        {"entityName": "default_user", "contents": ["Started a new job as a staff engineer at Lumen Health"],
+         "happenedOn": "2026-04-16"},
+    ]})
+    client.ok("create_relations", {"relations": [relation("default_user", "Lumen_Health", "works_at"),
+                                                 relation("default_user", "Acme_Robotics", "worked_at")]})
+    shown = facts(client.ok("search_nodes", {"query": "Where do I currently work?"}))
+    mine = shown.index(("default_user", "Started a new job as a staff engineer at Lumen Health"))
+    # (ranked by "work", my facts come before those of the employer I left; by "currently" alone,
+    # they came after, joined only as the scope's own)
+    assert all(mine < number for number, (name, _) in enumerate(shown) if name == "Acme_Robotics"), shown

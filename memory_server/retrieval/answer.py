@@ -34,6 +34,9 @@ Guarantees:
 9. Versions of one kind of fact within an entity come newest first (:data:`VERSIONS_BAND`,
    :data:`CURRENT_BAND`).
 10. A window keeps the facts within it after 6 to 9 found and ranked them.
+11. A fact that asks is weaker evidence than one that tells: its score, by words and by meaning, is
+    cut by :data:`ASKING_CUT` times the share of its text in sentences that end in a question mark
+    (:func:`asking`). "What sort of cars do you work on?" restates a question; it does not answer it.
 
 The rules in full, with their figures: docs/search.md, "The person named, the time asked...".
 """
@@ -70,8 +73,8 @@ SEMANTIC_WEIGHT: Final = 0.1
 the best, weight 1). Words the question shares with a fact are the stronger evidence, and in a
 conversation every turn resembles every question a little: meaning adds the facts words miss (all
 of them when no word matches, as for `dog` and "a border collie"), and among word matches it
-only reorders those within a tenth of each other. (0.5 was the first choice: on the recall
-benchmark's dialog turns it cost a point of recall@5 and on its profile gained nothing.)"""
+only reorders those within a tenth of each other. (0.2, 0.3 and 0.5 were tried:
+docs/benchmarks-recall.md.)"""
 
 _encoder: Final = msgspec.json.Encoder()
 _observations_of: Final = itemgetter("observations")
@@ -220,7 +223,7 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
     if window is not None:
         fused = [fact for fact in fused if within(entities[fact[0]], fact[1], window)]
     fused = _plausible(fused)
-    fused = _newest_first(fused, entities, current=is_about_now(query))
+    fused = _newest_first(fused, entities, current=scopes.is_about_now(query))
     by_entity: dict[int, list[int]] = {}
     for position, index, _ in fused:
         by_entity.setdefault(position, []).append(index)
@@ -269,15 +272,6 @@ VERSIONS_BAND: Final = 0.75
 """Facts of one entity scoring within this share of its best are versions of one kind of fact:
 newest first. For a question about the present, :data:`CURRENT_BAND`."""
 CURRENT_BAND: Final = 0.35
-_NOW_WORDS: Final = re.compile(r"\b(?:now|currently|current|latest|still|these\s+days|nowadays|at\s+the\s+moment|"
-                               r"at\s+present|any\s*more|most\s+recent|recently|newest)\b", re.I)
-
-
-def is_about_now(query: str) -> bool:
-    """Whether the question asks about the present ("Where do I live now?")."""
-    return _NOW_WORDS.search(query) is not None
-
-
 def fact_date(entity: Mapping[str, Any], index: int) -> str:
     """When a fact happened (its happenedOn), else when it was recorded, as an answer shows it
     (``2026-05-15``, ``2026-05``); empty when unknown."""
@@ -297,14 +291,33 @@ def within(entity: Mapping[str, Any], index: int, window: Span) -> bool:
     return bool(date) and dates.overlaps(date, window)
 
 
+ASKING_CUT: Final = 0.8
+"""How much of a fact's score the share of it that asks takes away (guarantee 11): a fact that is
+all question keeps a fifth; one that tells and then asks back keeps most of its own."""
+_ASKED: Final = re.compile(r"[^.!?\n]*\?")
+
+
+def asking(text: str) -> float:
+    """The share of `text` in sentences that ask (ending in a question mark), from 0 to 1."""
+    asked = sum(len(found.group(0)) for found in _ASKED.finditer(text))
+    return min(asked / len(text), 1.0) if text else 0.0
+
+
+def _told(entity: Mapping[str, Any], index: int) -> float:
+    """What is left of a fact's score once what it asks is taken away (guarantee 11)."""
+    observations = entity["observations"]
+    return 1.0 - ASKING_CUT * asking(observations[index]) if 0 <= index < len(observations) else 1.0
+
+
 def _fused(scored: list[tuple[int, int, float]], covered: Mapping[tuple[int, int], float], entities: list[Any],
            query: str, nearest: Nearest | None, lookup: Callable[[str], Any | None] | None,
            scope: scopes.Scope | None, terms: int) -> list[tuple[int, int, float]]:
     """The facts that are evidence (guarantee 7), fused by score: each fact's word score as a
     share of the best, plus SEMANTIC_WEIGHT times its similarity as a share of the best, or, for a
-    fact only meaning finds, MEANING_SHARE times that similarity's share. Candidates of entities
-    the words did not match are added to `entities` (through `lookup`; in a scope, only its own)."""
-    evidence = [(position, index, score) for position, index, score in scored
+    fact only meaning finds, MEANING_SHARE times that similarity's share; each cut by what it asks
+    (guarantee 11). Candidates of entities the words did not match are added to `entities`
+    (through `lookup`; in a scope, only its own)."""
+    evidence = [(position, index, score * _told(entities[position], index)) for position, index, score in scored
                 if covered.get((position, index), 1.0) >= MIN_COVERAGE]
     found = None
     if nearest is not None:
@@ -331,7 +344,7 @@ def _fused(scored: list[tuple[int, int, float]], covered: Mapping[tuple[int, int
             if not 0 <= index < len(entities[position]["observations"]) or similarity <= 0:
                 continue
             fact = (position, index)
-            share = similarity / best_meaning
+            share = similarity / best_meaning * _told(entities[position], index)
             if fact in fused:
                 fused[fact] += SEMANTIC_WEIGHT * share
             elif similarity >= floor:

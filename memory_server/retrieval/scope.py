@@ -40,7 +40,9 @@ from ..index import ranking
 USER: Final = "default_user"
 NAMED_AMONG: Final = 200
 _FIRST_PERSON: Final = re.compile(r"\b(?:i|my|me|mine|myself|we|our|ours|us)\b", re.I)
-_WORD: Final = re.compile(r"[^\W_]+")
+_WORD: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+"""A word, with what follows its apostrophe ("Jordan's" is one word, not "Jordan" and a stray "s"
+ that the question's meaning would be asked with)."""
 
 RELATION_WORDS: Final = {
     "brother": "brother sibling", "sister": "sister sibling", "sibling": "sibling brother sister",
@@ -128,6 +130,20 @@ def _other(relation: Mapping[str, Any], name: str) -> str:
     return relation["to"] if relation["from"] == name else relation["from"]
 
 
+_NOW_WORDS: Final = re.compile(r"\b(?:now|currently|current|latest|still|these\s+days|nowadays|at\s+the\s+moment|"
+                               r"at\s+present|any\s*more|most\s+recent|recently|newest)\b", re.I)
+
+
+def is_about_now(query: str) -> bool:
+    """Whether the question asks about the present ("Where do I live now?")."""
+    return _NOW_WORDS.search(query) is not None
+
+
+def without_now(query: str) -> str:
+    """The question without the words that ask about the present: they say when, not what."""
+    return _NOW_WORDS.sub(" ", query)
+
+
 def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> Scope | None:
     """The scope of the question (guarantees 1 to 4); None when it names no entity and the user's
     entity is not spoken of (or does not exist)."""
@@ -180,8 +196,10 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
             relations += further
     rest = " ".join(word for word in rest_words if word not in used)
     asked = " ".join(rest_words)
-    if not ranking.query_terms(rest):
-        rest = asked  # "What is Jordan's job?": the word that led to the employer still asks about Jordan
+    if not ranking.query_terms(without_now(rest)):
+        # "What is Jordan's job?", "Where do I currently work?": the word that led to the employer
+        # still asks about Jordan, or me
+        rest = asked
     return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations)
 
 
