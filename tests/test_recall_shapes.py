@@ -224,27 +224,24 @@ def test_a_word_keeps_what_follows_its_apostrophe() -> None:
     assert scope._WORD.findall("What is Jordan's job? Don’t guess") == ["What", "is", "Jordan's", "job", "Don’t", "guess"]
 
 
-def test_a_word_about_the_present_does_not_stand_in_for_what_is_asked(
+
+def test_a_relations_target_shows_first_its_fact_most_like_the_question(
         memory_servers: MemoryServers, tmp_path: Path) -> None:
-    # "work" leads to the employer; "currently" says when, not what: my facts about work still rank.
+    # No word of the team's facts answers "how big"; their meaning does, and the one most like the
+    # question comes first, not the first written nor the newest.
     client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
     client.ok("create_entities", {"entities": [
-        entity("default_user", "person", ["Name is Sam", "Favourite food is hot pot", *(
-            f"Enjoys {thing} at the weekend" for thing in ("jazz", "sailing", "chess", "baking", "cycling",
-                                                           "opera", "hiking", "pottery", "climbing", "karaoke"))]),
-        entity("Lumen_Health", "company", ["Health software company in Denver", "Offers four-day work weeks in summer"]),
-        entity("Acme_Robotics", "company", ["Warehouse robotics company", "Laid off a fifth of its staff"]),
+        entity("default_user", "person", ["Name is Sam", "Moved to a house with a big garden"]),
+        entity("Priya_Nair", "person", ["Sam's manager at Lumen Health", "Former Google engineer"]),
+        entity("Platform_Team", "team", []),
     ]})
-    client.ok("add_observations", {"observations": [
-        {"entityName": "default_user", "contents": ["Works as a backend engineer at Acme Robotics"],
-         "happenedOn": "2024-02-01"},
-        {"entityName": "default_user", "contents": ["Started a new job as a staff engineer at Lumen Health"],
-         "happenedOn": "2026-04-16"},
-    ]})
-    client.ok("create_relations", {"relations": [relation("default_user", "Lumen_Health", "works_at"),
-                                                 relation("default_user", "Acme_Robotics", "worked_at")]})
-    shown = facts(client.ok("search_nodes", {"query": "Where do I currently work?"}))
-    mine = shown.index(("default_user", "Started a new job as a staff engineer at Lumen Health"))
-    # (ranked by "work", my facts come before those of the employer I left; by "currently" alone,
-    # they came after, joined only as the scope's own)
-    assert all(mine < number for number, (name, _) in enumerate(shown) if name == "Acme_Robotics"), shown
+    for fact, day in (("Owns the API gateway and the job queue", "2026-01-10"), ("Has seven engineers", "2026-02-10"),
+                      ("Is migrating from Kafka to Postgres queues", "2026-09-10"),
+                      ("On-call rotation changes every Monday", "2026-06-10")):
+        client.ok("add_observations", {"observations": [
+            {"entityName": "Platform_Team", "contents": [fact], "happenedOn": day}]})
+    client.ok("create_relations", {"relations": [relation("Priya_Nair", "default_user", "manager_of"),
+                                                 relation("Priya_Nair", "Platform_Team", "leads")]})
+    shown = facts(client.ok("search_nodes", {"query": "How big is my manager's team?"}))
+    team = [fact for name, fact in shown if name == "Platform_Team"]
+    assert team[:1] == ["Has seven engineers"], shown

@@ -217,13 +217,15 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
                                             for entity in entities[:scored_entities]], coverage_of=covered)
     scored = _small_as_one(ranked_by, entities[:scored_entities], scored, covered)
     meaning_query = scope.asked if scope is not None and ranking.query_terms(scope.asked) else query
-    fused = _fused(scored, covered, entities, meaning_query, nearest, lookup, scope, len(terms))
+    resemblance: dict[tuple[int, int], float] = {}
+    fused = _fused(scored, covered, entities, meaning_query, nearest, lookup, scope, len(terms), resemblance)
+    joined: set[tuple[int, int]] = set()
     if scope is not None:
-        fused = _with_scope(fused, entities, scope, bool(terms))
+        fused = _with_scope(fused, entities, scope, bool(terms), resemblance, joined)
     if window is not None:
         fused = [fact for fact in fused if within(entities[fact[0]], fact[1], window)]
     fused = _plausible(fused)
-    fused = _newest_first(fused, entities, current=scopes.is_about_now(query))
+    fused = _newest_first(fused, entities, current=scopes.is_about_now(query), joined=joined)
     by_entity: dict[int, list[int]] = {}
     for position, index, _ in fused:
         by_entity.setdefault(position, []).append(index)
@@ -311,12 +313,13 @@ def _told(entity: Mapping[str, Any], index: int) -> float:
 
 def _fused(scored: list[tuple[int, int, float]], covered: Mapping[tuple[int, int], float], entities: list[Any],
            query: str, nearest: Nearest | None, lookup: Callable[[str], Any | None] | None,
-           scope: scopes.Scope | None, terms: int) -> list[tuple[int, int, float]]:
+           scope: scopes.Scope | None, terms: int,
+           resemblance: dict[tuple[int, int], float] | None = None) -> list[tuple[int, int, float]]:
     """The facts that are evidence (guarantee 7), fused by score: each fact's word score as a
     share of the best, plus SEMANTIC_WEIGHT times its similarity as a share of the best, or, for a
     fact only meaning finds, MEANING_SHARE times that similarity's share; each cut by what it asks
     (guarantee 11). Candidates of entities the words did not match are added to `entities`
-    (through `lookup`; in a scope, only its own)."""
+    (through `lookup`; in a scope, only its own). Each candidate's similarity goes to `resemblance`."""
     evidence = [(position, index, score * _told(entities[position], index)) for position, index, score in scored
                 if covered.get((position, index), 1.0) >= MIN_COVERAGE]
     found = None
@@ -344,6 +347,8 @@ def _fused(scored: list[tuple[int, int, float]], covered: Mapping[tuple[int, int
             if not 0 <= index < len(entities[position]["observations"]) or similarity <= 0:
                 continue
             fact = (position, index)
+            if resemblance is not None:
+                resemblance[fact] = similarity
             share = similarity / best_meaning * _told(entities[position], index)
             if fact in fused:
                 fused[fact] += SEMANTIC_WEIGHT * share
@@ -359,12 +364,14 @@ best (the best such fact ranks with a word match 0.6 as good as the best)."""
 
 
 def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], scope: scopes.Scope,
-                asks: bool) -> list[tuple[int, int, float]]:
+                asks: bool, resemblance: Mapping[tuple[int, int], float],
+                joined_here: set[tuple[int, int]]) -> list[tuple[int, int, float]]:
     """The facts of a scope, weighed by where they stand (guarantee 6): the named entities' as they
     scored, the targets' doubled, the other neighbours' and those that mention a named entity at
-    NEIGHBOUR_SHARE. A
-    target's facts that nothing else brings join at TARGET_SHARE of the best (in the order they were
-    written); a question with nothing but names (`asks` false) answers with the named entities' facts."""
+    NEIGHBOUR_SHARE. A target's facts that nothing else brings join at TARGET_SHARE of the best, the
+    one most like the question first (`resemblance`, the similarities the model gave; else in the
+    order they were written), and are added to `joined_here`; a question with nothing but names
+    (`asks` false) answers with the named entities' facts."""
     named, targets = set(scope.named), set(scope.targets)
     # (an entity that only mentions a named one, as a place a person went, is no more than a neighbour)
     weight = [2.0 if entity["name"] in targets else 1.0 if entity["name"] in named else NEIGHBOUR_SHARE
@@ -377,9 +384,11 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
         for position, entity in enumerate(entities):
             if entity["name"] == name:
                 count = len(entity["observations"])
-                for index in range(count) if count else [-1]:
-                    if (position, index) not in have:
-                        joined.append((position, index, top * (TARGET_SHARE - 0.01 * rank) * (1 - index / (10 * count + 10))))
+                brought = [index for index in (range(count) if count else [-1]) if (position, index) not in have]
+                brought.sort(key=lambda index: -resemblance.get((position, index), 0.0))  # (stable: written order)
+                for place, index in enumerate(brought):
+                    joined.append((position, index, top * (TARGET_SHARE - 0.01 * rank) * (1 - place / (10 * count + 10))))
+                    joined_here.add((position, index))
                 break
     joined.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
     return joined
@@ -402,9 +411,10 @@ def _plausible(fused: list[tuple[int, int, float]]) -> list[tuple[int, int, floa
 
 
 def _newest_first(fused: list[tuple[int, int, float]], entities: Sequence[Any], *,
-                  current: bool) -> list[tuple[int, int, float]]:
+                  current: bool, joined: set[tuple[int, int]]) -> list[tuple[int, int, float]]:
     """Within each entity, the dated facts scoring within the band of its best are its versions
-    of one kind of fact: newest first, taking the places (scores) of the band in turn (guarantee 9)."""
+    of one kind of fact: newest first, taking the places (scores) of the band in turn (guarantee 9).
+    The facts a scope `joined` without evidence are no versions of anything: their places stay."""
     band = CURRENT_BAND if current else VERSIONS_BAND
     by_entity: dict[int, list[int]] = {}
     for number, (position, _, _) in enumerate(fused):
@@ -413,7 +423,7 @@ def _newest_first(fused: list[tuple[int, int, float]], entities: Sequence[Any], 
     for position, numbers in by_entity.items():
         top = fused[numbers[0]][2]
         versions = [number for number in numbers if fused[number][2] >= band * top
-                    and fact_date(entities[position], fused[number][1])]
+                    and (position, fused[number][1]) not in joined and fact_date(entities[position], fused[number][1])]
         if len(versions) < 2:
             continue
         newest = sorted(versions, key=lambda number: fact_date(entities[position], fused[number][1]), reverse=True)

@@ -139,11 +139,6 @@ def is_about_now(query: str) -> bool:
     return _NOW_WORDS.search(query) is not None
 
 
-def without_now(query: str) -> str:
-    """The question without the words that ask about the present: they say when, not what."""
-    return _NOW_WORDS.sub(" ", query)
-
-
 def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> Scope | None:
     """The scope of the question (guarantees 1 to 4); None when it names no entity and the user's
     entity is not spoken of (or does not exist)."""
@@ -196,10 +191,8 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
             relations += further
     rest = " ".join(word for word in rest_words if word not in used)
     asked = " ".join(rest_words)
-    if not ranking.query_terms(without_now(rest)):
-        # "What is Jordan's job?", "Where do I currently work?": the word that led to the employer
-        # still asks about Jordan, or me
-        rest = asked
+    if not ranking.query_terms(rest):
+        rest = asked  # "What is Jordan's job?": the word that led to the employer still asks about Jordan
     return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations)
 
 
