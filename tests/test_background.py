@@ -1,5 +1,5 @@
-"""memory_server/background.py: one owner for the memory's threads (B1 to B5), with real threads and
-real processes; every wait is on an event, none on a clock."""
+"""memory_server/background.py: one owner for the memory's threads, with real threads and
+real processes (B1 to B6); every wait is on an event, none on a clock."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+
+import pytest
 
 from memory_server.background import Background
 
@@ -86,11 +88,13 @@ def test_b3_a_thread_that_does_not_stop_is_named_on_stderr(capsys: object) -> No
     assert "the background thread stubborn-1 did not stop within 0 s" in capsys.readouterr().err  # type: ignore[attr-defined]
 
 
-def test_b4_a_process_that_never_closes_it_is_closed_at_exit() -> None:
+@pytest.mark.parametrize("made", ["background.process()", "background.Background(name='owned')"])
+def test_b4_a_background_never_closed_is_closed_at_exit(made: str) -> None:
+    # the process's own, and one that a part of the memory owns and never closed
     code = (
         "import threading\n"
         "from memory_server import background\n"
-        "b = background.process()\n"
+        f"b = {made}\n"
         "started = threading.Event()\n"
         "def work():\n"
         "    started.set()\n"
@@ -130,25 +134,6 @@ def test_b5_quick_work_runs_at_its_time_while_long_work_holds_every_worker() -> 
     release.set()
     assert slow.wait(WAIT_SECONDS)
     assert background.close(WAIT_SECONDS) == []
-
-
-def test_b4_a_background_never_closed_is_closed_at_exit() -> None:
-    code = (
-        "import threading\n"
-        "from memory_server.background import Background\n"
-        "b = Background(name='owned')\n"
-        "started = threading.Event()\n"
-        "def work():\n"
-        "    started.set()\n"
-        "    b.stopping.wait()\n"
-        "    print('stopped', flush=True)\n"
-        "b.submit(work)\n"
-        "started.wait()\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT_SECONDS,
-                            env={"PYTHONPATH": str(REPO)}, check=False)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == "stopped\n" and result.stderr == ""
 
 
 def test_b6_run_gives_the_outcome_in_a_future_and_cancels_what_never_runs() -> None:
