@@ -2,7 +2,8 @@
 process over stdio, dates on; MEMORY_TEST_STORE=postgres runs the same on a database): the person
 named scopes the question (retrieval/scope.py), a time window keeps what words and meaning found,
 its note is true, the latest version of a changing fact comes first, a relation is followed, and
-an answer holds no filler (docs/search.md, guarantees 6 to 10)."""
+an answer holds no filler, and a fact that asks ranks below one that tells (docs/search.md, guarantees
+6 to 11)."""
 
 from __future__ import annotations
 
