@@ -449,9 +449,11 @@ def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
     scored: list[ScoredFact] = []
     for position, ((name, entity_type, _), found, found_hits) in enumerate(zip(entities, held, hits_of, strict=True)):
         context: dict[str, float] = {}
-        for term in wanted_set.intersection(terms(entity_type)):
+        # (a name's and a type's terms are remembered as an observation's are: a search reads them
+        # for every matching entity, twice when small entities are read as one)
+        for term in wanted_set.intersection(fact_terms(entity_type)):
             context[term] = ranker.kind
-        for term in wanted_set.intersection(terms(name)):
+        for term in wanted_set.intersection(fact_terms(name)):
             context[term] = ranker.name
         if not found:
             if context:

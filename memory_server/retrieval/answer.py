@@ -301,6 +301,8 @@ _ASKED: Final = re.compile(r"[^.!?\n]*\?")
 
 def asking(text: str) -> float:
     """The share of `text` in sentences that ask (ending in a question mark), from 0 to 1."""
+    if "?" not in text:
+        return 0.0
     asked = sum(len(found.group(0)) for found in _ASKED.finditer(text))
     return min(asked / len(text), 1.0) if text else 0.0
 
