@@ -50,9 +50,14 @@ Guarantees:
    graph's own texts are looked up.
 7. Query vectors are kept for paging (the same query asked again), at most :data:`QUERIES_KEPT`,
    each keyed by a 16-byte digest of the query's text, not by the text itself.
+8. The model runs with its embedding tables kept int8 (:mod:`.rewrite`: a table's rows are picked,
+   then made float, rather than the whole table folded into float32 at load), and its vectors are
+   those of the graph the file holds, bit for bit; a model not laid out so, or whose rewritten
+   graph does not load, runs as the file holds it.
 
 Its modules, each with one job: :mod:`.tokens` (BERT's WordPiece), :mod:`.model` (the model file,
-its onnxruntime session, the vectors of texts), :mod:`.neighbours` (the search among kept
+its onnxruntime session, the vectors of texts), :mod:`.rewrite` (its graph with the embedding
+tables kept int8), :mod:`.neighbours` (the search among kept
 vectors), :mod:`.engine` (one model's table of vectors, its background embedding and its side
 file) and :mod:`.lifecycle` (the process's engines, and the calls the memory makes). Callers
 import this package only.
