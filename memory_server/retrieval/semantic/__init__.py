@@ -13,8 +13,9 @@ Guarantees:
 
 1. Importing this package loads nothing beyond the standard library. numpy, onnxruntime and the
    model are loaded by a worker of the process's :mod:`...background` at the first call that
-   needs them, or at :func:`prepare` (which a server calls once it serves, so that its first
-   search by meaning finds the model loaded), once per process and model file. A call that
+   needs them, or at :func:`prepare` (which a server calls as it starts, once its settings are
+   checked and its memory opened, so that its first search by meaning finds the model loaded),
+   once per process and model file. A call that
    needs the model waits for the load at most :data:`LOAD_WAIT` seconds; if it is not done by
    then, that call is answered by words.
 2. :func:`nearest` returns None, and the caller answers by words alone, when ``MEMORY_SEMANTIC``
