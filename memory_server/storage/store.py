@@ -283,7 +283,7 @@ class GraphStore(Saving):
         return [last]
 
     def _first_answers(self, cold: FirstSource) -> FirstAnswers:
-        return FirstAnswers(cold, self._coldstart, self._loaded_graph, self.open_nodes)
+        return FirstAnswers(cold, self._coldstart, self._loaded_whole, self.open_nodes)
 
     def _first(self, cold: FirstSource, answer: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
         """`answer()` from a first-answer source (the cache, the records); None when it declines
@@ -301,6 +301,17 @@ class GraphStore(Saving):
             return self._graph_in_memory(whole=False)
         except NotInMemory:
             return None
+
+    def _loaded_whole(self) -> Graph | None:
+        """The graph of the file's current version once it is loaded, its word index made or not
+        (candidates F4): what the answers of a first-answer source take their meaning from."""
+        snapshot = self._snapshot
+        try:
+            if snapshot is not None and stat_signature(self._file) == snapshot.signature:
+                return snapshot.graph
+        except OSError:
+            pass
+        return None
 
     def _graph_in_memory(self, *, whole: bool = True) -> Graph:
         """The graph, when it is loaded, its word index made, and the file unchanged since (one
