@@ -173,9 +173,9 @@ def _serve_store(store: MemoryStore, http: str | None, allow_unauthenticated: bo
 def _prepare_meaning() -> None:
     """Start loading the semantic model (and its side file of vectors) in the background now, while
     the protocol engine is imported and the memory file read, so that the first search by meaning
-    finds it loaded (retrieval/semantic 1). Its reading, hashing and onnxruntime's optimization of
-    the graph let go of the interpreter, so they overlap the imports; started once serving, as it
-    was, the load came last (spawn to the first answer by meaning: docs/semantic.md)."""
+    finds it loaded (retrieval/semantic 1). The file's reading and hashing, and part of
+    onnxruntime's work, let go of the interpreter and overlap the imports; started 0.1 s after
+    serving, as it was, the load came last (spawn to the first answer by meaning: docs/semantic.md)."""
     from .retrieval import semantic
 
     semantic.prepare()
