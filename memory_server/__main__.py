@@ -133,9 +133,11 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
         log(f"Knowledge Graph MCP Server: memory file {path}")
         if warning := fragile_location_warning(path, server_dir):
             log(warning)
-        store = GraphStore(path, clock=clock_from(os.environ))
-        from .retrieval.semantic import keep_vectors_at
+        from .retrieval.semantic import after_first_search, keep_vectors_at
         from .retrieval.vectors import vectors_path
+
+        # The first start's word index comes after the first answer by meaning (store G7).
+        store = GraphStore(path, clock=clock_from(os.environ), index_after=after_first_search)
 
         real = Path(os.path.realpath(path))
         keep_vectors_at(vectors_path(real), real.name)

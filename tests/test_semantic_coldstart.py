@@ -1,21 +1,26 @@
-"""Meaning at a first start (storage/candidates.py F4): once the warm-up has loaded the graph,
-the first-answer source's answers take their semantic candidates from it, before its word index
-is made, and they are the graph's own answers."""
+"""Meaning at a first start: once the warm-up has loaded the graph, the first-answer source's
+answers take their semantic candidates from it, before its word index is made (storage/candidates.py
+F4), and that index waits for the first answer by meaning (storage/store.py G7, retrieval/semantic 9)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_semantic import model_environment  # noqa: F401  (fixture)
-from test_store_cache import WAIT, entity
+from test_store_cache import WAIT, entity, wait_for
 
 from memory_server.model import indexes
 from memory_server.retrieval.search import search_nodes
 from memory_server.storage import index_cache
-from memory_server.storage.store import GraphStore, State
+from memory_server.storage.store import INDEX_AFTER, GraphStore, State
+
+REPO = Path(__file__).resolve().parents[1]
 
 CHARACTERS = 4000
 
@@ -62,3 +67,68 @@ def test_f4_the_graph_gives_the_meaning_before_its_word_index_is_made(
             assert facts_of(answer) == facts_of(expected)
         finally:
             release.set()
+
+
+def test_g7_a_first_start_s_word_index_waits_for_index_after(tmp_path: Path, model_environment: None) -> None:
+    memory = tmp_path / "memory.jsonl"
+    cached_memory(memory)
+    asked: list[tuple[Any, float]] = []
+    called = threading.Event()
+
+    def index_after(then: Any, timeout: float) -> None:
+        asked.append((then, timeout))
+        called.set()
+
+    with GraphStore(memory, index_after=index_after) as store:
+        search_nodes(store, "dog", characters=CHARACTERS)  # the cache answers; the warm-up starts
+        assert called.wait(WAIT)
+        (then, timeout), = asked
+        assert timeout == INDEX_AFTER
+        graph = store.graph_in_memory
+        assert graph is not None and graph.words is None and store.cold_state is State.COLD
+        assert not store.poll_external_change()  # the watcher's poll leaves the index to the warm-up
+        assert store.graph_in_memory is graph and graph.words is None
+        answer = search_nodes(store, "dog", characters=CHARACTERS)  # the cache's words, the graph's meaning
+        assert "Has a border collie named Biscuit" in facts_of(answer) and store.cache_answers == 2
+        then()
+        wait_for(lambda: store.cold_state is not State.COLD, "the word index, once index_after called back")
+        indexed = store.graph_in_memory
+        assert indexed is not None and indexed.words is not None and store.cold_state is State.WARM
+        assert facts_of(search_nodes(store, "dog", characters=CHARACTERS)) == facts_of(answer)
+
+
+def run_python(code: str, **environment: str) -> str:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MEMORY_SEMANTIC")}
+    env.update(environment, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+FIRST_SEARCH = """
+import threading
+from memory_server.model import writes
+from memory_server.model.graph import EMPTY
+from memory_server.retrieval import semantic
+called = []
+semantic.after_first_search(lambda: called.append("first"), 600)
+print(called)
+graph = writes.create_entities(EMPTY, [{"name": "u", "entityType": "person",
+                                        "observations": ["Has a border collie named Biscuit"]}]).graph
+print(bool(semantic.nearest(graph, "dog", 5)), called)
+semantic.after_first_search(lambda: called.append("after"), 600)
+print(called)
+"""
+
+
+def test_9_after_first_search_calls_back_once_the_first_search_by_meaning_has_its_answer() -> None:
+    assert run_python(FIRST_SEARCH).splitlines() == ["[]", "True ['first']", "['first', 'after']"]
+    # No search will answer by meaning: at once.
+    assert run_python(FIRST_SEARCH, MEMORY_SEMANTIC="off").splitlines() == [
+        "['first']", "False ['first']", "['first', 'after']"]
+    # Nobody searches: after the timeout, from a worker of the Background.
+    timed_out = ("import threading\nfrom memory_server.retrieval import semantic\n"
+                 "called = threading.Event()\nsemantic.after_first_search(called.set, 0.0)\n"
+                 "print(called.wait(60))\n")
+    assert run_python(timed_out).strip() == "True"

@@ -55,6 +55,11 @@ Guarantees:
    then made float, rather than the whole table folded into float32 at load), and its vectors are
    those of the graph the file holds, bit for bit; a model not laid out so, or whose rewritten
    graph does not load, runs as the file holds it.
+9. :func:`after_first_search` calls its function once the process's first search by meaning
+   (its first :func:`nearest`) has its answer, at once when no search will answer by meaning
+   (off, not installed, a model that failed to load), and otherwise after its timeout: so that
+   work which would share the interpreter with that first answer (a first start's word index,
+   storage/store.py G7) comes after it.
 
 Its modules, each with one job: :mod:`.tokens` (BERT's WordPiece), :mod:`.model` (the model file,
 its onnxruntime session, the vectors of texts), :mod:`.rewrite` (its graph with the embedding
@@ -70,6 +75,7 @@ from .lifecycle import (
     ENABLE_VARIABLE,
     LOAD_WAIT,
     MAX_VARIABLE,
+    after_first_search,
     close,
     embed,
     keep_vectors_at,
@@ -127,6 +133,7 @@ __all__ = [
     "_engine",
     "_model_file",
     "_session",
+    "after_first_search",
     "bit_counts",
     "close",
     "embed",
