@@ -132,3 +132,16 @@ def test_9_after_first_search_calls_back_once_the_first_search_by_meaning_has_it
                  "called = threading.Event()\nsemantic.after_first_search(called.set, 0.0)\n"
                  "print(called.wait(60))\n")
     assert run_python(timed_out).strip() == "True"
+
+
+def test_a_side_file_read_not_started_by_the_model_s_load_is_read_by_the_load_itself(tmp_path: Path) -> None:
+    from memory_server.retrieval.semantic import lifecycle
+
+    early = lifecycle._Early((tmp_path / "memory.jsonl.vectors", "memory.jsonl"), "0" * 64)
+    assert early.result() is None  # every worker was busy: not waited for (the load reads the file)
+    early.run()  # its turn comes after: it reads nothing
+    assert early.result() is None
+    started = lifecycle._Early((tmp_path / "memory.jsonl.vectors", "memory.jsonl"), "0" * 64)
+    started.run()
+    read = started.result()
+    assert read is not None and read.held is None  # read (no file there)

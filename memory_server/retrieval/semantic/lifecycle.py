@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ... import background
-from .engine import Engine
+from .engine import Engine, SideVectors, read_vectors
 from .model import PACKAGE_MISSING, give_back_memory, load, model_file, unusable
 
 if TYPE_CHECKING:
@@ -240,7 +240,13 @@ def session(path: Path, digest: str | None, limit: int) -> Engine | str:
 
 
 def _load(slot: _Slot, path: Path, digest: str | None, limit: int) -> None:
-    """In a worker of the Background: the model, then the side file's vectors (guarantee 1)."""
+    """In a worker of the Background: the model, then the side file's vectors (guarantee 1). When
+    the model's sha256 is known before it is read (the packaged model's), the side file is read
+    by another worker meanwhile: its reading, digest and sign bits need no model."""
+    side = _side_file
+    early = None if side is None or digest is None else _Early(side, digest)
+    if early is not None and not background.process().submit(early.run):
+        early = None
     try:
         outcome = session(path, digest, limit)
     except BaseException:
@@ -249,8 +255,40 @@ def _load(slot: _Slot, path: Path, digest: str | None, limit: int) -> None:
     if isinstance(outcome, str):
         slot.fail(outcome)
         return
-    if _side_file is not None:
-        outcome.open_vectors(*_side_file)
+    if side is not None:
+        outcome.open_vectors(*side, read=None if early is None else early.result())
     give_back_memory()
     slot.engine = outcome
     slot.done.set()
+
+
+class _Early:
+    """The side file read by another worker while the model loads. Not started by the time the
+    model is loaded (every worker busy), it is not waited for: the load reads the file itself."""
+
+    def __init__(self, side: tuple[Path, str], digest: str) -> None:
+        self._side = side
+        self._digest = digest
+        self._lock = threading.Lock()
+        self._state = "queued"
+        self._done = threading.Event()
+        self._read: SideVectors | None = None
+
+    def run(self) -> None:
+        with self._lock:
+            if self._state != "queued":
+                return
+            self._state = "running"
+        try:
+            self._read = read_vectors(*self._side, self._digest)
+        finally:
+            self._done.set()
+
+    def result(self) -> SideVectors | None:
+        """What it read; None when it had not started, or failed (the load reads the file)."""
+        with self._lock:
+            if self._state == "queued":
+                self._state = "dropped"
+                return None
+        self._done.wait()  # running: a read of one file, which waits on nothing else
+        return self._read
