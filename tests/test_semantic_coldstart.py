@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from test_semantic import model_environment  # noqa: F401  (fixture)
-from test_store_cache import WAIT, entity, wait_for
+from test_store_cache import WAIT, entity
 
 from memory_server.model import indexes
 from memory_server.retrieval.search import search_nodes
@@ -90,8 +90,9 @@ def test_g7_a_first_start_s_word_index_waits_for_index_after(tmp_path: Path, mod
         assert store.graph_in_memory is graph and graph.words is None
         answer = search_nodes(store, "dog", characters=CHARACTERS)  # the cache's words, the graph's meaning
         assert "Has a border collie named Biscuit" in facts_of(answer) and store.cache_answers == 2
-        then()
-        wait_for(lambda: store.cold_state is not State.COLD, "the word index, once index_after called back")
+        made = then()  # the index handed to a worker: its future
+        assert made is not None
+        made.result(WAIT)
         indexed = store.graph_in_memory
         assert indexed is not None and indexed.words is not None and store.cold_state is State.WARM
         assert facts_of(search_nodes(store, "dog", characters=CHARACTERS)) == facts_of(answer)
@@ -145,3 +146,4 @@ def test_a_side_file_read_not_started_by_the_model_s_load_is_read_by_the_load_it
     started.run()
     read = started.result()
     assert read is not None and read.held is None  # read (no file there)
+    assert started.result() is read

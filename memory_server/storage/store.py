@@ -376,10 +376,12 @@ class GraphStore(Saving):
             return
         self._index_waits = True
 
-        def go_on() -> None:
-            if self._submit(self._index_warm) is None:  # closed meanwhile
+        def go_on() -> Future[Any] | None:
+            """Hands the index to a worker: its future (None: closed meanwhile)."""
+            if (made := self._submit(self._index_warm)) is None:
                 self._index_waits = False
                 self._coldstart.warmed()
+            return made
         self._index_after(go_on, INDEX_AFTER)
 
     def _index_warm(self) -> None:

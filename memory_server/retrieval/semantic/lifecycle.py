@@ -282,13 +282,15 @@ class _Early:
         try:
             self._read = read_vectors(*self._side, self._digest)
         finally:
+            with self._lock:
+                self._state = "read"
             self._done.set()
 
     def result(self) -> SideVectors | None:
         """What it read; None when it had not started, or failed (the load reads the file)."""
         with self._lock:
-            if self._state == "queued":
-                self._state = "dropped"
+            if self._state in ("queued", "dropped"):
+                self._state = "dropped"  # (its run, if it comes, reads nothing)
                 return None
-        self._done.wait()  # running: a read of one file, which waits on nothing else
+        self._done.wait()  # running, or read: a read of one file, which waits on nothing else
         return self._read
