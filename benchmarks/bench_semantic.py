@@ -19,7 +19,7 @@ memory the table adds.
 memory a --fresh run embedded (its side file), at the share of the table a shortlist takes.
 --fresh: a memory file of that size is embedded once by a real server (until its side file of
 vectors is written), then each of five fresh servers is timed from spawn to its first answer by
-meaning, and its resident memory then.
+meaning, and its resident memory then and after 20 more searches.
 
 Runs in one process, in this order: import of the module, first load of the model, the
 profile of tests/test_semantic.py (about 300 facts on default_user) embedded and asked the five
@@ -57,6 +57,13 @@ THINGS = ["a lighthouse", "sourdough bread", "the quarterly budget", "a vintage 
           "a mountain hut", "the school play", "solar panels", "a pottery class"]
 WHEN = ["on Monday", "last spring", "in 2021", "yesterday", "during the holidays", "at the weekend", "in March",
         "after work", "before lunch", "last year"]
+
+
+def process_rss(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def synthetic(entities: int, observations: int, seed: int = 11) -> list[dict[str, object]]:
@@ -301,6 +308,7 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
                 first = time.perf_counter() - started
             found = "border collie" in json.dumps(answer)
         took = time.perf_counter() - started
+        at_meaning = process_rss(process.pid)
         warm = []
         for number, query in enumerate(WARM_QUERIES):
             if until_saved:
@@ -312,10 +320,7 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
             while json.loads(process.stdout.readline()).get("id") != 10_000 + number:
                 pass
             warm.append(time.perf_counter() - begun)
-        rss = float("nan")
-        for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1]) / 1024
+        rss = process_rss(process.pid)
         while until_saved and saved_count() < sum(len(item["observations"]) for item in made):  # type: ignore[arg-type, misc]
             select.select([], [], [], 0.5)
         process.stdin.close()
@@ -323,7 +328,7 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
         print(f"  spawn to first answer {first:.2f} s; to the first by meaning {took:.2f} s "
               f"({searches} searches); then search_nodes (words and meaning), median of {len(warm)} new queries "
               f"{1000 * statistics.median(warm):.0f} ms" if not until_saved else "", end="")
-        return took, rss, found
+        return took, (at_meaning, rss), found
 
     def saved_count() -> int:
         try:
@@ -339,8 +344,9 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
         print(f"{entities} entities x {observations} observations: embedded by a first server and saved in "
               f"{time.perf_counter() - started:.0f} s; side file {vectors_path(memory).stat().st_size} bytes")
     for _ in range(5):
-        took, rss, found = serve(until_saved=False)
-        print(f", by meaning: {found}, RSS {rss:.0f} MB", flush=True)
+        took, (at_meaning, rss), found = serve(until_saved=False)
+        print(f", by meaning: {found}, RSS {at_meaning:.0f} MB at the first answer by meaning, "
+              f"{rss:.0f} MB after the {len(WARM_QUERIES)} searches", flush=True)
     return warm_in_process(memory, made)
 
 

@@ -135,9 +135,11 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
         log(f"Knowledge Graph MCP Server: memory file {path}")
         if warning := fragile_location_warning(path, server_dir):
             log(warning)
-        store = GraphStore(path, clock=clock_from(os.environ))
-        from .retrieval.semantic import keep_vectors_at
+        from .retrieval.semantic import after_first_search, keep_vectors_at
         from .retrieval.vectors import vectors_path
+
+        # The first start's word index comes after the first answer by meaning (store G7).
+        store = GraphStore(path, clock=clock_from(os.environ), index_after=after_first_search)
 
         real = Path(os.path.realpath(path))
         keep_vectors_at(vectors_path(real), real.name)
@@ -150,15 +152,16 @@ def serve(*, http: str | None = None, allow_unauthenticated: bool = False, allow
 
 def _serve_store(store: MemoryStore, http: str | None, allow_unauthenticated: bool,
                  allowed_origins: list[str] | None, *, database_url: str | None) -> None:
-    # The file is read and hashed (and its cache opened) while the protocol engine is imported.
+    # The file is read and hashed (and its cache opened) while the protocol engine is imported,
+    # and the model loads meanwhile.
     store.look_ahead()
+    _prepare_meaning()
     from .app import build_server
 
     # The server's lifespan closes the store when serving ends (end of input, SIGTERM: app.py 1).
     server = build_server(store)
     gc.freeze()
     gc.enable()
-    _prepare_meaning_soon()
     if http is not None:
         from .http import serve_http
 
@@ -171,19 +174,15 @@ def _serve_store(store: MemoryStore, http: str | None, allow_unauthenticated: bo
     run_stdio(server)
 
 
-PREPARE_DELAY = 0.1
-"""Seconds after serving starts before the model loads in the background: the initialize answer
-comes first, and a server that ends at once (a probe, a client that gave up) loads nothing. The
-load then overlaps the graph's (spawn to the first answer by meaning: docs/semantic.md)."""
-
-
-def _prepare_meaning_soon() -> None:
-    """Load the semantic model (and its side file of vectors) in the background shortly after
-    serving starts, so that the first search by meaning does not wait for it (retrieval/semantic 1)."""
-    from .background import process
+def _prepare_meaning() -> None:
+    """Start loading the semantic model (and its side file of vectors) in the background now, while
+    the protocol engine is imported and the memory file read, so that the first search by meaning
+    finds it loaded (retrieval/semantic 1). The file's reading and hashing, and part of
+    onnxruntime's work, let go of the interpreter and overlap the imports; started 0.1 s after
+    serving, as it was, the load came last (spawn to the first answer by meaning: docs/semantic.md)."""
     from .retrieval import semantic
 
-    process().later(PREPARE_DELAY, semantic.prepare)
+    semantic.prepare()
 
 
 def _close_background(store: MemoryStore) -> None:

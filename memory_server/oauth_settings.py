@@ -15,11 +15,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from protocol.http.oauth import OAuthConfigError, ProtectedResource, check_url
+from typing import TYPE_CHECKING, Any
 
 from .tools import TOOLS
+
+if TYPE_CHECKING:
+    from protocol.http.oauth import ProtectedResource
 
 ISSUER_VARIABLE = "MCP_MEMORY_OAUTH_ISSUER"
 JWKS_URL_VARIABLE = "MCP_MEMORY_OAUTH_JWKS_URL"
@@ -58,6 +59,10 @@ def oauth_from(environment: Mapping[str, str], path: str) -> ProtectedResource |
         raise ValueError(f"{ISSUER_VARIABLE} needs {PUBLIC_URL_VARIABLE}, the base URL as clients reach this server "
                          "(e.g. https://memory.example.com): tokens must name <that URL>/mcp as their audience")
     jwks_url = environment.get(JWKS_URL_VARIABLE, "").strip() or None
+    # Only now: importing it imports the whole HTTP transport, which a stdio server never needs
+    # (its start checks these settings, and most have OAuth off).
+    from protocol.http.oauth import OAuthConfigError, ProtectedResource, check_url
+
     try:
         check_url(ISSUER_VARIABLE, issuer)
         check_url(PUBLIC_URL_VARIABLE, public_url)

@@ -49,3 +49,10 @@ def test_a_plain_start_parses_no_command_line() -> None:
     # delay the first answer. An argument (here --allow-origin) still goes through the parser.
     assert modules_loaded_by_serving([]).isdisjoint({"argparse", "memory_server.cli.commands"})
     assert {"argparse", "memory_server.cli.commands"} <= modules_loaded_by_serving(["--allow-origin", "http://a.test"])
+
+
+def test_a_stdio_start_loads_no_http_transport() -> None:
+    # The settings' check reads the OAuth variables at every start; with OAuth off it imports
+    # nothing of the HTTP transport (a fifth of a stdio start's imports), which --http loads.
+    loaded = modules_loaded_by_serving([])
+    assert not {module for module in loaded if module.startswith("protocol.http")}, sorted(loaded)

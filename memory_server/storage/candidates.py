@@ -12,6 +12,10 @@ F2. A first-answer source that fails a check while answering (index_cache C3) is
     (coldstart S1) and declines: the graph answers that step.
 F3. A first-answer source starts the warm-up (coldstart COLD -> WARM) once it has answered or
     declined, so that the graph is made off the request path.
+F4. Once the warm-up has loaded the graph (and while the file is unchanged), a first-answer
+    source's answers take their semantic candidates, entities and scope from it (``whole``),
+    before its word index is made: the meaning answers from the first search after the load,
+    not only once the index is made.
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ class GraphCandidates:
 class FirstAnswers:
     """A first-answer source (the cache or the file's records) as a search's candidates, while the
     cold start lets it answer (coldstart S1, S4). `loaded` gives the graph when it is in memory
-    already (the cache ranks while the graph has no ranking index: the graph gives the meaning);
+    already, with or without its word index (F4: the source ranks, the graph gives the meaning);
     `open_nodes` is the store's, for the question's scope without a graph."""
 
     def __init__(self, cold: FirstSource, start: ColdStart, loaded: Callable[[], Graph | None],

@@ -6,7 +6,7 @@ current bytes, change and save, so writes from different processes take turns. S
 file atomically (see files.py). The pieces, each with its own guarantees:
 
 - commit.py: the write queue and group commit (W1-W5); saving.py: a batch applied and saved (G3, G4);
-- candidates.py: a search's candidate sources (F1-F3), for retrieval/search.py;
+- candidates.py: a search's candidate sources (F1-F4), for retrieval/search.py;
 - coldstart.py: a new process's first answers from the cache or the file's records, and the cache
   kept up (S1-S4, K1-K3);
 - index_cache.py: the cache itself (C1-C6);
@@ -33,6 +33,12 @@ G5. The store's own :class:`~memory_server.background.Background` runs every pie
 G6. A search's candidates come from :meth:`GraphStore.sources` (candidates.py): the graph, or
     while coldstart S1 lets them, the cache or the records first; retrieval/search.py's rules run on
     whichever answers.
+G7. A store given `index_after` (the server gives retrieval/semantic's after_first_search) makes
+    the word index of its first start's graph only once `index_after` calls back, within
+    INDEX_AFTER seconds: the load of the graph and the first answer by meaning do not share the
+    interpreter with it. Meanwhile the first-answer source answers (coldstart COLD), the graph
+    gives the meaning (F4), a poll of the watcher reloads a changed file but leaves the index to
+    the warm-up, and a search that needs the index makes it.
 """
 
 from __future__ import annotations
@@ -101,6 +107,9 @@ request (a worker gives them turns). open_nodes costs the same at any size."""
 WORKERS: Final = 3
 """Workers of the store's Background: the first look or warm-up, an index or the cache's build, and
 the comparison of a save (G3), so that none waits behind another."""
+INDEX_AFTER: Final = 3.0
+"""Seconds at most a first start's word index waits for `index_after` (G7): longer than a loaded
+machine takes to load the model and answer by meaning, short enough that the cache is let go soon."""
 _INDEXES: Final = {
     "words": ("with_word_index", "Searches will scan every entity: the word index could not be made"),
     "terms": ("with_term_index", "Searches by words will be slow: their index could not be made"),
@@ -119,9 +128,11 @@ class GraphStore(Saving):
 
     def __init__(self, path: Path, *, lock_timeout: float | None = None, stale_after: float | None = None,
                  refresh_every: float | None = None, cache: bool = True,
-                 clock: Callable[[], str] | None = None) -> None:
+                 clock: Callable[[], str] | None = None,
+                 index_after: Callable[[Callable[[], object], float], None] | None = None) -> None:
         """`cache`: False to answer every read from the graph (the cache is still kept up). `clock`:
-        the UTC stamp of now (see model.dates) that writes record; None records no dates."""
+        the UTC stamp of now (see model.dates) that writes record; None records no dates.
+        `index_after`: what a first start's word index waits for (G7)."""
         self.path = Path(path)
         self._clock = clock
         # Through a symlink the real file is what gets replaced and locked, so a symlinked memory
@@ -139,6 +150,9 @@ class GraphStore(Saving):
         self._unindexable: dict[str, Graph] = {}
         """The graph whose index of a kind failed, not to be tried again."""
         self._index_pending: Graph | None = None
+        self._index_after = index_after
+        self._index_waits = False
+        """The warm-up has loaded the graph and waits for `index_after` before its word index (G7)."""
         self._index_wanted = threading.Event()
         self._unreported_change = False
         self._saves = 0
@@ -316,7 +330,7 @@ class GraphStore(Saving):
         return [last]
 
     def _first_answers(self, cold: FirstSource) -> FirstAnswers:
-        return FirstAnswers(cold, self._coldstart, self._loaded_graph, self.open_nodes)
+        return FirstAnswers(cold, self._coldstart, self._loaded_whole, self.open_nodes)
 
     def _first(self, cold: FirstSource, answer: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
         """`answer()` from a first-answer source (the cache, the records); None when it declines
@@ -334,6 +348,17 @@ class GraphStore(Saving):
             return self._graph_in_memory(whole=False)
         except NotInMemory:
             return None
+
+    def _loaded_whole(self) -> Graph | None:
+        """The graph of the file's current version once it is loaded, its word index made or not
+        (candidates F4): what the answers of a first-answer source take their meaning from."""
+        snapshot = self._snapshot
+        try:
+            if snapshot is not None and stat_signature(self._file) == snapshot.signature:
+                return snapshot.graph
+        except OSError:
+            pass
+        return None
 
     def _graph_in_memory(self, *, whole: bool = True) -> Graph:
         """The graph, when it is loaded, its word index made, and the file unchanged since (one
@@ -370,25 +395,49 @@ class GraphStore(Saving):
 
     def _warm_up(self) -> None:
         """Makes the graph of the bytes (or records) a first-answer source answers from, and its
-        word index, while that source answers (coldstart COLD -> WARM or HOT)."""
+        word index (after `index_after`, G7), while that source answers (coldstart COLD -> WARM or HOT)."""
         try:
             with self._loading:
                 read = self._coldstart.take_read()
                 if self._snapshot is None and read is not None and stat_signature(self._file) == read.signature:
                     self._load_read(read, first=True, pieces=True)
+        except (GraphError, OSError):
+            self._coldstart.warmed()  # reported to whoever reads or writes next
+            return
+        if self._index_after is None:
+            self._index_warm()
+            return
+        self._index_waits = True
+
+        def go_on() -> Future[Any] | None:
+            """Hands the index to a worker: its future (None: closed meanwhile)."""
+            if (made := self._submit(self._index_warm)) is None:
+                self._index_waits = False
+                self._coldstart.warmed()
+            return made
+        self._index_after(go_on, INDEX_AFTER)
+
+    def _index_warm(self) -> None:
+        """The warm-up's word index, then coldstart COLD -> WARM (or HOT)."""
+        try:
             self._ensure_index("words")
         except (GraphError, OSError):
-            pass  # reported to whoever reads or writes next
+            pass
         finally:
+            self._index_waits = False
             self._coldstart.warmed()
 
     def poll_external_change(self) -> bool:
         """True when another process changed the file since this store last reported (or saw) it.
 
         Never raises: an unreadable file is reported to whoever reads or writes next. The poller
-        also makes the word index of what it loads, so searches do not wait for it."""
+        also makes the word index of what it loads, so searches do not wait for it (but not while
+        a first start's index waits, G7)."""
         with suppress(GraphError):
-            self._ensure_index("words")
+            if self._index_waits:
+                self._graph()
+            else:
+                self._ensure_index("words")
         with self._loading:
             changed, self._unreported_change = self._unreported_change, False
         return changed

@@ -13,8 +13,9 @@ Guarantees:
 
 1. Importing this package loads nothing beyond the standard library. numpy, onnxruntime and the
    model are loaded by a worker of the process's :mod:`...background` at the first call that
-   needs them, or at :func:`prepare` (which a server calls once it serves, so that its first
-   search by meaning finds the model loaded), once per process and model file. A call that
+   needs them, or at :func:`prepare` (which a server calls as it starts, once its settings are
+   checked and its memory opened, so that its first search by meaning finds the model loaded),
+   once per process and model file. A call that
    needs the model waits for the load at most :data:`LOAD_WAIT` seconds; if it is not done by
    then, that call is answered by words.
 2. :func:`nearest` returns None, and the caller answers by words alone, when ``MEMORY_SEMANTIC``
@@ -50,9 +51,19 @@ Guarantees:
    graph's own texts are looked up.
 7. Query vectors are kept for paging (the same query asked again), at most :data:`QUERIES_KEPT`,
    each keyed by a 16-byte digest of the query's text, not by the text itself.
+8. The model runs with its embedding tables kept int8 (:mod:`.rewrite`: a table's rows are picked,
+   then made float, rather than the whole table folded into float32 at load), and its vectors are
+   those of the graph the file holds, bit for bit; a model not laid out so, or whose rewritten
+   graph does not load, runs as the file holds it.
+9. :func:`after_first_search` calls its function once the process's first search by meaning
+   (its first :func:`nearest`) has its answer, at once when no search will answer by meaning
+   (off, not installed, a model that failed to load), and otherwise after its timeout: so that
+   work which would share the interpreter with that first answer (a first start's word index,
+   storage/store.py G7) comes after it.
 
 Its modules, each with one job: :mod:`.tokens` (BERT's WordPiece), :mod:`.model` (the model file,
-its onnxruntime session, the vectors of texts), :mod:`.neighbours` (the search among kept
+its onnxruntime session, the vectors of texts), :mod:`.rewrite` (its graph with the embedding
+tables kept int8), :mod:`.neighbours` (the search among kept
 vectors), :mod:`.engine` (one model's table of vectors, its background embedding and its side
 file) and :mod:`.lifecycle` (the process's engines, and the calls the memory makes). Callers
 import this package only.
@@ -64,6 +75,7 @@ from .lifecycle import (
     ENABLE_VARIABLE,
     LOAD_WAIT,
     MAX_VARIABLE,
+    after_first_search,
     close,
     embed,
     keep_vectors_at,
@@ -121,6 +133,7 @@ __all__ = [
     "_engine",
     "_model_file",
     "_session",
+    "after_first_search",
     "bit_counts",
     "close",
     "embed",

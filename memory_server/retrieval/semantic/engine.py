@@ -43,6 +43,29 @@ SAVE_DELAY: Final = 1.0
 (writes come in bursts: one save for the burst)."""
 
 
+@dataclass(slots=True)
+class SideVectors:
+    """A side file as read for one model: its keys, vectors and scales (None: none usable), and
+    the vectors' sign bits."""
+
+    file: VectorFile
+    digest: str
+    held: tuple[Any, Any, Any] | None
+    codes: Any
+
+
+def read_vectors(side_file: Path, memory_name: str, digest: str) -> SideVectors:
+    """The side file's vectors for the model of sha256 `digest`, with their sign bits: work that
+    needs no model, so it can run beside the model's load (lifecycle)."""
+    import numpy as np
+
+    from ..vectors import VectorFile
+
+    file = VectorFile(side_file, memory_name)
+    held = file.read(digest)
+    return SideVectors(file, digest, held, None if held is None else sign_codes(np, held[1]))
+
+
 def _steps(texts: Sequence[str]) -> Sequence[list[str]]:
     """`texts` in steps of at most BATCH texts and about STEP_CHARACTERS characters (each at least one text)."""
     steps: list[list[str]] = []
@@ -214,16 +237,16 @@ class Engine:
 
     # ----- the side file
 
-    def open_vectors(self, side_file: Path, memory_name: str) -> None:
-        """Read the side file's vectors into the table (they answer once a graph holds their texts)."""
-        from ..vectors import VectorFile
-
-        self.file = VectorFile(side_file, memory_name)
-        held = self.file.read(self.digest)
-        if held is None:
+    def open_vectors(self, side_file: Path, memory_name: str, read: SideVectors | None = None) -> None:
+        """Read the side file's vectors into the table (they answer once a graph holds their texts);
+        `read`: the file as :func:`read_vectors` read it already for this model, beside the load."""
+        if read is None or read.digest != self.digest:
+            read = read_vectors(side_file, memory_name, self.digest)
+        self.file = read.file
+        if read.held is None:
             return
-        keys, quantized, scales = held
-        codes = sign_codes(self._np, quantized)
+        keys, quantized, scales = read.held
+        codes = read.codes
         with self.lock:
             self.matrix, self.scales, self.codes, self.count = quantized, scales, codes, len(keys)
             self.stored = keys

@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ... import background
-from .engine import Engine
+from .engine import Engine, SideVectors, read_vectors
 from .model import PACKAGE_MISSING, give_back_memory, load, model_file, unusable
 
 if TYPE_CHECKING:
@@ -35,9 +35,64 @@ def nearest(graph: Graph, query: str, k: int) -> list[tuple[str, int, float]] | 
     """The `k` observations of `graph` nearest `query` in meaning (guarantee 6), or None when no
     model can be used (guarantee 2)."""
     found = engine(os.environ)
-    if found is None:
-        return None
-    return found.nearest(graph, query, k)
+    try:
+        return None if found is None else found.nearest(graph, query, k)
+    finally:
+        _first_search.done()
+
+
+def after_first_search(then: Callable[[], object], timeout: float) -> None:
+    """Call `then` once this process's first search by meaning has its answer, or at once when
+    there will be none (off, not installed, a model that did not load), or after `timeout`
+    seconds (guarantee 9): work that would share the interpreter with that answer (the graph's
+    word index, at a first start) waits for it. `then` runs in the thread that answered, or in a
+    worker of the Background; it should only hand work over."""
+    _first_search.then(then, timeout)
+
+
+class _FirstSearch:
+    """Whether the first search by meaning has answered, and who waits for it (guarantee 9)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done = False
+        self._waiting: list[Callable[[], object]] = []
+
+    def then(self, function: Callable[[], object], timeout: float) -> None:
+        if not self._answered_anyway():
+            with self._lock:
+                if not self._done:
+                    self._waiting.append(function)
+                    if background.process().later(timeout, lambda: self._run(function)) is not None:
+                        return
+                    self._waiting.remove(function)  # closing: at once
+        function()
+
+    def _answered_anyway(self) -> bool:
+        """No search will answer by meaning: off, not installed, or a load that failed."""
+        if _disabled(os.environ):
+            return True
+        path, _ = model_file(os.environ)
+        slot = _slots.get(str(path))
+        return slot is None and unusable(path) is not None or slot is not None and slot.reason is not None
+
+    def _run(self, function: Callable[[], object]) -> None:
+        with self._lock:
+            if function not in self._waiting:
+                return  # (run when the search answered)
+            self._waiting.remove(function)
+        function()
+
+    def done(self) -> None:
+        if self._done:
+            return
+        with self._lock:
+            self._done, waiting, self._waiting = True, self._waiting, []
+        for function in waiting:
+            function()
+
+
+_first_search = _FirstSearch()
 
 
 def embed(texts: Sequence[str]) -> np.ndarray | None:
@@ -133,6 +188,7 @@ class _Slot:
         if reason != PACKAGE_MISSING:
             print(f"mcp-server-memory: semantic search is off, words only: {reason}", file=sys.stderr, flush=True)
         self.done.set()
+        _first_search.done()  # no search will answer by meaning: what waits for one goes on
 
 
 _slots: dict[str, _Slot] = {}
@@ -184,7 +240,13 @@ def session(path: Path, digest: str | None, limit: int) -> Engine | str:
 
 
 def _load(slot: _Slot, path: Path, digest: str | None, limit: int) -> None:
-    """In a worker of the Background: the model, then the side file's vectors (guarantee 1)."""
+    """In a worker of the Background: the model, then the side file's vectors (guarantee 1). When
+    the model's sha256 is known before it is read (the packaged model's), the side file is read
+    by another worker meanwhile: its reading, digest and sign bits need no model."""
+    side = _side_file
+    early = None if side is None or digest is None else _Early(side, digest)
+    if early is not None and not background.process().submit(early.run):
+        early = None
     try:
         outcome = session(path, digest, limit)
     except BaseException:
@@ -193,8 +255,42 @@ def _load(slot: _Slot, path: Path, digest: str | None, limit: int) -> None:
     if isinstance(outcome, str):
         slot.fail(outcome)
         return
-    if _side_file is not None:
-        outcome.open_vectors(*_side_file)
+    if side is not None:
+        outcome.open_vectors(*side, read=None if early is None else early.result())
     give_back_memory()
     slot.engine = outcome
     slot.done.set()
+
+
+class _Early:
+    """The side file read by another worker while the model loads. Not started by the time the
+    model is loaded (every worker busy), it is not waited for: the load reads the file itself."""
+
+    def __init__(self, side: tuple[Path, str], digest: str) -> None:
+        self._side = side
+        self._digest = digest
+        self._lock = threading.Lock()
+        self._state = "queued"
+        self._done = threading.Event()
+        self._read: SideVectors | None = None
+
+    def run(self) -> None:
+        with self._lock:
+            if self._state != "queued":
+                return
+            self._state = "running"
+        try:
+            self._read = read_vectors(*self._side, self._digest)
+        finally:
+            with self._lock:
+                self._state = "read"
+            self._done.set()
+
+    def result(self) -> SideVectors | None:
+        """What it read; None when it had not started, or failed (the load reads the file)."""
+        with self._lock:
+            if self._state in ("queued", "dropped"):
+                self._state = "dropped"  # (its run, if it comes, reads nothing)
+                return None
+        self._done.wait()  # running, or read: a read of one file, which waits on nothing else
+        return self._read
