@@ -9,7 +9,7 @@ file atomically (see files.py). The pieces, each with its own guarantees:
 - candidates.py: a search's candidate sources (F1-F4), for retrieval/search.py;
 - coldstart.py: a new process's first answers from the cache or the file's records, and the cache
   kept up (S1-S4, K1-K3);
-- index_cache.py: the cache itself (C1-C6);
+- index_cache.py: the cache itself (C1-C6); indexing.py: the kinds of index, and a made one published;
 - loading.py: bytes to graph (L1-L4); files.py, lock.py: the file and its lock;
 - settling.py: the conditions of interface.py's wait_until, waited on as events (E1-E3).
 
@@ -58,6 +58,7 @@ from ..model import graph as rules
 from ..model import indexes, writes
 from ..model.graph import Graph, GraphError
 from ..model.records import Line
+from . import indexing
 from .candidates import FirstAnswers, GraphCandidates, first_answer
 from .coldstart import CLOSE_BUDGET, CacheKeeper, ColdStart, FileBytes, FirstSource, State
 from .commit import MAX_BATCH, GroupCommit, Operation, WriteResult
@@ -110,11 +111,6 @@ the comparison of a save (G3), so that none waits behind another."""
 INDEX_AFTER: Final = 3.0
 """Seconds at most a first start's word index waits for `index_after` (G7): longer than a loaded
 machine takes to load the model and answer by meaning, short enough that the cache is let go soon."""
-_INDEXES: Final = {
-    "words": ("with_word_index", "Searches will scan every entity: the word index could not be made"),
-    "terms": ("with_term_index", "Searches by words will be slow: their index could not be made"),
-}
-"""Each kind of index: the model's function that makes it, and what losing it costs."""
 
 
 class NotInMemory(Exception):
@@ -533,7 +529,7 @@ class GraphStore(Saving):
             graph = self._graph()
             if getattr(graph, kind) is not None or graph is self._unindexable.get(kind):
                 return graph
-            maker, loss = _INDEXES[kind]
+            maker, loss = indexing.KINDS[kind]
             try:
                 indexed = getattr(indexes, maker)(graph)
             except Exception as error:  # MemoryError, or a fault of ours: searches scan (or rank slowly) instead
@@ -550,18 +546,7 @@ class GraphStore(Saving):
         snapshot = self._snapshot
         if snapshot is None:
             return
-        if snapshot.graph is graph:
-            self._snapshot = snapshot._replace(graph=indexed)
-            # A graph one index could not be made for keeps that mark with the other index.
-            for kind, failed in list(self._unindexable.items()):
-                if failed is graph:
-                    self._unindexable[kind] = indexed
-        elif (snapshot.graph.words is None and indexed.words is not None) or (
-                snapshot.graph.terms is None and indexed.terms is not None):
-            # A write of this process landed meanwhile: the indexes are brought up to its graph.
-            # (After a reload the graph is all new, and the next search or poll indexes it.)
-            if (carried := indexes.carry_word_index(indexed, snapshot.graph)) is not None:
-                self._snapshot = snapshot._replace(graph=carried)
+        self._snapshot = indexing.published(snapshot, self._unindexable, graph, indexed)
         self._settled.changed()
 
     def _stat(self) -> Signature:
