@@ -223,13 +223,8 @@ class GraphStore(Saving):
         raise ValueError(f"a memory file's store never waits for {condition}")
 
     def _indexed(self, *, ranked: bool) -> bool:
-        snapshot = self._snapshot
-        if snapshot is None or snapshot.graph.words is None or (ranked and snapshot.graph.terms is None):
-            return False
-        try:
-            return stat_signature(self._file) == snapshot.signature
-        except OSError:
-            return False
+        graph = self._loaded_whole()
+        return graph is not None and graph.words is not None and (not ranked or graph.terms is not None)
 
     @property
     def cold_state(self) -> State:
