@@ -250,6 +250,24 @@ def test_facts_are_scored_as_by_the_straightforward_count_of_rarity(
 
 
 @SETTINGS
+@given(memories(), st.sampled_from(QUESTIONS), st.data())
+def test_entities_read_as_one_score_as_their_observations_joined_into_one(
+        memory: tuple[list[dict[str, Any]], list[dict[str, Any]]], question: str, data: st.DataObject) -> None:
+    """read_as_one reuses the facts' hits: it scores as though each chosen entity had one observation,
+    its observations joined (the rarity and the average length counting it once)."""
+    given_entities = [(entity["name"], entity["entityType"], entity["observations"]) for entity in memory[0]]
+    chosen = data.draw(st.sets(st.sampled_from(range(len(given_entities)))))
+    found = ranking.fact_hits(question, given_entities)
+    joined = [(name, kind, [" ".join(observations)] if position in chosen and observations else observations)
+              for position, (name, kind, observations) in enumerate(given_entities)]
+    expected = [fact for fact in straightforward_rank_facts(question, joined) if fact[0] in chosen]
+    if found is None:
+        assert expected == []
+    else:
+        assert ranking.score_facts(ranking.read_as_one(found, chosen), only=chosen) == expected
+
+
+@SETTINGS
 @given(memories(), st.sampled_from(QUESTIONS))
 def test_entities_found_by_words_come_by_score_then_in_graph_order(
         memory: tuple[list[dict[str, Any]], list[dict[str, Any]]], question: str) -> None:

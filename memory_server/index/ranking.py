@@ -402,36 +402,79 @@ ScoredFact = tuple[int, int, float]
 _NO_HITS: Final[frozenset[str]] = frozenset()
 
 
+class FactHits(NamedTuple):
+    """The query's terms in each fact of some entities: what scoring them needs, worked out once
+    (:func:`fact_hits`), so that the same facts can be scored again read otherwise (:func:`read_as_one`)."""
+
+    wanted: tuple[str, ...]
+    wanted_set: frozenset[str]
+    entities: Sequence[tuple[str, str, Sequence[str]]]
+    held: Sequence[Sequence[tuple[str, ...]]]
+    """Each entity's facts as terms."""
+    hits: Sequence[Sequence[frozenset[str]]]
+    """The query's terms in each fact."""
+    facts: int
+    length: int
+    """Facts, and their terms in all: the rarity and the average length are counted over them."""
+
+
+def fact_hits(query: str, entities: Sequence[tuple[str, str, Sequence[str]]]) -> FactHits | None:
+    """The query's terms in each observation of `entities` (name, type, observations); None when
+    the query has no terms."""
+    wanted = tuple(query_terms(query, question_words=True))
+    if not wanted:
+        return None
+    wanted_set = frozenset(wanted)
+    held = [[fact_terms(observation) for observation in observations] for _, _, observations in entities]
+    # (most facts hold none: one empty set for all of them, not one each kept to the end)
+    hits = [[wanted_set.intersection(fact) or _NO_HITS for fact in found] for found in held]
+    facts = sum(map(len, held))
+    length = sum(len(fact) for found in held for fact in found)
+    return FactHits(wanted, wanted_set, entities, held, hits, facts, length)
+
+
+def read_as_one(found: FactHits, positions: AbstractSet[int]) -> FactHits:
+    """The same facts, each entity at `positions` that has observations read as one fact (its
+    observations' terms one after the other): the rarity and the average length count it once."""
+    held, hits = list(found.held), list(found.hits)
+    facts = found.facts
+    for position in positions:
+        if not held[position]:
+            continue
+        facts -= len(held[position]) - 1
+        if any(hits[position]):
+            joined = tuple(itertools.chain.from_iterable(held[position]))
+            held[position], hits[position] = [joined], [found.wanted_set.intersection(joined)]
+        else:  # (its length is counted already; a fact no query term reaches is read for nothing else)
+            held[position], hits[position] = [()], [_NO_HITS]
+    return found._replace(held=held, hits=hits, facts=facts)
+
+
 def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
-               ranker: FactRanker = FACTS, *, held: Sequence[Sequence[tuple[str, ...]]] | None = None,
-               coverage_of: dict[tuple[int, int], float] | None = None) -> list[ScoredFact]:
+               ranker: FactRanker = FACTS, *, coverage_of: dict[tuple[int, int], float] | None = None) -> list[ScoredFact]:
     """The facts of `entities` (name, type, observations) that the query's terms reach, best
-    first (ties: entity position, then the order the observations were added).
+    first (ties: entity position, then the order the observations were added): :func:`score_facts`
+    of :func:`fact_hits`."""
+    found = fact_hits(query, entities)
+    return [] if found is None else score_facts(found, ranker, coverage_of=coverage_of)
+
+
+def score_facts(found: FactHits, ranker: FactRanker = FACTS, *, only: AbstractSet[int] | None = None,
+                coverage_of: dict[tuple[int, int], float] | None = None) -> list[ScoredFact]:
+    """The facts that the query's terms reach, best first (ties: entity position, then the order
+    the observations were added); `only`: of the entities at these positions (the rarity is still
+    counted over all).
 
     Rarity is counted over the facts given: pass every entity holding a query term and the
     counts are exactly those of the whole memory's facts for these terms. A query term no fact
     holds weighs as the rarest term one holds: the question asks something the memory words
     otherwise, and an unbounded rarity would make every fact's coverage of the rest nil.
-    `held`: each entity's facts as terms, when the caller has them otherwise than one fact per
-    observation (several observations read as one); the observations are then not read.
     `coverage_of`: filled with each scored fact's share of the query's rarity, (position, index) ->
     0 to 1, the evidence its words give (see answer.MIN_COVERAGE)."""
-    wanted = query_terms(query, question_words=True)
-    if not wanted:
-        return []
-    wanted_set = frozenset(wanted)
-    if held is None:
-        held = [[fact_terms(observation) for observation in observations] for _, _, observations in entities]
-    hits_of: list[list[frozenset[str]]] = []  # the query's terms in each fact
-    facts = length = 0
-    for found in held:
-        length += sum(map(len, found))
-        facts += len(found)
-        # (most facts hold none: one empty set for all of them, not one each kept to the end)
-        hits_of.append([wanted_set.intersection(fact) or _NO_HITS for fact in found])
-    df = Counter(itertools.chain.from_iterable(itertools.chain.from_iterable(hits_of)))
-    average = length / facts if length else 1.0  # facts of no terms at all ("", "...") weigh as average
-    count = max(facts, 1)
+    wanted, wanted_set, entities = found.wanted, found.wanted_set, found.entities
+    df = Counter(itertools.chain.from_iterable(itertools.chain.from_iterable(found.hits)))
+    average = found.length / found.facts if found.length else 1.0  # facts of no terms at all ("", "...") weigh as average
+    count = max(found.facts, 1)
     idf = {term: math.log(1.0 + (count - df[term] + 0.5) / (df[term] + 0.5)) for term in wanted}
     unheld = {term for term in wanted_set if not df[term]}
     rarest_held = max((idf[term] for term in wanted_set if df[term]), default=0.0)
@@ -447,15 +490,18 @@ def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
     k1, b = ranker.k1, ranker.b
     share_of = coverage_of
     scored: list[ScoredFact] = []
-    for position, ((name, entity_type, _), found, found_hits) in enumerate(zip(entities, held, hits_of, strict=True)):
+    for position, ((name, entity_type, _), facts, facts_hits) in enumerate(
+            zip(entities, found.held, found.hits, strict=True)):
+        if only is not None and position not in only:
+            continue
         context: dict[str, float] = {}
         # (a name's and a type's terms are remembered as an observation's are: a search reads them
-        # for every matching entity, twice when small entities are read as one)
+        # for every matching entity)
         for term in wanted_set.intersection(fact_terms(entity_type)):
             context[term] = ranker.kind
         for term in wanted_set.intersection(fact_terms(name)):
             context[term] = ranker.name
-        if not found:
+        if not facts:
             if context:
                 score = sum(idf[term] * weight for term, weight in context.items())
                 share = sum(idf[t] for t in context) / whole
@@ -463,7 +509,7 @@ def rank_facts(query: str, entities: Sequence[tuple[str, str, Sequence[str]]],
                     coverage_of[position, -1] = share
                 scored.append((position, -1, score * share ** ranker.coverage))
             continue
-        for index, (fact, hits) in enumerate(zip(found, found_hits, strict=True)):
+        for index, (fact, hits) in enumerate(zip(facts, facts_hits, strict=True)):
             if not hits and not context:
                 continue
             score = covered = 0.0

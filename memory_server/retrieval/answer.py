@@ -43,7 +43,6 @@ The rules in full, with their figures: docs/search.md, "The person named, the ti
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
@@ -213,9 +212,10 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
         facts += len(entity["observations"])
         scored_entities += 1
     covered: dict[tuple[int, int], float] = {}
-    scored = ranking.rank_facts(ranked_by, [(entity["name"], entity["entityType"], entity["observations"])
-                                            for entity in entities[:scored_entities]], coverage_of=covered)
-    scored = _small_as_one(ranked_by, entities[:scored_entities], scored, covered)
+    found = ranking.fact_hits(ranked_by, [(entity["name"], entity["entityType"], entity["observations"])
+                                          for entity in entities[:scored_entities]])
+    scored = [] if found is None else _small_as_one(
+        found, entities, ranking.score_facts(found, coverage_of=covered), covered)
     meaning_query = scope.asked if scope is not None and ranking.query_terms(scope.asked) else query
     resemblance: dict[tuple[int, int], float] = {}
     fused = _fused(scored, covered, entities, meaning_query, nearest, lookup, scope, len(terms), resemblance)
@@ -434,14 +434,15 @@ def _newest_first(fused: list[tuple[int, int, float]], entities: Sequence[Any], 
     return result
 
 
-def _small_as_one(query: str, entities: Sequence[Any], scored: list[tuple[int, int, float]],
+def _small_as_one(found: Any, entities: Sequence[Any], scored: list[tuple[int, int, float]],
                   covered: dict[tuple[int, int], float]) -> list[tuple[int, int, float]]:
     """The facts scored, with each small entity (shown whole: guarantee 2) placed by the score of its
     observations read as one text (rarity counted over the same facts, a small entity's as one): a
     dialog turn whose words, caption and date line each hold part of the question answers it as a
     whole. Its best fact stays first within it. Its facts' evidence (`covered`, guarantee 7) is
     likewise what the entity read as one covers, where that is more than a fact's own: the turn
-    "Session 3, 21 June, 2023" dates answers "what did Maria plan on 21 June, 2023?"."""
+    "Session 3, 21 June, 2023" dates answers "what did Maria plan on 21 June, 2023?". `found`: the
+    query's terms in the facts scored (ranking.fact_hits), read again rather than worked out twice."""
     from ..index import ranking
 
     best: dict[int, int] = {}
@@ -450,20 +451,13 @@ def _small_as_one(query: str, entities: Sequence[Any], scored: list[tuple[int, i
     small = {position for position in best if _size(entities[position]) <= SMALL_ENTITY}
     if not small:
         return scored
-    # A small entity's terms, observation after observation, as one fact (each observation's terms
-    # are remembered by fact_terms; a joined text would be tokenised again at every search).
-    as_read = [[tuple(itertools.chain.from_iterable(map(ranking.fact_terms, entity["observations"])))]
-               if position in small and entity["observations"] else list(map(ranking.fact_terms, entity["observations"]))
-               for position, entity in enumerate(entities)]
     whole_covered: dict[tuple[int, int], float] = {}
-    whole = {position: score for position, _, score in ranking.rank_facts(
-        query, [(entity["name"], entity["entityType"], ()) for entity in entities], held=as_read,
-        coverage_of=whole_covered) if position in small}
+    whole = {position: score for position, _, score in ranking.score_facts(
+        ranking.read_as_one(found, small), only=small, coverage_of=whole_covered)}
     for (position, _), share in whole_covered.items():
-        if position in whole:
-            for index in range(len(entities[position]["observations"])):
-                if covered.get((position, index), 0.0) < share:
-                    covered[position, index] = share
+        for index in range(len(entities[position]["observations"])):
+            if covered.get((position, index), 0.0) < share:
+                covered[position, index] = share
     placed = [(position, index, score if position not in whole
                else whole[position] if best[position] == number else min(score, whole[position]))
               for number, (position, index, score) in enumerate(scored)]
