@@ -169,6 +169,7 @@ def test_a_fact_order_reads_as_its_list_of_facts_and_a_limit_keeps_the_facts_of_
     for position, (count, pick) in zip(positions, runs, strict=True):
         listed += [(position, index) for index in (pick if pick is not None else range(count) if count else [-1])]
     assert list(order) == listed and len(order) == len(listed) and order == listed
+    assert [order[at] for at in range(len(order))] == listed  # (read by place, as a page reads it)
     cut, kept = order.first_entities(limit)
     entities = list(range(10 + len(runs)))
     expected_order, expected_entities = first_entities(listed, entities, limit)

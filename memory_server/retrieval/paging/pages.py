@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,6 +94,18 @@ class FactOrder(Sequence[tuple[int, int]]):
         if self._picks is not None and (pick := self._picks[run]) is not None:
             return self._positions[run], pick[offset]
         return self._positions[run], offset if self._counts[run] else -1
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        # (Sequence's own walks __getitem__ to an IndexError: a bisection per fact)
+        yield from zip(*self._head, strict=True)
+        for run, position in enumerate(self._positions):
+            pick = None if self._picks is None else self._picks[run]
+            if pick is not None:
+                yield from zip(itertools.repeat(position), pick)
+            elif self._counts[run]:
+                yield from zip(itertools.repeat(position), range(self._counts[run]))
+            else:
+                yield position, -1
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and len(self) == len(other) and all(
