@@ -9,6 +9,7 @@ are scored, and entities found by words ordered, exactly as the straightforward 
 from __future__ import annotations
 
 import heapq
+import json
 import math
 from collections import Counter
 from typing import Any
@@ -22,9 +23,12 @@ from memory_server.model import graph as rules
 from memory_server.model import indexes, writes
 from memory_server.retrieval import answer as answers
 from memory_server.retrieval import query
+from memory_server.retrieval.paging.cursors import request_key
+from memory_server.retrieval.paging.pager import Pager
 from memory_server.retrieval.paging.pages import FactOrder
 
 Order = list[tuple[int, int]]
+REQUEST = request_key("search_nodes", {"query": "x"})
 
 
 # -- the straightforward order --------------------------------------------------------------------
@@ -119,7 +123,7 @@ def test_an_entity_is_shown_only_when_its_best_evidence_is_within_the_margin_of_
                 for number, observations in enumerate(facts)]
     graph = indexes.with_term_index(indexes.with_word_index(writes.create_entities(rules.EMPTY, entities).graph))
     matched = query.matches(graph, question)
-    answer = answers.shape(question, matched["entities"], matched["relations"], 1_500, limit=limit)
+    answer = answers.shape(question, matched["entities"], answers.listed(matched["relations"]), 1_500, limit=limit)
     if not answer.words:
         return  # the whole-query rule: the reference's entities (test below)
     best = best_evidence(question, matched["entities"])
@@ -145,11 +149,12 @@ def test_a_whole_query_answer_is_the_reference_entities_in_their_order(
     graph = indexes.with_term_index(indexes.with_word_index(
         writes.create_relations(writes.create_entities(rules.EMPTY, entities).graph, relations).graph))
     matched = query.matches(graph, question)
-    facts = answers.shape(question, matched["entities"], matched["relations"], characters)
+    facts = answers.shape(question, matched["entities"], query.touching_in(graph), characters)
     if facts.words:
         return
     assert list(facts.order) == contained_order(question, matched["entities"], characters)
-    assert facts.entities == matched["entities"] and facts.relations == matched["relations"]
+    assert facts.entities == matched["entities"]
+    assert facts.touching({entity["name"] for entity in facts.entities}) == matched["relations"]
 
 
 @SETTINGS
@@ -285,3 +290,33 @@ def test_entities_found_by_words_come_by_score_then_in_graph_order(
 def test_the_items_reranked_are_the_best_by_score_then_name(scores: dict[str, float], count: int) -> None:
     best = heapq.nlargest(count, scores.items(), key=lambda item: (item[1], item[0]))
     assert heapq.nlargest(count, ranking._at_least(scores, count), key=lambda item: (item[1], item[0])) == best
+
+
+@SETTINGS
+@given(memories(), st.sampled_from(QUESTIONS), st.sampled_from([answers.MINIMUM_CHARACTERS, 1_500, 20_000]))
+def test_each_page_shows_the_relations_touching_its_entities_in_graph_order(
+        memory: tuple[list[dict[str, Any]], list[dict[str, Any]]], question: str, characters: int) -> None:
+    """A page asks for the relations of its own entities (matched, or brought by the question's scope
+    or by meaning): it shows every relation touching one of them, none other (but those the note
+    counts as left out): those of the matched entities in graph order, then the others'."""
+    entities, relations = memory
+    graph = indexes.with_term_index(indexes.with_word_index(
+        writes.create_relations(writes.create_entities(rules.EMPTY, entities).graph, relations).graph))
+    matched = {entity["name"] for entity in query.matches(graph, question)["entities"]}
+    facts = query.search(graph, question, characters=characters)
+    pager = Pager()
+    page = pager.first_facts("search_nodes", REQUEST, facts)
+    for _ in range(len(facts.order) + 1):
+        value = json.loads(page.json)
+        names = {entity["name"] for entity in value["entities"]}
+        touching = sorted(rules.relations_touching(graph, names),
+                          key=lambda relation: relation["from"] not in matched and relation["to"] not in matched)
+        if not any("more relation" in note for note in page.notes):
+            assert value.get("relations", []) == touching
+        else:
+            assert all(relation in touching for relation in value["relations"])
+        if (cursor := value.get("nextCursor")) is None:
+            break
+        page = pager.next_page(cursor, "search_nodes", REQUEST)
+    else:
+        raise AssertionError("paging does not move on")

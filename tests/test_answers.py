@@ -214,14 +214,15 @@ def test_semantic_candidates_join_by_reciprocal_rank_and_a_failing_model_leaves_
     def nearest(question: str, k: int) -> list[tuple[str, int, float]]:
         return [("default_user", 0, 0.71), ("nobody", 0, 0.5), ("default_user", 9, 0.4)]
 
-    facts = answers.shape("my pet", [], [], 1_500, nearest=nearest, lookup=lambda name: query.view_of(graph, name))
+    facts = answers.shape("my pet", [], answers.listed([]), 1_500, nearest=nearest,
+                          lookup=lambda name: query.view_of(graph, name))
     assert [(facts.entities[position]["name"], index) for position, index in facts.order] == [
         ("default_user", 0), ("default_user", 1)]  # a small entity comes whole; unknown names are dropped
 
     def broken(question: str, k: int) -> list[tuple[str, int, float]]:
         raise RuntimeError("model failed")
 
-    facts = answers.shape("does she walk?", words_of(graph, "does she walk?"), [], 1_500, nearest=broken)
+    facts = answers.shape("does she walk?", words_of(graph, "does she walk?"), answers.listed([]), 1_500, nearest=broken)
     assert facts.words
     assert facts.order == [(0, 1), (0, 0)]
     assert query.semantic_nearest(graph) is None or callable(query.semantic_nearest(graph))

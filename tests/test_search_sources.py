@@ -72,7 +72,9 @@ def requests_of(rng: random.Random, entities: list[dict[str, Any]]) -> Iterator[
 
 def plain(answer: Facts | dict[str, Any] | None) -> Any:
     if isinstance(answer, Facts):
-        return answer.entities, list(answer.order), answer.relations, answer.characters, answer.words, answer.remark
+        # (the relations of all its entities: a page shows those of its own)
+        shown = answer.touching({entity["name"] for entity in answer.entities})
+        return answer.entities, list(answer.order), shown, answer.characters, answer.words, answer.remark
     return answer
 
 

@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from functools import partial
 from operator import itemgetter
 from typing import Any, Final
 
@@ -53,7 +55,7 @@ import msgspec
 from ..index.search import FIELD_SEPARATOR
 from ..model.dates import Span
 from . import scope as scopes
-from .paging.pages import FactOrder, Facts
+from .paging.pages import FactOrder, Facts, Touching
 
 CHARACTERS_VARIABLE: Final = "MEMORY_SEARCH_CHARACTERS"
 DEFAULT_CHARACTERS: Final = 1_500
@@ -113,45 +115,53 @@ def whole_query_matches(query: str, entity: Mapping[str, Any]) -> bool:
     return any(needle in field.lower() for field in fields)
 
 
-def shape(query: str, entities: Sequence[Any], relations: Sequence[Any], characters: int, *,
+def shape(query: str, entities: Sequence[Any], touching: Touching, characters: int, *,
           limit: int | None = None, nearest: Nearest | None = None,
           lookup: Callable[[str], Any | None] | None = None, opened: scopes.Opened | None = None,
           window: Span | None = None) -> Facts:
     """The answer to `query` from its matched entities (best first, as :func:`.query.matches` gives
-    them) and the relations touching them (each with an end among them). `nearest`: semantic
-    candidates (see guarantee 3); `lookup`: an entity's object by name, for a candidate that no
-    word of the query matched; `opened`: the entities and relations of some names (open_nodes),
-    for the question's scope (guarantee 6); `window`: the time the answer's facts must fall in
-    (guarantee 10)."""
+    them) and the relations touching them (`touching`: those of some of these entities, by name,
+    in graph order; :func:`listed` makes it of a list). `nearest`: semantic candidates (see
+    guarantee 3); `lookup`: an entity's object by name, for a candidate that no word of the query
+    matched; `opened`: the entities and relations of some names (open_nodes), for the question's
+    scope (guarantee 6); `window`: the time the answer's facts must fall in (guarantee 10)."""
     entities = list(entities)
     words = not (entities and whole_query_matches(query, entities[0]))
-    touching = list(relations)
-    matched = len(entities)
     if not words:
         if limit is not None:
             entities = entities[:limit]
         order: Sequence[tuple[int, int]] = _contained_order(query, entities, characters)
         if window is not None:
             order = _kept_within(order, entities, window)
-    else:
-        entities_given = entities
-        entities, order = _word_order(query, list(entities), nearest, lookup, opened, window)
-        if limit is not None:
-            assert isinstance(order, FactOrder)
-            order, kept = order.first_entities(limit)
-            entities = [entities[position] for position in kept]
-        given = {entity["name"] for entity in entities_given[:matched]}
-        if opened is not None and (shown := {entities[position]["name"] for position, _ in order} - given):
-            # Entities of a scope (or only meaning found) bring relations of their own: open_nodes gives
-            # them; the relations given already touch every matched entity.
-            known = {(relation["from"], relation["to"], relation["relationType"]) for relation in touching}
-            for relation in opened(sorted(shown))["relations"]:
-                if (relation["from"], relation["to"], relation["relationType"]) not in known:
-                    touching.append(relation)
-    # Only relations with an end among the entities shown stay.
-    names = {entity["name"] for entity in entities}
-    touching = [relation for relation in touching if relation["from"] in names or relation["to"] in names]
-    return Facts(entities, order, touching, characters, words)
+        return Facts(entities, order, touching, characters, words)
+    entities_given = entities
+    entities, order = _word_order(query, list(entities), nearest, lookup, opened, window)
+    if limit is not None:
+        assert isinstance(order, FactOrder)
+        order, kept = order.first_entities(limit)
+        entities = [entities[position] for position in kept]
+    given = {entity["name"] for entity in entities_given}
+    if opened is None or not (shown := {entities[position]["name"] for position, _ in order} - given):
+        return Facts(entities, order, touching, characters, words)
+    # Entities of a scope (or only meaning found) bring relations of their own: open_nodes gives
+    # them, once, as the memory is now (a later page shows the memory as the first one did).
+    own = [relation for relation in opened(sorted(shown))["relations"]
+           if relation["from"] not in given and relation["to"] not in given]
+    return Facts(entities, order, partial(_with_own, touching, given, own), characters, words)
+
+
+def listed(relations: Sequence[Any]) -> Touching:
+    """The relations of a list touching some entities, in the list's order."""
+    def touching(names: AbstractSet[str]) -> list[Any]:
+        return [relation for relation in relations if relation["from"] in names or relation["to"] in names]
+    return touching
+
+
+def _with_own(touching: Touching, given: AbstractSet[str], own: Sequence[Any], names: AbstractSet[str]) -> list[Any]:
+    """The relations touching `names` that have an end among the matched entities (`given`), then
+    those of the entities only a scope or meaning brought (`own`)."""
+    found = [relation for relation in touching(names) if relation["from"] in given or relation["to"] in given]
+    return found + listed(own)(names)
 
 
 def _kept_within(order: Sequence[tuple[int, int]], entities: Sequence[Any], window: Span) -> FactOrder:
@@ -472,6 +482,7 @@ __all__ = [
     "MINIMUM_CHARACTERS",
     "characters_from",
     "check_characters",
+    "listed",
     "shape",
     "whole_query_matches",
 ]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import operator
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -33,7 +34,7 @@ from ..model import graph as rules
 from ..model import indexes
 from ..model.graph import Graph, Node
 from . import answer as answers
-from .paging.pages import Facts
+from .paging.pages import Facts, Touching
 
 if TYPE_CHECKING:
     from ..index.ranking import Ranker
@@ -53,24 +54,30 @@ def search(graph: Graph, query: str, *, characters: int = answers.DEFAULT_CHARAC
            window: Span | None = None) -> Facts:
     """The answer to a search_nodes call on the graph in memory: rules 1 to 3, semantic candidates
     included when ``retrieval/semantic`` and its model are installed. `ranked`: see :func:`matches`."""
-    return answer_of(graph, query, matches(graph, query, ranked=ranked), characters=characters, limit=limit,
-                     window=window)
+    graph, nodes = matched_in(graph, query, ranked=ranked)
+    return answer_of(graph, query, [node.view for node in nodes], touching_in(graph), characters=characters,
+                     limit=limit, window=window)
 
 
-def answer_of(graph: Graph | None, query: str, matched: dict[str, Any], *, characters: int,
-              limit: int | None = None, window: Span | None = None,
-              opened: Callable[[Sequence[str]], dict[str, Any]] | None = None) -> Facts:
-    """Rule 3 on what rules 1 and 2 matched (all of it: `limit` applies here). `graph`: the graph
-    they came from, for semantic candidates and the question's scope; None when they came from the
-    on-disk cache (words only; `opened` then gives the scope). `window`: see answer.shape."""
+def answer_of(graph: Graph, query: str, entities: Sequence[Any], touching: Touching, *, characters: int,
+              limit: int | None = None, window: Span | None = None) -> Facts:
+    """Rule 3 on what rules 1 and 2 matched (all of it: `limit` applies here), and the relations
+    touching them (see answer.shape). `graph`: the whole graph, for semantic candidates and the
+    question's scope. `window`: see answer.shape."""
     nearest = None
-    if graph is not None and not (matched["entities"] and answers.whole_query_matches(query, matched["entities"][0])):
+    if not (entities and answers.whole_query_matches(query, entities[0])):
         nearest = semantic_nearest(graph)
-    lookup = None if graph is None else (lambda name: view_of(graph, name))
-    if graph is not None:
-        opened = partial(opened_in, graph)
-    return answers.shape(query, matched["entities"], matched["relations"], characters, limit=limit,
-                         nearest=nearest, lookup=lookup, opened=opened, window=window)
+    return answers.shape(query, entities, touching, characters, limit=limit, nearest=nearest,
+                         lookup=partial(view_of, graph), opened=partial(opened_in, graph), window=window)
+
+
+def touching_in(graph: Graph) -> Touching:
+    """The relations of `graph` touching some entities, in graph order: what an answer's page asks."""
+    return partial(_relations_touching, graph)
+
+
+def _relations_touching(graph: Graph, names: AbstractSet[str]) -> list[dict[str, Any]]:
+    return rules.relations_touching(graph, set(names))
 
 
 def opened_in(graph: Graph, names: Sequence[str]) -> dict[str, Any]:
@@ -119,13 +126,22 @@ def matches(graph: Graph, query: str, limit: int | None = None, ranker: Ranker |
     `ranked`: the graph with its ranking index, asked for only when the query is taken as words
     (the store makes that index once per load, or raises its NotInMemory for a read that must not
     wait for it); without it a graph lacking the index gets one for this search."""
+    graph, nodes = matched_in(graph, query, ranker, ranked=ranked)
+    return found(graph, nodes, limit)
+
+
+def matched_in(graph: Graph, query: str, ranker: Ranker | None = None, *,
+               ranked: Callable[[Graph], Graph] | None = None) -> tuple[Graph, Sequence[Node]]:
+    """Rules 1 and 2 on a graph: the entities matched, best first, and the graph they were found
+    in (with its ranking index when the query was taken as words). See :func:`matches`."""
     def by_words(words: str) -> list[Node]:
         nonlocal graph
         if ranked is not None:
             graph = ranked(graph)
         return ranked_by_words(graph, words, ranker)
 
-    return found(graph, rule(partial(contains_query, graph), by_words, query), limit)
+    nodes = rule(partial(contains_query, graph), by_words, query)
+    return graph, nodes
 
 
 def found(graph: Graph, matched: Sequence[Node], limit: int | None = None) -> dict[str, Any]:

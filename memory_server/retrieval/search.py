@@ -169,6 +169,13 @@ def matches(sources: Sequence[CandidateSource], query: str,
             limit: int | None = None) -> tuple[CandidateSource, dict[str, Any]]:
     """Rules 1 and 2 on the first source that gives them: that source, and the best `limit`
     (default: all) entities, best first, with every relation touching them."""
+    source, candidates, matched = _matched(sources, query)
+    return source, matching.found(candidates, matched, limit)
+
+
+def _matched(sources: Sequence[CandidateSource], query: str) -> tuple[CandidateSource, Graph, Sequence[Node]]:
+    """Rules 1 and 2 on the first source that gives them: that source, the graph of candidates it
+    gave, and the entities matched, best first."""
     for source in sources:
         candidates = source.containing(query)
         if candidates is None:
@@ -183,7 +190,8 @@ def matches(sources: Sequence[CandidateSource], query: str,
         if matched is None:
             continue
         source.answered()
-        return source, matching.found(candidates, matched, limit)
+        assert candidates is not None
+        return source, candidates, matched
     raise _Unanswerable
 
 
@@ -191,15 +199,18 @@ def facts(sources: Sequence[CandidateSource], query: str, characters: int, limit
           window: Span | None = None) -> Facts:
     """Rules 1 to 3: the answer made of the facts of what rules 1 and 2 matched (all of it:
     `limit` applies to the facts' entities)."""
-    source, matched = matches(sources, query)
+    source, candidates, matched = _matched(sources, query)
+    entities = [node.view for node in matched]
+    # (a page asks for the relations of its own entities: an answer of thousands works out few)
+    touching = matching.touching_in(candidates)
     if (graph := source.whole()) is not None:
-        return matching.answer_of(graph, query, matched, characters=characters, limit=limit, window=window)
-    entities = matched["entities"]
+        return matching.answer_of(graph, query, entities, touching, characters=characters, limit=limit,
+                                  window=window)
     meaning = None
     if not (entities and answers.whole_query_matches(query, entities[0])):
         meaning = source.meaning()
     nearest, lookup = meaning if meaning is not None else (None, None)
-    return answers.shape(query, entities, matched["relations"], characters, limit=limit, nearest=nearest,
+    return answers.shape(query, entities, touching, characters, limit=limit, nearest=nearest,
                          lookup=lookup, opened=source.open_nodes, window=window)
 
 

@@ -4,8 +4,6 @@ reading order, grouped by entity, with the relations touching the entities shown
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from itertools import compress
-from operator import itemgetter
 from typing import Any, Final
 
 import msgspec
@@ -43,7 +41,7 @@ def _facts_page(facts: Facts, start: int, cursor: Callable[[int], str | None], a
             budget, room = budget + used - room, used
     while True:
         fill, used = _take_facts(facts, start, room)
-        if fill.end < len(facts.order) and facts.relations:
+        if fill.end < len(facts.order):
             # Relations take their share only when facts are left for the room; a page of few
             # relations leaves the rest to facts.
             wanted = sum(size for _, _, size in _touching(facts, fill.shown))
@@ -123,10 +121,6 @@ def _dates_cost(entity: Mapping[str, Any], index: int, first: bool) -> int:
     return cost
 
 
-_source_of: Final = itemgetter("from")
-_target_of: Final = itemgetter("to")
-
-
 def _touching(facts: Facts, shown: Mapping[int, Any]) -> list[tuple[bool, Any, int]]:
     """The relations touching the entities shown, in graph order, each with whether both its
     ends are shown and its size (with a comma)."""
@@ -134,20 +128,13 @@ def _touching(facts: Facts, shown: Mapping[int, Any]) -> list[tuple[bool, Any, i
     memo = facts.memo
     if memo.get("touching", (None,))[0] == key:
         return memo["touching"][1]
-    sizes: dict[int, int] = memo.setdefault("sizes", {})
-    if (ends := memo.get("ends")) is None:
-        ends = memo["ends"] = (list(map(_source_of, facts.relations)), list(map(_target_of, facts.relations)))
+    sizes: dict[tuple[str, str, str], int] = memo.setdefault("sizes", {})
     names = {facts.entities[position]["name"] for position in shown}
     touching = []
-    # A page holds few entities, an answer may touch thousands of relations: picked in C, no
-    # Python code per relation.
-    count = len(facts.relations)
-    numbers = set(compress(range(count), map(names.__contains__, ends[0])))
-    numbers.update(compress(range(count), map(names.__contains__, ends[1])))
-    for number in sorted(numbers):
-        relation = facts.relations[number]
-        if (size := sizes.get(number)) is None:
-            size = sizes[number] = len(_encoder.encode(relation)) + 1
+    for relation in facts.touching(names):
+        triple = relation["from"], relation["to"], relation["relationType"]
+        if (size := sizes.get(triple)) is None:
+            size = sizes[triple] = len(_encoder.encode(relation)) + 1
         touching.append((relation["from"] in names and relation["to"] in names, relation, size))
     memo["touching"] = (key, touching)
     return touching

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,11 @@ class Answer:
     """The room a note of a first page (True) and of a later one (False) takes at most, once known."""
     facts: Facts | None = None
     """A search answer paged fact by fact (see :meth:`.pager.Pager.first_facts`); units then unused."""
+
+
+Touching = Callable[[AbstractSet[str]], list[Any]]
+"""The relations touching some of an answer's entities (by name): asked page by page, so that an
+answer of thousands of entities works out the relations of the few a page shows, not of all."""
 
 
 class FactOrder(Sequence[tuple[int, int]]):
@@ -131,8 +137,8 @@ class Facts:
     order: Sequence[tuple[int, int]]
     """(entity position, observation index) to read, each once; index -1: an entity without
     observations, shown bare (a :class:`FactOrder`, or any sequence of such pairs)."""
-    relations: list[Any]
-    """Every relation touching a matched entity; a page shows those touching its entities."""
+    touching: Touching
+    """The relations a page of these entities shows: those touching them, in graph order."""
     characters: int
     """What a page gives the model at most, in UTF-8 bytes of its JSON and its notes."""
     words: bool
@@ -140,7 +146,7 @@ class Facts:
     remark: str = ""
     """What every page's note says first about how the query was taken (empty: nothing)."""
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    """What its pages work out once for all of them (relations by endpoint, their sizes)."""
+    """What its pages work out once for all of them (the relations' sizes, the last page's relations)."""
 
 
 class _Fill(msgspec.Struct):
