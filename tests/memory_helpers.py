@@ -36,6 +36,7 @@ from conftest import (
 from jsonschema import Draft202012Validator
 
 import memory_server
+from memory_server.retrieval.paging.pages import Facts
 from conformance.dated import DATED_KEYS, without_dates
 
 GRAPH_URI = "memory://knowledge-graph"
@@ -418,3 +419,13 @@ def memory_servers(tmp_path: Path) -> Iterator[MemoryServers]:
 @pytest.fixture(params=ERAS)
 def era(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+def comparable(answer: Any) -> Any:
+    """A search answer comparable across stores and start states: a Facts as its entities, its order,
+    the relations of all its entities (a page asks for those of its own), its size and its kind;
+    anything else as it is."""
+    if not isinstance(answer, Facts):
+        return answer
+    return (answer.entities, list(answer.order), answer.touching({entity["name"] for entity in answer.entities}),
+            answer.characters, answer.words, answer.remark)

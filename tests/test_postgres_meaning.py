@@ -15,7 +15,7 @@ import pytest
 from conftest import WAIT_SECONDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memory_helpers import entity
+from memory_helpers import comparable, entity
 from postgres_helpers import database_url, memory_name, pgvector_url, private_database  # noqa: F401  (fixtures)
 
 from memory_server.retrieval.meaning import MEANING
@@ -62,9 +62,7 @@ def _with_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _answer(value: Any) -> Any:
     assert isinstance(value, Facts), value
-    # (the relations of all its entities: a page shows those of its own)
-    return (value.entities, value.order, value.touching({entity["name"] for entity in value.entities}),
-            value.characters, value.words)
+    return comparable(value)
 
 
 def _names(value: Any) -> list[str]:

@@ -17,13 +17,12 @@ from typing import Any
 import psycopg
 import pytest
 from conftest import WAIT_SECONDS, Deadline
-from memory_helpers import entity, relation
+from memory_helpers import comparable, entity, relation
 from postgres_helpers import database_url, memory_name, private_database  # noqa: F401  (fixtures)
 
 from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.model.records import EntityRecord
-from memory_server.retrieval.paging.pages import Facts
 from memory_server.retrieval.search import search_nodes, search_within
 from memory_server.storage.postgres.schema import SCHEMA_VERSION
 from memory_server.storage.postgres.statements import haystack_of, like_pattern
@@ -61,13 +60,6 @@ def _text(rng: random.Random, words: int) -> str:
 
 def _name(rng: random.Random, index: int) -> str:
     return f"{rng.choice(['Ann', 'Bo', 'Cy', 'x'])}{rng.choice(['', *TRICKY])}{index}"
-
-
-def _answer(value: Any) -> Any:
-    """A search answer comparable across stores: a Facts' pages are what a client sees."""
-    if isinstance(value, Facts):
-        return (value.entities, value.order, value.relations, value.characters, value.words)
-    return value
 
 
 def _operations(rng: random.Random, names: list[str]) -> Iterator[tuple[str, Any]]:
@@ -111,8 +103,8 @@ def _same_answers(on_file: GraphStore, in_database: PostgresStore, rng: random.R
         for limit in (None, 2):
             assert search_nodes(in_database, query, limit) == search_nodes(on_file, query, limit), (query, limit)
         for characters in (600, 1_500):
-            assert _answer(search_nodes(in_database, query, characters=characters)) == \
-                _answer(search_nodes(on_file, query, characters=characters)), (query, characters)
+            assert comparable(search_nodes(in_database, query, characters=characters)) == \
+                comparable(search_nodes(on_file, query, characters=characters)), (query, characters)
     wanted = [*rng.sample(names, min(4, len(names))), "nobody"]
     assert in_database.open_nodes(wanted) == on_file.open_nodes(wanted)
     assert in_database.read_graph() == on_file.read_graph()

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import entity, relation
+from memory_helpers import comparable, entity, relation
 from postgres_helpers import database_url, memory_name  # noqa: F401  (database_url is a fixture)
 
 from memory_server.retrieval import search
-from memory_server.retrieval.paging.pages import Facts
 from memory_server.storage import cache_build, index_cache
 from memory_server.storage.postgres.store import PostgresStore
 from memory_server.storage.store import GraphStore, State
@@ -70,17 +69,9 @@ def requests_of(rng: random.Random, entities: list[dict[str, Any]]) -> Iterator[
             window=rng.choice([None, None, None, *windows]), now=NOW)
 
 
-def plain(answer: Facts | dict[str, Any] | None) -> Any:
-    if isinstance(answer, Facts):
-        # (the relations of all its entities: a page shows those of its own)
-        shown = answer.touching({entity["name"] for entity in answer.entities})
-        return answer.entities, list(answer.order), shown, answer.characters, answer.words, answer.remark
-    return answer
-
-
 def asked(store: GraphStore | PostgresStore, request: search.SearchRequest) -> Any:
     with store.sources() as sources:
-        return plain(search.search(sources, request))
+        return comparable(search.search(sources, request))
 
 
 def first_start(path: Path, cache: bytes, request: search.SearchRequest, state: str) -> tuple[Any, GraphStore]:
