@@ -36,8 +36,8 @@ from conftest import (
 from jsonschema import Draft202012Validator
 
 import memory_server
-from memory_server.retrieval.paging.pages import Facts
 from conformance.dated import DATED_KEYS, without_dates
+from memory_server.retrieval.paging.pages import Facts
 
 GRAPH_URI = "memory://knowledge-graph"
 ERAS = ("legacy", "modern")
