@@ -53,9 +53,11 @@ ACCEPT = "application/json, text/event-stream"
 
 def run_peer(port: int, memory_file: str) -> None:
     import anyio.to_thread
+    import msgspec
     import uvicorn
     from mcp.server.mcpserver import MCPServer
 
+    from memory_server.model.items import Entity, ObservationsToAdd, ObservationsToDelete, Relation
     from memory_server.retrieval import search
     from memory_server.storage.store import GraphStore
 
@@ -69,15 +71,15 @@ def run_peer(port: int, memory_file: str) -> None:
 
     @server.tool()
     async def create_entities(entities: list[dict[str, Any]]) -> dict[str, Any]:
-        return (await in_thread(store.create_entities)(entities)).value
+        return (await in_thread(store.create_entities)(msgspec.convert(entities, list[Entity]))).value
 
     @server.tool()
     async def create_relations(relations: list[dict[str, Any]]) -> dict[str, Any]:
-        return (await in_thread(store.create_relations)(relations)).value
+        return (await in_thread(store.create_relations)(msgspec.convert(relations, list[Relation]))).value
 
     @server.tool()
     async def add_observations(observations: list[dict[str, Any]]) -> dict[str, Any]:
-        return (await in_thread(store.add_observations)(observations)).value
+        return (await in_thread(store.add_observations)(msgspec.convert(observations, list[ObservationsToAdd]))).value
 
     @server.tool()
     async def delete_entities(entityNames: list[str]) -> dict[str, Any]:
@@ -85,11 +87,11 @@ def run_peer(port: int, memory_file: str) -> None:
 
     @server.tool()
     async def delete_observations(deletions: list[dict[str, Any]]) -> dict[str, Any]:
-        return (await in_thread(store.delete_observations)(deletions)).value
+        return (await in_thread(store.delete_observations)(msgspec.convert(deletions, list[ObservationsToDelete]))).value
 
     @server.tool()
     async def delete_relations(relations: list[dict[str, Any]]) -> dict[str, Any]:
-        return (await in_thread(store.delete_relations)(relations)).value
+        return (await in_thread(store.delete_relations)(msgspec.convert(relations, list[Relation]))).value
 
     @server.tool()
     async def read_graph() -> dict[str, Any]:

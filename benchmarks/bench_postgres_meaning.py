@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memory_server.model.items import Entity
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
@@ -49,8 +51,8 @@ def main() -> None:
     cluster.start()
     try:
         with PostgresStore(cluster.url, "bench") as store:
-            store.create_entities([{"name": f"E{number}", "entityType": "thing",
-                                    "observations": [f"Synthetic fact {number}"]} for number in range(arguments.entities)])
+            store.create_entities([Entity(f"E{number}", "thing", [f"Synthetic fact {number}"])
+                                   for number in range(arguments.entities)])
             store._meaning.close()  # (its embedder would embed the synthetic texts)
             model = semantic.model_identity()
             assert model is not None, "the semantic extra is needed"

@@ -54,6 +54,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -73,6 +75,7 @@ from bench_memory import (  # a script beside this one
 from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.model import indexes, writes
+from memory_server.model.items import Entity, Relation
 from memory_server.retrieval import query
 from memory_server.retrieval import query as retrieval
 from memory_server.retrieval.paging.pager import Pager
@@ -442,8 +445,8 @@ def ask_server(command: Sequence[str], memory: Memory, workdir: Path, limit: int
 
 
 def ask_in_process(ranker: ranking.Ranker, weights: ranking.FieldWeights, memory: Memory) -> list[Answer]:
-    graph = writes.create_entities(rules.EMPTY, [record for record in memory.records
-                                                 if record["type"] == "entity"]).graph
+    graph = writes.create_entities(rules.EMPTY, msgspec.convert([record for record in memory.records
+                                                                 if record["type"] == "entity"], list[Entity])).graph
     terms = ranking.TermIndex.build(((name, node.text) for name, node in graph.entities.items()), weights)
     graph = replace(indexes.with_word_index(graph), terms=terms)
     answers = []
@@ -456,11 +459,11 @@ def ask_in_process(ranker: ranking.Ranker, weights: ranking.FieldWeights, memory
 
 def ask_ours_in_process(memory: Memory) -> list[Answer]:
     """What search_nodes answers (its first page, with no argument but the query), without a process."""
-    graph = writes.create_entities(rules.EMPTY, [record for record in memory.records
-                                                 if record["type"] == "entity"]).graph
+    graph = writes.create_entities(rules.EMPTY, msgspec.convert([record for record in memory.records
+                                                                 if record["type"] == "entity"], list[Entity])).graph
     links = [record for record in memory.records if record["type"] == "relation"]
     if links:
-        graph = writes.create_relations(graph, links).graph
+        graph = writes.create_relations(graph, msgspec.convert(links, list[Relation])).graph
     graph = indexes.with_term_index(indexes.with_word_index(graph))
     pager = Pager()
     answers = []

@@ -37,6 +37,8 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the profile of test_semantic.py
 
@@ -113,6 +115,7 @@ def main() -> int:
 
     from memory_server.model import graph as rules
     from memory_server.model import writes
+    from memory_server.model.items import Entity, ObservationsToAdd
     from memory_server.retrieval import semantic
     print(f"import of the server's graph and semantic modules: {1000 * (time.perf_counter() - started):.0f} ms, "
           f"RSS {rss_mb():.0f} MB (was {start_rss:.0f} MB)")
@@ -154,7 +157,8 @@ def main() -> int:
           f"the same query again: {1000 * min(timed(semantic.nearest, graph, queries[0], 40) for _ in range(5)):.2f} ms")
 
     before = rss_mb()
-    big = writes.create_entities(rules.EMPTY, synthetic(arguments.entities, arguments.observations)).graph
+    made = msgspec.convert(synthetic(arguments.entities, arguments.observations), list[Entity])
+    big = writes.create_entities(rules.EMPTY, made).graph
     total = arguments.entities * arguments.observations
     print(f"memory of {arguments.entities} entities x {arguments.observations} observations made, "
           f"RSS +{rss_mb() - before:.0f} MB")
@@ -174,7 +178,7 @@ def main() -> int:
         times.append(time.perf_counter() - started)
     print(f"  query (not seen before), median of {len(times)}: {1000 * statistics.median(times):.1f} ms; "
           f"the same query again: {1000 * min(timed(semantic.nearest, big, queries[0] + ' again', 40) for _ in range(5)):.2f} ms")
-    later = writes.add_observations(big, [{"entityName": "entity-7", "contents": ["Adopted a greyhound"]}]).graph
+    later = writes.add_observations(big, [ObservationsToAdd("entity-7", ["Adopted a greyhound"])]).graph
     started = time.perf_counter()
     semantic.nearest(later, "dog", 40)
     print(f"  first query after a write (one new observation): {1000 * (time.perf_counter() - started):.1f} ms")
@@ -363,14 +367,15 @@ def warm_in_process(memory: Path, made: list[dict[str, object]]) -> int:
 
     from memory_server.model import writes
     from memory_server.model.graph import EMPTY
+    from memory_server.model.items import Entity
     from memory_server.retrieval import semantic
     from memory_server.retrieval.vectors import vectors_path
 
     del made  # (the memory as its file holds it, not as this run would make it)
     with memory.open(encoding="utf-8") as file:
         records = [json.loads(line) for line in file]
-    graph = writes.create_entities(EMPTY, [{key: value for key, value in record.items() if key != "type"}
-                                                for record in records if record.get("type") == "entity"]).graph
+    graph = writes.create_entities(EMPTY, msgspec.convert([record for record in records if record.get("type") == "entity"],
+                                                          list[Entity])).graph
     semantic.keep_vectors_at(vectors_path(memory), memory.name)
     if not semantic.ready(graph, 600):
         print("not ready:", semantic.status())

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from types import MethodType
-from typing import Annotated, Any, Final
+from typing import Annotated, Any
 
 import anyio
 import msgspec
@@ -25,6 +25,7 @@ from msgspec import UNSET, Meta, UnsetType
 from protocol import RequestContext, Server, ToolError, ToolResult
 
 from . import results
+from .model.items import Entity, ObservationsToAdd, ObservationsToDelete, Relation
 from .retrieval import answer as answers
 from .retrieval.paging.budget import budget_from
 from .retrieval.paging.cursors import CursorError, request_key
@@ -67,36 +68,8 @@ def bounded_query(query: str) -> str:
 
 # -- arguments ------------------------------------------------------------------------------------------
 # Field order is the advertised property order; a field's Meta(description) is its advertised words.
-# Unknown fields are ignored, as the schemas (without additionalProperties) allow them.
-
-HAPPENED_ON: Final = ("Optional: when what these observations tell happened, if the user said (ISO 8601: "
-                      "2023, 2023-05, 2023-05-07 or 2023-05-07T14:30:00Z). When they were recorded is kept anyway")
-
-
-class Entity(msgspec.Struct, rename="camel"):
-    name: Annotated[str, Meta(description="The name of the entity")]
-    entity_type: Annotated[str, Meta(description="The type of the entity")]
-    observations: Annotated[list[str], Meta(description="An array of observation contents associated with the entity")]
-    happened_on: Annotated[str, Meta(description=HAPPENED_ON)] | UnsetType = UNSET
-
-
-class Relation(msgspec.Struct, rename="camel"):
-    source: Annotated[str, Meta(description="The name of the entity where the relation starts")] = \
-        msgspec.field(name="from")
-    to: Annotated[str, Meta(description="The name of the entity where the relation ends")]
-    relation_type: Annotated[str, Meta(description="The type of the relation")]
-
-
-class ObservationsToAdd(msgspec.Struct, rename="camel"):
-    entity_name: Annotated[str, Meta(description="The name of the entity to add the observations to")]
-    contents: Annotated[list[str], Meta(description="An array of observation contents to add")]
-    happened_on: Annotated[str, Meta(description=HAPPENED_ON)] | UnsetType = UNSET
-
-
-class ObservationsToDelete(msgspec.Struct, rename="camel"):
-    entity_name: Annotated[str, Meta(description="The name of the entity containing the observations")]
-    observations: Annotated[list[str], Meta(description="An array of observations to delete")]
-
+# Unknown fields are ignored, as the schemas (without additionalProperties) allow them. The items of
+# the writes (Entity, Relation, ...) are the model's (model/items.py), which the stores take as they are.
 
 Cursor = Annotated[str, Meta(description="The nextCursor of the previous page, to get the next page of a cut answer; "
                                          "omit it for the first page")]
@@ -181,22 +154,22 @@ class MemoryTools:
             raise SystemExit(f"mcp-server-memory: {error}") from None
 
     async def create_entities(self, arguments: CreateEntities, context: RequestContext) -> ToolResult:
-        return await self._write(self.store.create_entities, _authored(arguments.entities, context), _skipped_note)
+        return await self._write(self.store.create_entities, arguments.entities, _skipped_note, author=author_of(context))
 
     async def create_relations(self, arguments: CreateRelations) -> ToolResult:
-        return await self._write(self.store.create_relations, _plain(arguments.relations))
+        return await self._write(self.store.create_relations, arguments.relations)
 
     async def add_observations(self, arguments: AddObservations, context: RequestContext) -> ToolResult:
-        return await self._write(self.store.add_observations, _authored(arguments.observations, context))
+        return await self._write(self.store.add_observations, arguments.observations, author=author_of(context))
 
     async def delete_entities(self, arguments: DeleteEntities) -> ToolResult:
         return await self._write(self.store.delete_entities, arguments.entity_names)
 
     async def delete_observations(self, arguments: DeleteObservations) -> ToolResult:
-        return await self._write(self.store.delete_observations, _plain(arguments.deletions))
+        return await self._write(self.store.delete_observations, arguments.deletions)
 
     async def delete_relations(self, arguments: DeleteRelations) -> ToolResult:
-        return await self._write(self.store.delete_relations, _plain(arguments.relations))
+        return await self._write(self.store.delete_relations, arguments.relations)
 
     async def read_graph(self, arguments: ReadGraph, context: RequestContext) -> ToolResult:
         return await self._read("read_graph", arguments,
@@ -235,7 +208,8 @@ class MemoryTools:
     # -- how a write and a read are served -----------------------------------------------------------
 
     async def _write(self, operation: Callable[..., WriteResult], argument: Any,
-                     extra_notes: Callable[[WriteResult], list[str]] = lambda _: []) -> ToolResult:
+                     extra_notes: Callable[[WriteResult], list[str]] = lambda _: [], **options: Any) -> ToolResult:
+        """`operation` on the call's items (and `options`: who writes), in a worker thread."""
         # Set when the caller is cancelled (or the server shuts down): a write still waiting for the
         # lock then gives up at once instead of landing after its client has gone.
         abandon = threading.Event()
@@ -243,7 +217,7 @@ class MemoryTools:
         def run() -> WriteResult:
             # In the worker thread, so a change is announced even when the caller was cancelled
             # meanwhile (a write that got the lock is atomic and completes either way).
-            outcome = operation(argument, abandon=abandon)
+            outcome = operation(argument, abandon=abandon, **options)
             if outcome.changed:
                 self.changed()  # safe from any thread
             return outcome
@@ -299,34 +273,13 @@ class MemoryTools:
         return ToolResult([{"type": "text", "text": item} for item in items], msgspec.Raw(result.json))
 
 
-def _plain(items: list[Any]) -> list[dict[str, Any]]:
-    """Struct items as the dicts of the file's field names, the store's currency.
-
-    The stores do not take these Structs yet: their contract (storage/interface.py) takes dicts,
-    which the command line's import and merge also make, and storage may not import this adapter
-    (tests/test_layers.py). Taking Structs means declaring them in the model, below both."""
-    plain: list[dict[str, Any]] = msgspec.to_builtins(items)
-    return plain
-
-
 def author_of(context: RequestContext) -> str | None:
     """Who writes (see model/authors.py): the signed-in user (OAuth's sub), else the name the client
-    gave in its clientInfo, else nobody known."""
+    gave in its clientInfo, else nobody known. An argument cannot name one (model/items.py 2)."""
     if context.user:
         return context.user
     name = (context.client_info or {}).get("name")
     return name if isinstance(name, str) and name.strip() else None
-
-
-def _authored(items: list[Any], context: RequestContext) -> list[dict[str, Any]]:
-    """The items as the store takes them, each naming its author (an argument cannot: the Structs
-    have no such field, so a client's own recordedBy is dropped with the other unknown fields)."""
-    plain = _plain(items)
-    author = author_of(context)
-    if author is not None:
-        for item in plain:
-            item["recordedBy"] = author
-    return plain
 
 
 def _skipped_note(outcome: WriteResult) -> list[str]:

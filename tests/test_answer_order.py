@@ -16,6 +16,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from write_items import entity_items, relation_items
 
 from memory_server.index import ranking
 from memory_server.index.search import FIELD_SEPARATOR
@@ -121,7 +122,7 @@ def test_an_entity_is_shown_only_when_its_best_evidence_is_within_the_margin_of_
     rarity and its best such fact scores at least MARGIN of the best; best first; no other fact."""
     entities = [{"name": f"e{number}", "entityType": "note", "observations": observations}
                 for number, observations in enumerate(facts)]
-    graph = indexes.with_term_index(indexes.with_word_index(writes.create_entities(rules.EMPTY, entities).graph))
+    graph = indexes.with_term_index(indexes.with_word_index(writes.create_entities(rules.EMPTY, entity_items(entities)).graph))
     matched = query.matches(graph, question)
     answer = answers.shape(question, matched["entities"], answers.listed(matched["relations"]), 1_500, limit=limit)
     if not answer.words:
@@ -147,7 +148,8 @@ def test_a_whole_query_answer_is_the_reference_entities_in_their_order(
         memory: tuple[list[dict[str, Any]], list[dict[str, Any]]], question: str, characters: int) -> None:
     entities, relations = memory
     graph = indexes.with_term_index(indexes.with_word_index(
-        writes.create_relations(writes.create_entities(rules.EMPTY, entities).graph, relations).graph))
+        writes.create_relations(writes.create_entities(rules.EMPTY, entity_items(entities)).graph,
+                                relation_items(relations)).graph))
     matched = query.matches(graph, question)
     facts = answers.shape(question, matched["entities"], query.touching_in(graph), characters)
     if facts.words:
@@ -277,7 +279,7 @@ def test_entities_read_as_one_score_as_their_observations_joined_into_one(
 @given(memories(), st.sampled_from(QUESTIONS))
 def test_entities_found_by_words_come_by_score_then_in_graph_order(
         memory: tuple[list[dict[str, Any]], list[dict[str, Any]]], question: str) -> None:
-    graph = indexes.with_term_index(writes.create_entities(rules.EMPTY, memory[0]).graph)
+    graph = indexes.with_term_index(writes.create_entities(rules.EMPTY, entity_items(memory[0])).graph)
     assert graph.terms is not None
     scores = ranking.rank(graph.terms, question, ranking.DEFAULT, lambda name: graph.entities[name].text)
     expected = sorted((graph.entities[name] for name in scores), key=lambda node: (-scores[node.record.name], node.seq))

@@ -25,6 +25,7 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
     texts,
     write_reference_file,
 )
+from write_items import entity_items, relation_items
 
 from memory_server.index import ranking
 from memory_server.model import graph as rules
@@ -49,9 +50,9 @@ def pages_of(pager: Pager, facts: Facts) -> list[Page]:
 
 
 def graph_of(entities: list[dict[str, Any]], relations: list[dict[str, Any]] = ()) -> rules.Graph:  # type: ignore[assignment]
-    graph = writes.create_entities(rules.EMPTY, entities).graph
+    graph = writes.create_entities(rules.EMPTY, entity_items(entities)).graph
     if relations:
-        graph = writes.create_relations(graph, list(relations)).graph
+        graph = writes.create_relations(graph, relation_items(list(relations))).graph
     return indexes.with_term_index(indexes.with_word_index(graph))
 
 
@@ -303,7 +304,7 @@ def test_a_bad_page_size_in_the_environment_ends_the_server_with_the_reason(prof
 
 
 def test_the_ranking_index_is_asked_for_only_when_the_query_is_taken_as_words() -> None:
-    plain = writes.create_entities(rules.EMPTY, profile()).graph
+    plain = writes.create_entities(rules.EMPTY, entity_items(profile())).graph
     asked: list[rules.Graph] = []
 
     def ranked(graph: rules.Graph) -> rules.Graph:

@@ -23,6 +23,7 @@ from postgres_helpers import database_url, memory_name  # noqa: F401
 
 from memory_server.app import build_server
 from memory_server.model.dates import now_stamp
+from memory_server.model.items import Entity, ObservationsToAdd
 from memory_server.model.records import EntityRecord, Extended, decode_line, encode_line
 from memory_server.oauth_settings import oauth_from, required_scope
 from memory_server.storage.store import GraphStore
@@ -174,8 +175,8 @@ def test_authors_of_the_wrong_length_name_nobody_and_of_the_wrong_type_stay_as_w
     store = GraphStore(memory_file, clock=now_stamp)
     shown = {found["name"]: found for found in store.open_nodes(["Ada", "Bob"])["entities"]}
     assert "observationAuthors" not in shown["Ada"] and "observationAuthors" not in shown["Bob"]
-    store.add_observations([{"entityName": "Ada", "contents": ["c"], "recordedBy": "carol"}])
-    store.add_observations([{"entityName": "Bob", "contents": ["c"], "recordedBy": "carol"}])
+    store.add_observations([ObservationsToAdd("Ada", ["c"])], author="carol")
+    store.add_observations([ObservationsToAdd("Bob", ["c"])], author="carol")
     ada, bob = records_of(memory_file)
     assert ada["recordedBy"] == [None, None, "carol"]  # aligned again, the old ones without author
     assert bob["recordedBy"] == [None, "carol"]  # the record's own field; the string it replaced held no list
@@ -188,8 +189,8 @@ def test_authors_of_the_wrong_length_name_nobody_and_of_the_wrong_type_stay_as_w
 def test_exports_carry_the_authors_and_an_import_brings_them_back(tmp_path: Path) -> None:
     memory_file = tmp_path / "memory.jsonl"
     store = GraphStore(memory_file, clock=now_stamp)
-    store.create_entities([{**entity("Ada", "person", ["writes programs"]), "recordedBy": "alice"}])
-    store.add_observations([{"entityName": "Ada", "contents": ["likes tea"]}])
+    store.create_entities([Entity("Ada", "person", ["writes programs"])], author="alice")
+    store.add_observations([ObservationsToAdd("Ada", ["likes tea"])])
 
     def command(*args: str) -> str:
         finished = subprocess.run([sys.executable, "-m", "memory_server", *args], capture_output=True, text=True,

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from memory_server.model import graph as rules
 from memory_server.model import indexes, writes
 from memory_server.model.graph import EMPTY, Graph
+from memory_server.model.items import Entity, ObservationsToAdd, Relation
 from memory_server.model.records import EntityRecord, RelationRecord, decode_file, join_lines
 from memory_server.retrieval import query as retrieval
 
@@ -90,14 +91,12 @@ def by_the_tools(graph: Graph, entities: list[EntityRecord], relations: list[Rel
     """What a model calling create_entities, add_observations and create_relations one at a time leaves."""
     for record in entities:
         if record.name in graph.entities:
-            graph = writes.add_observations(graph, [{"entityName": record.name, "contents": record.observations}]).graph
+            graph = writes.add_observations(graph, [ObservationsToAdd(record.name, record.observations)]).graph
         else:
-            graph = writes.create_entities(graph, [{"name": record.name, "entityType": record.entityType,
-                                                    "observations": record.observations}]).graph
+            graph = writes.create_entities(graph, [Entity(record.name, record.entityType, record.observations)]).graph
     for link in relations:
         if link.source in graph.entities and link.target in graph.entities:
-            graph = writes.create_relations(graph, [{"from": link.source, "to": link.target,
-                                                     "relationType": link.relationType}]).graph
+            graph = writes.create_relations(graph, [Relation(link.source, link.target, link.relationType)]).graph
     return graph
 
 

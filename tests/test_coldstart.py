@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from test_store_cache import WAIT
 
 from memory_server.model import graph as rules
+from memory_server.model.items import Entity, ObservationsToAdd
 from memory_server.model.records import decode_file
 from memory_server.retrieval import query as retrieval
 from memory_server.retrieval import search
@@ -178,7 +179,7 @@ def test_s4_a_new_store_without_a_cache_answers_from_the_records_as_from_its_gra
     with GraphStore(memory) as store:
         assert store.open_nodes(["person 2"])["entities"]
         assert store.record_answers == 1
-        assert store.create_entities([{"name": "Quinn", "entityType": "person", "observations": []}]).changed
+        assert store.create_entities([Entity("Quinn", "person", [])]).changed
     assert rejected_path_for(memory).read_bytes() == b"not json at all\n"
     assert b'"entityType":"repeat"' in memory.read_bytes() and b'{"type":"note"}' in memory.read_bytes()
 
@@ -191,7 +192,7 @@ def test_s1_records_are_let_go_when_the_file_changes(tmp_path: Path) -> None:
         assert reader.open_nodes(["person 1"])["entities"][0]["entityType"] == "person"
         assert reader.record_answers == 1
         with GraphStore(memory, cache=False) as writer:
-            writer.add_observations([{"entityName": "person 1", "contents": ["changed by another"]}])
+            writer.add_observations([ObservationsToAdd("person 1", ["changed by another"])])
         assert reader.open_nodes(["person 1"])["entities"][0]["observations"][-1] == "changed by another"
         assert reader.record_answers == 1 and reader.cold_state is State.HOT
 
@@ -203,7 +204,7 @@ def test_a_graph_made_before_any_read_answers_the_first_read(tmp_path: Path) -> 
     with GraphStore(memory) as store:
         looking = store.look_ahead()
         assert looking is not None and store.cold_state is State.LOOKING
-        assert store.create_entities([{"name": "Quinn", "entityType": "person", "observations": ["zephyr"]}]).changed
+        assert store.create_entities([Entity("Quinn", "person", ["zephyr"])]).changed
         assert store.cold_state is State.HOT
         assert "Quinn" in [item["name"] for item in search_nodes(store, "zephyr")["entities"]]
         assert store.record_answers == store.cache_answers == 0

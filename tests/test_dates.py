@@ -30,11 +30,13 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
 from postgres_helpers import database_url  # noqa: F401  (a fixture)
 from test_cli_commands import cli
 from test_cli_import import reference_server  # noqa: F401  (a fixture)
+from write_items import entity_items
 
 from memory_server.model import dates, writes
 from memory_server.model import graph as rules
 from memory_server.model.graph import EMPTY, graph_from_lines
 from memory_server.model.graph import file_lines as graph_lines
+from memory_server.model.items import Entity, ObservationsToAdd, ObservationsToDelete
 from memory_server.model.records import EntityRecord, Extended, decode_file, join_lines
 from memory_server.retrieval import when
 from memory_server.retrieval.search import search_within
@@ -86,7 +88,7 @@ def test_a_date_field_of_the_wrong_type_is_no_date_and_stays_on_the_line() -> No
     graph = graph_from_lines([item])
     assert json.loads(join_lines(graph_lines(graph))) == json.loads(line)
     # a write gives the entity a createdAt of its own? no: it keeps the one it has (none), and the odd one stays
-    grown = writes.add_observations(graph, [{"entityName": "Ann", "contents": ["b"]}], T1).graph
+    grown = writes.add_observations(graph, [ObservationsToAdd("Ann", ["b"])], T1).graph
     written = json.loads(join_lines(graph_lines(grown)))
     assert written["createdAt"] == 5 and written["colour"] == "red"
     assert written["recordedAt"] == [T0, T1] and written["updatedAt"] == T1
@@ -107,8 +109,8 @@ def test_a_file_without_dates_and_one_the_reference_wrote_load_and_save_unchange
 
 
 def test_writes_given_the_time_record_it_and_writes_without_it_record_none() -> None:
-    made = writes.create_entities(EMPTY, [{**entity("Ann", "person", ["a"]), "happenedOn": "2023-05-07"},
-                                          entity("Bo", "robot")], T0)
+    made = writes.create_entities(EMPTY, [Entity("Ann", "person", ["a"], happened_on="2023-05-07"),
+                                          Entity("Bo", "robot", [])], T0)
     ann = made.graph.entities["Ann"].record
     assert (ann.createdAt, ann.updatedAt, ann.recordedAt, ann.happenedOn) == (T0, T0, [T0], ["2023-05-07"])
     bo = made.graph.entities["Bo"].record
@@ -116,20 +118,20 @@ def test_writes_given_the_time_record_it_and_writes_without_it_record_none() -> 
     assert made.value == {"entities": [entity("Ann", "person", ["a"]), entity("Bo", "robot")]}
 
     grown = writes.add_observations(made.graph, [
-        {"entityName": "Ann", "contents": ["a", "b"], "happenedOn": "2024-02-03T04:05:06+01:00"},
-        {"entityName": "Ann", "contents": ["c"]}], T1).graph.entities["Ann"].record
+        ObservationsToAdd("Ann", ["a", "b"], happened_on="2024-02-03T04:05:06+01:00"),
+        ObservationsToAdd("Ann", ["c"])], T1).graph.entities["Ann"].record
     assert grown.observations == ["a", "b", "c"]
     assert grown.recordedAt == [T0, T1, T1]
     assert grown.happenedOn == ["2023-05-07", "2024-02-03T03:05:06Z", None]
     assert (grown.createdAt, grown.updatedAt) == (T0, T1)
 
-    plain = writes.create_entities(EMPTY, [entity("Ann", "person", ["a"])])
+    plain = writes.create_entities(EMPTY, entity_items([entity("Ann", "person", ["a"])]))
     assert plain.graph.entities["Ann"].record == EntityRecord("Ann", "person", ["a"])
 
 
 def test_an_undated_entity_that_grows_dates_only_what_is_new() -> None:
     graph = graph_from_lines([EntityRecord("Ann", "person", ["old"])])
-    record = writes.add_observations(graph, [{"entityName": "Ann", "contents": ["new"]}], T1).graph.entities["Ann"].record
+    record = writes.add_observations(graph, [ObservationsToAdd("Ann", ["new"])], T1).graph.entities["Ann"].record
     assert (record.createdAt, record.updatedAt, record.recordedAt) == (None, T1, [None, T1])
     assert rules.open_nodes(graph_from_lines([record]), ["Ann"])["entities"] == [
         {"name": "Ann", "entityType": "person", "observations": ["old", "new"], "updatedAt": T1[:10],
@@ -138,9 +140,9 @@ def test_an_undated_entity_that_grows_dates_only_what_is_new() -> None:
 
 @pytest.mark.parametrize("given", ["yesterday", "2023-13-01", "07/05/2023", "", 20230507])
 def test_a_malformed_happened_on_changes_nothing_and_says_what_is_accepted(given: object) -> None:
-    graph = writes.create_entities(EMPTY, [entity("Ann", "person", ["a"])], T0).graph
-    for write in (lambda: writes.create_entities(graph, [{**entity("Bo"), "happenedOn": given}], T1),
-                  lambda: writes.add_observations(graph, [{"entityName": "Ann", "contents": ["b"], "happenedOn": given}],
+    graph = writes.create_entities(EMPTY, entity_items([entity("Ann", "person", ["a"])]), T0).graph
+    for write in (lambda: writes.create_entities(graph, [Entity("Bo", "thing", [], happened_on=given)], T1),
+                  lambda: writes.add_observations(graph, [ObservationsToAdd("Ann", ["b"], happened_on=given)],
                                                   T1)):
         with pytest.raises(rules.GraphError) as caught:
             write()
@@ -148,14 +150,14 @@ def test_a_malformed_happened_on_changes_nothing_and_says_what_is_accepted(given
 
 
 def test_deleting_observations_removes_their_dates() -> None:
-    graph = writes.create_entities(EMPTY, [entity("Ann", "person", ["a", "b", "c"])], T0).graph
-    graph = writes.delete_observations(graph, [{"entityName": "Ann", "observations": ["b"]}], T1).graph
+    graph = writes.create_entities(EMPTY, entity_items([entity("Ann", "person", ["a", "b", "c"])]), T0).graph
+    graph = writes.delete_observations(graph, [ObservationsToDelete("Ann", ["b"])], T1).graph
     record = graph.entities["Ann"].record
     assert (record.observations, record.recordedAt, record.updatedAt) == (["a", "c"], [T0, T0], T1)
 
 
 def test_a_merge_keeps_the_dates_it_brings() -> None:
-    mine = writes.create_entities(EMPTY, [entity("Ann", "person", ["a"])], T0).graph
+    mine = writes.create_entities(EMPTY, entity_items([entity("Ann", "person", ["a"])]), T0).graph
     theirs = [(EntityRecord("Ann", "person", ["a", "b"], T0, T0, [T0, "2025-01-01T00:00:00Z"], [None, "2020"]), None),
               (EntityRecord("Cy", "cat", ["purrs"], "2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z",
                             ["2024-06-01T00:00:00Z"]), None),
@@ -172,15 +174,15 @@ def test_dates_survive_a_save_and_a_load_by_another_store(tmp_path: Path) -> Non
     memory_file = tmp_path / "memory.jsonl"
     clock = iter([T0, T1, T1]).__next__
     writer = GraphStore(memory_file, clock=clock)
-    writer.create_entities([{**entity("Ann", "person", ["a"]), "happenedOn": "2023-05"}, entity("Bo", "robot", ["b"])])
-    writer.add_observations([{"entityName": "Ann", "contents": ["c"]}])
+    writer.create_entities([Entity("Ann", "person", ["a"], happened_on="2023-05"), Entity("Bo", "robot", ["b"])])
+    writer.add_observations([ObservationsToAdd("Ann", ["c"])])
     saved = memory_file.read_bytes()
     reader = GraphStore(memory_file)  # no clock: it reads dates all the same, and writes none of its own
     assert reader.open_nodes(["Ann", "Bo"])["entities"] == [
         {**entity("Ann", "person", ["a", "c"]), "createdAt": T0[:10], "updatedAt": T1[:10],
          "observationDates": [f"happened 2023-05, recorded {T0[:10]}", T1[:10]]},
         {**entity("Bo", "robot", ["b"]), "createdAt": T0[:10], "updatedAt": T0[:10], "observationDates": [T0[:10]]}]
-    reader.add_observations([{"entityName": "Bo", "contents": ["d"]}])
+    reader.add_observations([ObservationsToAdd("Bo", ["d"])])
     after = memory_file.read_bytes().split(b"\n")
     assert after[0] == saved.split(b"\n")[0], "the line no write changed keeps its bytes"
     assert json.loads(after[1])["recordedAt"] == [T0, None] and json.loads(after[1])["updatedAt"] == T0
@@ -439,8 +441,8 @@ def test_the_database_store_keeps_dates_too(database_url: str) -> None:
 
     memory = memory_name("dates")
     with PostgresStore(database_url, memory, clock=iter([T0, T1]).__next__) as store:
-        store.create_entities([{**entity("Ann", "person", ["a"]), "happenedOn": "2023-05-07"}])
-        store.add_observations([{"entityName": "Ann", "contents": ["b"]}])
+        store.create_entities(entity_items([{**entity("Ann", "person", ["a"]), "happenedOn": "2023-05-07"}]))
+        store.add_observations([ObservationsToAdd("Ann", ["b"])])
     with PostgresStore(database_url, memory) as store:  # another server, without a clock: reads the dates
         assert store.open_nodes(["Ann"])["entities"] == [
             {**entity("Ann", "person", ["a", "b"]), "createdAt": T0[:10], "updatedAt": T1[:10],
@@ -481,7 +483,7 @@ def test_every_year_month_and_day_is_a_date_for_since_until_and_happened_on(day:
         (begins, ends), stored = dates.parse_when(given_text)
         assert stored == given_text and begins <= start < ends
         assert when.window_of(given_text, given_text) == (begins, ends)
-    made = writes.create_entities(EMPTY, [{**entity("Ann", "person", ["a"]), "happenedOn": day.isoformat()}], T0)
+    made = writes.create_entities(EMPTY, entity_items([{**entity("Ann", "person", ["a"]), "happenedOn": day.isoformat()}]), T0)
     assert made.graph.entities["Ann"].record.happenedOn == [day.isoformat()]
 
 

@@ -9,11 +9,13 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from write_items import addition_items, entity_items, relation_items
 
 from memory_server.model import census, writes
 from memory_server.model import graph as rules
 from memory_server.model.census import summarise
 from memory_server.model.graph import EMPTY, Graph, GraphError
+from memory_server.model.items import ObservationsToAdd, ObservationsToDelete
 from memory_server.model.records import decode_file, join_lines, layout_pieces
 from memory_server.retrieval import query as retrieval
 
@@ -29,8 +31,8 @@ def relation(source: str, target: str, relation_type: str = "knows") -> dict[str
 
 
 def build(*entities: Entity, relations: tuple[dict[str, str], ...] = ()) -> Graph:
-    graph = writes.create_entities(EMPTY, list(entities)).graph
-    return writes.create_relations(graph, list(relations)).graph if relations else graph
+    graph = writes.create_entities(EMPTY, entity_items(list(entities))).graph
+    return writes.create_relations(graph, relation_items(list(relations))).graph if relations else graph
 
 
 def from_file(data: bytes) -> Graph:
@@ -51,38 +53,38 @@ PEOPLE = build(entity("Alice", "person", "likes tea"), entity("Bob", "person", "
 
 
 def test_created_entities_come_back_exactly_as_stored() -> None:
-    change = writes.create_entities(EMPTY, [{**entity("Alice", "person", "likes tea"), "extra": "ignored"}])
+    change = writes.create_entities(EMPTY, entity_items([{**entity("Alice", "person", "likes tea"), "extra": "ignored"}]))
     assert change.changed
     assert change.value == {"entities": [entity("Alice", "person", "likes tea")]}
     assert rules.read_graph(change.graph) == {"entities": [entity("Alice", "person", "likes tea")], "relations": []}
 
 
 def test_existing_names_and_repeats_within_the_call_are_skipped_whole() -> None:
-    change = writes.create_entities(PEOPLE, [entity("Carol", "person", "first"), entity("Alice", "robot", "new"),
-                                             entity("Carol", "cat", "second"), entity("Alice", "x")])
+    change = writes.create_entities(PEOPLE, entity_items([entity("Carol", "person", "first"), entity("Alice", "robot", "new"),
+                                                          entity("Carol", "cat", "second"), entity("Alice", "x")]))
     assert change.value == {"entities": [entity("Carol", "person", "first")], "skipped": ["Alice", "Carol"]}
     stored = rules.open_nodes(change.graph, ["Alice", "Carol"])["entities"]
     assert stored == [entity("Alice", "person", "likes tea"), entity("Carol", "person", "first")]
 
 
 def test_skipping_everything_changes_nothing() -> None:
-    change = writes.create_entities(PEOPLE, [entity("Alice")])
+    change = writes.create_entities(PEOPLE, entity_items([entity("Alice")]))
     assert (change.changed, change.graph) == (False, PEOPLE)
     assert change.value == {"entities": [], "skipped": ["Alice"]}
 
 
 def test_no_skipped_key_when_nothing_was_skipped() -> None:
-    assert "skipped" not in writes.create_entities(PEOPLE, [entity("Dan")]).value
+    assert "skipped" not in writes.create_entities(PEOPLE, entity_items([entity("Dan")])).value
     assert writes.create_entities(PEOPLE, []).value == {"entities": []}
 
 
 def test_repeated_observations_of_a_new_entity_are_stored_once() -> None:
-    change = writes.create_entities(EMPTY, [entity("A", "t", "x", "y", "x", "y", "z")])
+    change = writes.create_entities(EMPTY, entity_items([entity("A", "t", "x", "y", "x", "y", "z")]))
     assert change.value["entities"] == [entity("A", "t", "x", "y", "z")]
 
 
 def test_entities_keep_insertion_order() -> None:
-    graph = writes.create_entities(PEOPLE, [entity("Zed"), entity("Ann")]).graph
+    graph = writes.create_entities(PEOPLE, entity_items([entity("Zed"), entity("Ann")])).graph
     assert [e["name"] for e in rules.read_graph(graph)["entities"]] == ["Alice", "Bob", "Acme", "Zed", "Ann"]
 
 
@@ -90,19 +92,19 @@ def test_entities_keep_insertion_order() -> None:
 
 
 def test_duplicate_relations_are_skipped_also_within_the_call() -> None:
-    change = writes.create_relations(PEOPLE, [relation("Alice", "Bob"), relation("Bob", "Alice"),
-                                              relation("Bob", "Alice"), relation("Alice", "Bob", "likes")])
+    change = writes.create_relations(PEOPLE, relation_items([relation("Alice", "Bob"), relation("Bob", "Alice"),
+                                                             relation("Bob", "Alice"), relation("Alice", "Bob", "likes")]))
     assert change.value == {"relations": [relation("Bob", "Alice"), relation("Alice", "Bob", "likes")]}
     assert rules.read_graph(change.graph)["relations"][-2:] == change.value["relations"]
 
 
 def test_only_duplicates_change_nothing() -> None:
-    change = writes.create_relations(PEOPLE, [relation("Alice", "Bob")])
+    change = writes.create_relations(PEOPLE, relation_items([relation("Alice", "Bob")]))
     assert (change.changed, change.graph, change.value) == (False, PEOPLE, {"relations": []})
 
 
 def test_a_relation_to_itself_is_allowed() -> None:
-    change = writes.create_relations(PEOPLE, [relation("Alice", "Alice", "admires")])
+    change = writes.create_relations(PEOPLE, relation_items([relation("Alice", "Alice", "admires")]))
     assert rules.open_nodes(change.graph, ["Alice"])["relations"][-1] == relation("Alice", "Alice", "admires")
     assert writes.delete_entities(change.graph, ["Alice"]).value["message"] == (
         "Deleted 1 entity and 3 relations connected to them.")
@@ -110,8 +112,8 @@ def test_a_relation_to_itself_is_allowed() -> None:
 
 def test_missing_endpoints_fail_the_whole_call_and_every_missing_name_is_named() -> None:
     with pytest.raises(GraphError) as raised:
-        writes.create_relations(PEOPLE, [relation("Alice", "Bob", "new"), relation("Carol", "Alice"),
-                                         relation("Bob", "Dan"), relation("Carol", "Eve")])
+        writes.create_relations(PEOPLE, relation_items([relation("Alice", "Bob", "new"), relation("Carol", "Alice"),
+                                                        relation("Bob", "Dan"), relation("Carol", "Eve")]))
     message = str(raised.value)
     assert message.startswith("Entities with names Carol, Dan, Eve not found")
     assert "No relations were created" in message
@@ -119,18 +121,18 @@ def test_missing_endpoints_fail_the_whole_call_and_every_missing_name_is_named()
 
 def test_one_missing_endpoint_reads_like_the_reference() -> None:
     with pytest.raises(GraphError, match="^Entity with name Nobody not found"):
-        writes.create_relations(PEOPLE, [relation("Alice", "Nobody")])
+        writes.create_relations(PEOPLE, relation_items([relation("Alice", "Nobody")]))
 
 
 # -- add_observations --------------------------------------------------------------------------
 
 
 def test_observations_are_deduplicated_against_the_entity_and_within_the_call() -> None:
-    change = writes.add_observations(PEOPLE, [
+    change = writes.add_observations(PEOPLE, addition_items([
         {"entityName": "Alice", "contents": ["likes tea", "rides a bike", "rides a bike"], "extra": 1},
         {"entityName": "Bob", "contents": []},
         {"entityName": "Alice", "contents": ["rides a bike", "sings"]},
-    ])
+    ]))
     assert change.value == {"results": [
         {"entityName": "Alice", "addedObservations": ["rides a bike"]},
         {"entityName": "Bob", "addedObservations": []},
@@ -141,17 +143,17 @@ def test_observations_are_deduplicated_against_the_entity_and_within_the_call() 
 
 
 def test_adding_only_known_observations_changes_nothing() -> None:
-    change = writes.add_observations(PEOPLE, [{"entityName": "Alice", "contents": ["likes tea"]}])
+    change = writes.add_observations(PEOPLE, [ObservationsToAdd("Alice", ["likes tea"])])
     assert (change.changed, change.graph) == (False, PEOPLE)
 
 
 def test_a_missing_entity_fails_the_whole_call() -> None:
     with pytest.raises(GraphError, match="^Entity with name Zed not found"):
-        writes.add_observations(PEOPLE, [{"entityName": "Alice", "contents": ["new"]},
-                                         {"entityName": "Zed", "contents": ["x"]}])
+        writes.add_observations(PEOPLE, [ObservationsToAdd("Alice", ["new"]),
+                                         ObservationsToAdd("Zed", ["x"])])
     with pytest.raises(GraphError, match="^Entities with names Zed, Ann not found"):
-        writes.add_observations(PEOPLE, [{"entityName": "Zed", "contents": []}, {"entityName": "Ann", "contents": []},
-                                         {"entityName": "Zed", "contents": []}])
+        writes.add_observations(PEOPLE, [ObservationsToAdd("Zed", []), ObservationsToAdd("Ann", []),
+                                         ObservationsToAdd("Zed", [])])
 
 
 # -- delete_entities ---------------------------------------------------------------------------
@@ -176,7 +178,7 @@ def test_deleting_unknown_names_changes_nothing_and_does_not_fail() -> None:
 
 def test_a_deleted_name_can_be_created_again_without_its_old_relations() -> None:
     graph = writes.delete_entities(PEOPLE, ["Bob"]).graph
-    graph = writes.create_entities(graph, [entity("Bob", "robot")]).graph
+    graph = writes.create_entities(graph, entity_items([entity("Bob", "robot")])).graph
     assert rules.open_nodes(graph, ["Bob"]) == {"entities": [entity("Bob", "robot")], "relations": []}
 
 
@@ -184,34 +186,34 @@ def test_a_deleted_name_can_be_created_again_without_its_old_relations() -> None
 
 
 def test_deleting_observations_counts_what_was_removed_and_ignores_the_unknown() -> None:
-    graph = writes.add_observations(PEOPLE, [{"entityName": "Alice", "contents": ["a", "b"]}]).graph
+    graph = writes.add_observations(PEOPLE, [ObservationsToAdd("Alice", ["a", "b"])]).graph
     change = writes.delete_observations(graph, [
-        {"entityName": "Alice", "observations": ["a", "nope", "likes tea"]},
-        {"entityName": "Ghost", "observations": ["a"]},
-        {"entityName": "Alice", "observations": ["a", "b"]},
+        ObservationsToDelete("Alice", ["a", "nope", "likes tea"]),
+        ObservationsToDelete("Ghost", ["a"]),
+        ObservationsToDelete("Alice", ["a", "b"]),
     ])
     assert change.value == {"success": True, "message": "Deleted 3 observations.", "deletedCount": 3}
     assert rules.open_nodes(change.graph, ["Alice"])["entities"] == [entity("Alice", "person")]
 
 
 def test_deleting_no_observation_changes_nothing() -> None:
-    change = writes.delete_observations(PEOPLE, [{"entityName": "Alice", "observations": ["nope"]}])
+    change = writes.delete_observations(PEOPLE, [ObservationsToDelete("Alice", ["nope"])])
     assert (change.changed, change.graph, change.value["deletedCount"]) == (False, PEOPLE, 0)
 
 
 def test_every_copy_of_an_observation_goes() -> None:
     graph = from_file(b'{"type":"entity","name":"A","entityType":"t","observations":["x","y","x"]}')
-    change = writes.delete_observations(graph, [{"entityName": "A", "observations": ["x"]}])
+    change = writes.delete_observations(graph, [ObservationsToDelete("A", ["x"])])
     assert change.value["deletedCount"] == 2
     assert rules.read_graph(change.graph)["entities"] == [entity("A", "t", "y")]
 
 
 def test_deleting_relations_counts_and_ignores_the_unknown() -> None:
-    change = writes.delete_relations(PEOPLE, [relation("Alice", "Bob"), relation("Alice", "Bob"),
-                                              relation("Bob", "Alice"), relation("Alice", "Acme", "knows")])
+    change = writes.delete_relations(PEOPLE, relation_items([relation("Alice", "Bob"), relation("Alice", "Bob"),
+                                                             relation("Bob", "Alice"), relation("Alice", "Acme", "knows")]))
     assert change.value == {"success": True, "message": "Deleted 1 relation.", "deletedCount": 1}
     assert relation("Alice", "Bob") not in rules.read_graph(change.graph)["relations"]
-    nothing = writes.delete_relations(PEOPLE, [relation("X", "Y")])
+    nothing = writes.delete_relations(PEOPLE, relation_items([relation("X", "Y")]))
     assert (nothing.changed, nothing.graph, nothing.value["deletedCount"]) == (False, PEOPLE, 0)
 
 
@@ -269,10 +271,10 @@ def test_results_never_show_the_record_type() -> None:
 
 def test_a_write_leaves_the_graph_it_started_from_untouched() -> None:
     before = copy.deepcopy(rules.read_graph(PEOPLE))
-    graph = writes.add_observations(PEOPLE, [{"entityName": "Alice", "contents": ["new"]}]).graph
+    graph = writes.add_observations(PEOPLE, [ObservationsToAdd("Alice", ["new"])]).graph
     graph = writes.delete_entities(graph, ["Bob"]).graph
-    graph = writes.delete_observations(graph, [{"entityName": "Acme", "observations": ["makes anvils"]}]).graph
-    writes.create_relations(graph, [relation("Alice", "Acme", "owns")])
+    graph = writes.delete_observations(graph, [ObservationsToDelete("Acme", ["makes anvils"])]).graph
+    writes.create_relations(graph, relation_items([relation("Alice", "Acme", "owns")]))
     assert rules.read_graph(PEOPLE) == before
     assert rules.open_nodes(PEOPLE, ["Bob"])["relations"] == [relation("Alice", "Bob"),
                                                               relation("Bob", "Acme", "works_at")]
@@ -293,11 +295,11 @@ def test_the_file_holds_entities_then_relations_then_kept_lines() -> None:
 
 
 WRITES_ON_PEOPLE = [
-    lambda g: writes.create_entities(g, [entity("Carol", "person", "new")]),
-    lambda g: writes.add_observations(g, [{"entityName": "Bob", "contents": ["likes go"]}]),
-    lambda g: writes.delete_observations(g, [{"entityName": "Alice", "observations": ["likes tea"]}]),
-    lambda g: writes.create_relations(g, [relation("Bob", "Alice")]),
-    lambda g: writes.delete_relations(g, [relation("Alice", "Bob")]),
+    lambda g: writes.create_entities(g, entity_items([entity("Carol", "person", "new")])),
+    lambda g: writes.add_observations(g, [ObservationsToAdd("Bob", ["likes go"])]),
+    lambda g: writes.delete_observations(g, [ObservationsToDelete("Alice", ["likes tea"])]),
+    lambda g: writes.create_relations(g, relation_items([relation("Bob", "Alice")])),
+    lambda g: writes.delete_relations(g, relation_items([relation("Alice", "Bob")])),
     lambda g: writes.delete_entities(g, ["Acme"]),
 ]
 
@@ -323,10 +325,10 @@ def test_a_layout_from_nothing_saved_is_the_whole_file() -> None:
 
 def test_kept_lines_survive_every_operation() -> None:
     graph = from_file(NOTE + b"\n" + BAD_TYPES)
-    graph = writes.create_entities(graph, [entity("A"), entity("B")]).graph
-    graph = writes.create_relations(graph, [relation("A", "B")]).graph
-    graph = writes.add_observations(graph, [{"entityName": "A", "contents": ["x"]}]).graph
-    graph = writes.delete_relations(graph, [relation("A", "B")]).graph
+    graph = writes.create_entities(graph, entity_items([entity("A"), entity("B")])).graph
+    graph = writes.create_relations(graph, relation_items([relation("A", "B")])).graph
+    graph = writes.add_observations(graph, [ObservationsToAdd("A", ["x"])]).graph
+    graph = writes.delete_relations(graph, relation_items([relation("A", "B")])).graph
     graph = writes.delete_entities(graph, ["A", "B"]).graph
     assert file_of(graph) == NOTE + b"\n" + BAD_TYPES + b"\n"
     assert rules.read_graph(graph) == {"entities": [], "relations": []}
@@ -337,8 +339,8 @@ def test_extra_fields_survive_changes_to_their_record() -> None:
                       b'{"type":"entity","name":"B","entityType":"t","observations":[]}\n'
                       b'{"type":"relation","from":"A","to":"B","relationType":"r","weight":2}')
     assert rules.read_graph(graph)["entities"][0] == entity("A", "t", "x")
-    graph = writes.add_observations(graph, [{"entityName": "A", "contents": ["y"]}]).graph
-    graph = writes.delete_observations(graph, [{"entityName": "A", "observations": ["x"]}]).graph
+    graph = writes.add_observations(graph, [ObservationsToAdd("A", ["y"])]).graph
+    graph = writes.delete_observations(graph, [ObservationsToDelete("A", ["x"])]).graph
     assert file_of(graph) == (
         b'{"type":"entity","name":"A","entityType":"t","observations":["y"],"color":"red"}\n'
         b'{"type":"entity","name":"B","entityType":"t","observations":[]}\n'
@@ -350,7 +352,7 @@ def test_a_repeated_name_in_the_file_the_first_wins_and_the_repeat_is_kept() -> 
     repeat = b'{"type":"entity","name":"A","entityType":"robot","observations":["second"]}'
     graph = from_file(first + b"\n" + repeat)
     assert rules.read_graph(graph)["entities"] == [entity("A", "person", "first")]
-    assert writes.create_entities(graph, [entity("A")]).value["skipped"] == ["A"]
+    assert writes.create_entities(graph, entity_items([entity("A")])).value["skipped"] == ["A"]
     assert file_of(graph) == first + b"\n" + repeat + b"\n"
 
 
@@ -369,7 +371,7 @@ def test_a_repeated_relation_goes_with_the_relation_it_repeats() -> None:
                       b'{"type":"entity","name":"B","entityType":"t","observations":[]}\n'
                       + line + b"\n" + line + b"\n")
     assert rules.read_graph(graph)["relations"] == [relation("A", "B", "r")]
-    removed = writes.delete_relations(graph, [relation("A", "B", "r")])
+    removed = writes.delete_relations(graph, relation_items([relation("A", "B", "r")]))
     assert removed.value["deletedCount"] == 1
     assert b'"relation"' not in file_of(removed.graph)
     cascaded = writes.delete_entities(graph, ["B"]).graph
@@ -403,12 +405,13 @@ def test_records_written_in_another_spelling_are_written_back_in_the_file_format
 
 
 @pytest.mark.parametrize(("write", "named"), [
-    (lambda graph: writes.create_entities(graph, [entity("Carol"), entity("Dan\ud800")]), "The entity 'Dan\\ud800'"),
-    (lambda graph: writes.create_entities(graph, [entity("Carol", "t\udfff")]), "The entity 'Carol'"),
-    (lambda graph: writes.add_observations(graph, [{"entityName": "Bob", "contents": ["ok", "x\udc80"]}]),
+    (lambda graph: writes.create_entities(graph, entity_items([entity("Carol"), entity("Dan\ud800")])),
+     "The entity 'Dan\\ud800'"),
+    (lambda graph: writes.create_entities(graph, entity_items([entity("Carol", "t\udfff")])), "The entity 'Carol'"),
+    (lambda graph: writes.add_observations(graph, [ObservationsToAdd("Bob", ["ok", "x\udc80"])]),
      "The entity 'Bob'"),
-    (lambda graph: writes.create_relations(graph, [relation("Alice", "Bob", "likes"),
-                                                   relation("Bob", "Alice", "\ud83d")]),
+    (lambda graph: writes.create_relations(graph, relation_items([relation("Alice", "Bob", "likes"),
+                                                                  relation("Bob", "Alice", "\ud83d")])),
      "The relation type '\\ud83d'"),
 ], ids=["entity name", "entity type", "observation", "relation type"])
 def test_an_unpaired_surrogate_fails_the_whole_write_naming_the_record(write: Any, named: str) -> None:
@@ -452,8 +455,8 @@ def test_the_graph_summarises_itself_as_its_lists_would_also_after_writes(
         assert census.summary(graph, limit) == expected, "kept for the next read of the same graph"
         if step == 0:
             names = [name for pair in created for name in pair]
-            graph = writes.create_entities(graph, [entity(name, "new") for name in names]).graph
-            graph = writes.create_relations(graph, [relation(a, b, "met") for a, b in created]).graph
+            graph = writes.create_entities(graph, entity_items([entity(name, "new") for name in names])).graph
+            graph = writes.create_relations(graph, relation_items([relation(a, b, "met") for a, b in created])).graph
         else:
             graph = writes.delete_entities(graph, gone).graph
 
@@ -489,11 +492,11 @@ def test_the_summary_kept_up_to_date_by_writes_is_the_one_counted_afresh(steps: 
             continue
         try:
             if kind == "relate":
-                graph = writes.create_relations(graph, [relation(step[1], step[2], step[3])]).graph
+                graph = writes.create_relations(graph, relation_items([relation(step[1], step[2], step[3])])).graph
             elif kind == "unrelate":
-                graph = writes.delete_relations(graph, [relation(step[1], step[2], step[3])]).graph
+                graph = writes.delete_relations(graph, relation_items([relation(step[1], step[2], step[3])])).graph
             elif kind == "create":
-                graph = writes.create_entities(graph, [entity(step[1], step[2])]).graph
+                graph = writes.create_entities(graph, entity_items([entity(step[1], step[2])])).graph
             else:
                 graph = writes.delete_entities(graph, [step[1]]).graph
         except GraphError:

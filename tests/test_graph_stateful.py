@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
+import msgspec
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from memory_server.model.census import summarise
+from memory_server.model.items import Entity, ObservationsToAdd, ObservationsToDelete, Relation
 from memory_server.retrieval.search import search_nodes
 from memory_server.storage.store import GraphError, GraphStore
 
@@ -30,6 +32,11 @@ observation_items = st.lists(st.fixed_dictionaries({"entityName": names, "conten
                              max_size=3)
 deletion_items = st.lists(st.fixed_dictionaries({"entityName": names, "observations": st.lists(texts, max_size=3)}),
                           max_size=3)
+
+ITEMS: dict[str, Any] = {"create_entities": list[Entity], "create_relations": list[Relation],
+                         "add_observations": list[ObservationsToAdd], "delete_entities": list[str],
+                         "delete_observations": list[ObservationsToDelete], "delete_relations": list[Relation]}
+"""What each write of the store takes, decoded from the items drawn above."""
 
 
 def by_name(item: dict[str, Any]) -> str:
@@ -171,17 +178,19 @@ class StoreMatchesModel(RuleBasedStateMachine):
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def check_write(self, operation: str, argument: Any, store: GraphStore | None = None) -> None:
+        # The model reads the items as a client sends them; the store takes them decoded.
+        items = msgspec.convert(argument, ITEMS[operation])
         try:
             expected, changed = getattr(self.model, operation)(argument)
         except GraphError as error:
             try:
-                getattr(store or self.store, operation)(argument)
+                getattr(store or self.store, operation)(items)
             except GraphError as actual:
                 assert str(actual).startswith(str(error)), (str(actual), str(error))
             else:
                 raise AssertionError(f"{operation}({argument!r}) should have failed with {error}")
             return
-        outcome = getattr(store or self.store, operation)(argument)
+        outcome = getattr(store or self.store, operation)(items)
         assert outcome.value == expected
         assert outcome.changed == changed
         assert outcome.notes == []

@@ -18,9 +18,11 @@ import httpx
 import pytest
 from conftest import REPO, expect_line, python
 from http_helpers import HttpServers, http_servers, modern_post  # noqa: F401  (a fixture)
+from write_items import entity_items, relation_items
 
 from memory_server.model import graph as rules
 from memory_server.model import writes
+from memory_server.model.items import ObservationsToAdd, ObservationsToDelete
 from memory_server.model.records import EntityRecord, encode_file
 from memory_server.retrieval.search import search_nodes
 from memory_server.storage import files
@@ -57,7 +59,7 @@ def relation(source: str, target: str) -> dict[str, str]:
 
 
 def creating(store: GraphStore, name: str) -> Callable[[], WriteResult]:
-    return lambda: store.create_entities([entity(name)])
+    return lambda: store.create_entities(entity_items([entity(name)]))
 
 
 def file_records(memory: Path) -> list[dict[str, Any]]:
@@ -142,7 +144,7 @@ def held(memory: Path, children: list[subprocess.Popen[str]]) -> Iterator[Holder
 
 def test_threads_writing_at_once_each_land_exactly_once_with_their_own_results(memory: Path) -> None:
     store = GraphStore(memory, lock_timeout=WAIT)
-    store.create_entities([entity("hub")])
+    store.create_entities(entity_items([entity("hub")]))
     workers = 32
     results: dict[int, list[WriteResult]] = {}
     start = threading.Barrier(workers)
@@ -150,10 +152,10 @@ def test_threads_writing_at_once_each_land_exactly_once_with_their_own_results(m
     def work(worker: int) -> None:
         start.wait(WAIT)
         results[worker] = [
-            store.create_entities([entity(f"w{worker}", "born")]),
-            store.add_observations([{"entityName": "hub", "contents": [f"seen by {worker}"]}]),
-            store.add_observations([{"entityName": f"w{worker}", "contents": ["born", f"grew {worker}"]}]),
-            store.create_relations([relation(f"w{worker}", "hub")]),
+            store.create_entities(entity_items([entity(f"w{worker}", "born")])),
+            store.add_observations([ObservationsToAdd("hub", [f"seen by {worker}"])]),
+            store.add_observations([ObservationsToAdd(f"w{worker}", ["born", f"grew {worker}"])]),
+            store.create_relations(relation_items([relation(f"w{worker}", "hub")])),
         ]
 
     threads = [threading.Thread(target=work, args=(worker,)) for worker in range(workers)]
@@ -187,16 +189,16 @@ def test_threads_writing_at_once_each_land_exactly_once_with_their_own_results(m
 def test_writes_queued_behind_another_process_land_in_one_save_in_the_order_they_came(
         memory: Path, children: list[subprocess.Popen[str]]) -> None:
     store = GraphStore(memory, lock_timeout=WAIT)
-    store.create_entities([entity("hub")])
+    store.create_entities(entity_items([entity("hub")]))
     saves = store.saves
     holder = Holder(memory, children)
     # Each write needs the ones before it: on the file as it is, only the first could succeed.
     writers = queue_in_order(store, [
-        lambda: store.create_entities([entity("X")]),
-        lambda: store.add_observations([{"entityName": "X", "contents": ["first"]}]),
-        lambda: store.create_entities([entity("Y")]),
-        lambda: store.create_relations([relation("X", "Y")]),
-        lambda: store.create_entities([entity("X", "again")]),
+        lambda: store.create_entities(entity_items([entity("X")])),
+        lambda: store.add_observations([ObservationsToAdd("X", ["first"])]),
+        lambda: store.create_entities(entity_items([entity("Y")])),
+        lambda: store.create_relations(relation_items([relation("X", "Y")])),
+        lambda: store.create_entities(entity_items([entity("X", "again")])),
         lambda: store.delete_entities(["hub"]),
     ])
     assert memory.read_bytes() == encode_file([EntityRecord("hub", "t", [])])  # nothing landed while held
@@ -221,10 +223,10 @@ def test_writes_queued_behind_another_process_land_in_one_save_in_the_order_they
 def test_a_broken_rule_in_the_middle_of_a_batch_fails_only_that_write(memory: Path, held: Holder) -> None:
     store = GraphStore(memory, lock_timeout=WAIT)
     writers = queue_in_order(store, [
-        lambda: store.create_entities([entity("A")]),
-        lambda: store.create_relations([relation("A", "Missing")]),
-        lambda: store.add_observations([{"entityName": "A", "contents": ["kept"]}]),
-        lambda: store.add_observations([{"entityName": "Nobody", "contents": ["lost"]}]),
+        lambda: store.create_entities(entity_items([entity("A")])),
+        lambda: store.create_relations(relation_items([relation("A", "Missing")])),
+        lambda: store.add_observations([ObservationsToAdd("A", ["kept"])]),
+        lambda: store.add_observations([ObservationsToAdd("Nobody", ["lost"])]),
     ])
     held.release()
     first, broken, third, missing = writers
@@ -244,9 +246,9 @@ def test_an_unexpected_failure_of_one_write_fails_only_that_write(memory: Path, 
         raise RuntimeError("a fault in an operation")
 
     first, failing, third = queue_in_order(store, [
-        lambda: store.create_entities([entity("A")]),
+        lambda: store.create_entities(entity_items([entity("A")])),
         lambda: store.write(broken),
-        lambda: store.create_entities([entity("B")]),
+        lambda: store.create_entities(entity_items([entity("B")])),
     ])
     held.release()
     assert first.result().changed and third.result().changed
@@ -257,15 +259,15 @@ def test_an_unexpected_failure_of_one_write_fails_only_that_write(memory: Path, 
 
 
 def test_a_batch_that_changes_nothing_saves_nothing(memory: Path, children: list[subprocess.Popen[str]]) -> None:
-    GraphStore(memory).create_entities([entity("A", "known")])
+    GraphStore(memory).create_entities(entity_items([entity("A", "known")]))
     held = Holder(memory, children)
     before, stat_before = memory.read_bytes(), os.stat(memory)
     store = GraphStore(memory, lock_timeout=WAIT)
     writers = queue_in_order(store, [
-        lambda: store.create_entities([entity("A")]),
-        lambda: store.add_observations([{"entityName": "A", "contents": ["known"]}]),
+        lambda: store.create_entities(entity_items([entity("A")])),
+        lambda: store.add_observations([ObservationsToAdd("A", ["known"])]),
         lambda: store.delete_entities(["B"]),
-        lambda: store.delete_relations([relation("A", "A")]),
+        lambda: store.delete_relations(relation_items([relation("A", "A")])),
     ])
     held.release()
     assert [writer.result().changed for writer in writers] == [False] * 4
@@ -280,9 +282,9 @@ def test_unreadable_lines_move_once_and_the_first_write_that_changed_the_graph_s
     memory.write_bytes(encode_file([EntityRecord("A", "t", [])]) + b"\n{half a line\n")
     store = GraphStore(memory, lock_timeout=WAIT)
     writers = queue_in_order(store, [
-        lambda: store.create_entities([entity("A")]),  # changes nothing
-        lambda: store.create_entities([entity("B")]),
-        lambda: store.create_entities([entity("C")]),
+        lambda: store.create_entities(entity_items([entity("A")])),  # changes nothing
+        lambda: store.create_entities(entity_items([entity("B")])),
+        lambda: store.create_entities(entity_items([entity("C")])),
     ])
     held.release()
     notes = [writer.result().notes for writer in writers]
@@ -295,13 +297,13 @@ def test_unreadable_lines_move_once_and_the_first_write_that_changed_the_graph_s
 
 def test_a_batch_that_started_from_an_outdated_file_is_done_again_on_the_file_as_it_is(
         memory: Path, children: list[subprocess.Popen[str]]) -> None:
-    GraphStore(memory).create_entities([entity("Alice")])
+    GraphStore(memory).create_entities(entity_items([entity("Alice")]))
     held = Holder(memory, children)
     store = GraphStore(memory, lock_timeout=WAIT)
     assert store.read_graph()["entities"] == [entity("Alice")]  # the graph the writes will start from
     writers = queue_in_order(store, [
-        lambda: store.add_observations([{"entityName": "Other", "contents": ["seen"]}]),
-        lambda: store.create_entities([entity("Other"), entity("Bob")]),
+        lambda: store.add_observations([ObservationsToAdd("Other", ["seen"])]),
+        lambda: store.create_entities(entity_items([entity("Other"), entity("Bob")])),
         lambda: store.delete_entities(["Alice"]),
     ])
     # Another server's save lands under the lock it holds: Alice renamed, Other created.
@@ -332,16 +334,17 @@ def test_more_writes_than_a_batch_takes_are_saved_in_as_many_batches_as_needed(m
 def test_a_batch_leaves_the_search_indexes_as_a_fresh_load_would_make_them(memory: Path,
                                                                           children: list[subprocess.Popen[str]]) -> None:
     store = GraphStore(memory, lock_timeout=WAIT)
-    store.create_entities([entity("Alice", "drinks tea"), entity("Bob", "plays chess"), entity("Carol", "likes tea")])
+    store.create_entities(entity_items([entity("Alice", "drinks tea"), entity("Bob", "plays chess"),
+                                        entity("Carol", "likes tea")]))
     queries = ["tea", "chess", "jam", "Dora", "tea chess jam", "likes jam tea"]
     search_nodes(store, "tea chess")  # a search by words: both indexes are made
     assert store.poll_external_change() is False
     assert store.wait_until(Until.RANKED, WAIT)
     holder = Holder(memory, children)
     writers = queue_in_order(store, [
-        lambda: store.add_observations([{"entityName": "Bob", "contents": ["likes jam"]}]),
-        lambda: store.create_entities([entity("Dora", "drinks tea with jam")]),
-        lambda: store.delete_observations([{"entityName": "Alice", "observations": ["drinks tea"]}]),
+        lambda: store.add_observations([ObservationsToAdd("Bob", ["likes jam"])]),
+        lambda: store.create_entities(entity_items([entity("Dora", "drinks tea with jam")])),
+        lambda: store.delete_observations([ObservationsToDelete("Alice", ["drinks tea"])]),
         lambda: store.delete_entities(["Carol"]),
     ])
     holder.release()
@@ -356,13 +359,13 @@ def test_a_batch_leaves_the_search_indexes_as_a_fresh_load_would_make_them(memor
 
 def test_an_index_made_while_a_batch_is_worked_out_is_carried_to_the_new_graph(memory: Path) -> None:
     store = GraphStore(memory, lock_timeout=WAIT)
-    store.create_entities([entity("Alice", "drinks tea")])
+    store.create_entities(entity_items([entity("Alice", "drinks tea")]))
     assert store.graph_in_memory is not None and store.graph_in_memory.words is None  # no search or poll yet
 
     def index_meanwhile(graph: rules.Graph) -> rules.Change:
         store.poll_external_change()  # the poller makes the word index of the graph this write started from
         assert store.graph_in_memory is not None and store.graph_in_memory.words is not None
-        return writes.create_entities(graph, [entity("Bob", "plays chess")])
+        return writes.create_entities(graph, entity_items([entity("Bob", "plays chess")]))
 
     assert store.write(index_meanwhile).changed
     graph = store.graph_in_memory
@@ -390,9 +393,9 @@ def test_a_write_abandoned_while_queued_leaves_the_queue_and_the_others_land(mem
     store = GraphStore(memory, lock_timeout=WAIT)
     gives_up = threading.Event()
     first, abandoned, third = queue_in_order(store, [
-        lambda: store.create_entities([entity("A")]),
-        lambda: store.create_entities([entity("B")], abandon=gives_up),
-        lambda: store.create_entities([entity("C")]),
+        lambda: store.create_entities(entity_items([entity("A")])),
+        lambda: store.create_entities(entity_items([entity("B")]), abandon=gives_up),
+        lambda: store.create_entities(entity_items([entity("C")])),
     ])
     gives_up.set()
     error = abandoned.error()  # at once, while the lock is still held
@@ -409,9 +412,9 @@ def test_when_the_write_waiting_for_the_lock_is_abandoned_another_takes_its_turn
     store = GraphStore(memory, lock_timeout=WAIT)
     leader_gives_up = threading.Event()
     leader, second, third = queue_in_order(store, [
-        lambda: store.create_entities([entity("A")], abandon=leader_gives_up),
-        lambda: store.create_entities([entity("B")]),
-        lambda: store.create_entities([entity("C")]),
+        lambda: store.create_entities(entity_items([entity("A")]), abandon=leader_gives_up),
+        lambda: store.create_entities(entity_items([entity("B")])),
+        lambda: store.create_entities(entity_items([entity("C")])),
     ])
     leader_gives_up.set()
     assert isinstance(leader.error(), WriteAbandoned)
@@ -428,11 +431,11 @@ def test_a_write_taken_into_a_batch_completes_even_if_abandoned_then(memory: Pat
 
     def create_and_abandon_the_next(graph: rules.Graph) -> rules.Change:
         too_late.set()  # the next write is in this batch already
-        return writes.create_entities(graph, [entity("A")])
+        return writes.create_entities(graph, entity_items([entity("A")]))
 
     first, second = queue_in_order(store, [
         lambda: store.write(create_and_abandon_the_next),
-        lambda: store.create_entities([entity("B")], abandon=too_late),
+        lambda: store.create_entities(entity_items([entity("B")]), abandon=too_late),
     ])
     held.release()
     assert first.result().changed and second.result().changed
@@ -448,7 +451,7 @@ def test_each_queued_write_gives_up_on_the_lock_after_its_own_timeout(memory: Pa
     assert store.queued_writes == 0
     held.release()
     assert not memory.exists()
-    assert GraphStore(memory, lock_timeout=WAIT).create_entities([entity("D")]).changed
+    assert GraphStore(memory, lock_timeout=WAIT).create_entities(entity_items([entity("D")])).changed
 
 
 # -- a failing save ------------------------------------------------------------------------------------
@@ -460,9 +463,10 @@ import json, os, resource, signal, sys, threading
 from pathlib import Path
 from memory_server.storage.interface import Queued
 from memory_server.storage.store import MAX_BATCH, GraphError, GraphStore, MemoryFileLock
+from memory_server.model.items import Entity, ObservationsToAdd
 memory = Path(sys.argv[1])
 store = GraphStore(memory, lock_timeout=60)
-store.create_entities([{"name": "Alice", "entityType": "t", "observations": []}])
+store.create_entities([Entity("Alice", "t", [])])
 before = memory.read_bytes()
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
@@ -474,9 +478,9 @@ def write(name, call):
     except GraphError as error:
         outcomes[name] = str(error)
 writes = {
-    "small": lambda: store.create_entities([{"name": "Bob", "entityType": "t", "observations": []}]),
-    "big": lambda: store.add_observations([{"entityName": "Alice", "contents": ["x" * 100000]}]),
-    "broken": lambda: store.add_observations([{"entityName": "Nobody", "contents": ["y"]}]),
+    "small": lambda: store.create_entities([Entity("Bob", "t", [])]),
+    "big": lambda: store.add_observations([ObservationsToAdd("Alice", ["x" * 100000])]),
+    "broken": lambda: store.add_observations([ObservationsToAdd("Nobody", ["y"])]),
 }
 threads = []
 with MemoryFileLock(memory).held():
@@ -489,7 +493,7 @@ for thread in threads:
 print(json.dumps({"outcomes": outcomes, "saves": store.saves, "unchanged": memory.read_bytes() == before,
                   "files": sorted(os.listdir(memory.parent)), "graph": store.read_graph()}))
 resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-print(json.dumps(store.create_entities([{"name": "Bob", "entityType": "t", "observations": []}]).value))
+print(json.dumps(store.create_entities([Entity("Bob", "t", [])]).value))
 """
 
 
@@ -514,7 +518,7 @@ def test_a_failing_save_fails_every_write_of_its_batch_and_changes_nothing(memor
 
 def test_http_clients_writing_while_the_lock_is_held_elsewhere_each_get_their_own_answer(
         http_servers: HttpServers, memory: Path, children: list[subprocess.Popen[str]]) -> None:
-    GraphStore(memory).create_entities([entity("hub")])
+    GraphStore(memory).create_entities(entity_items([entity("hub")]))
     server = http_servers.memory(memory)
     holder = Holder(memory, children)
     clients = 24

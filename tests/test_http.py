@@ -46,6 +46,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
 from memory_helpers import GRAPH_URI, TOOL_NAMES, server_environment, undated
+from write_items import entity_items
 
 from memory_server.storage.store import GraphStore
 
@@ -116,14 +117,14 @@ async def test_a_subscriber_hears_of_writes_by_another_client_and_by_another_pro
                 await listener.subscribe_resource(GRAPH_URI)
                 await writer.call_tool("create_entities", {"entities": [entity("FromAnotherClient")]})
                 assert await updates.receive() == GRAPH_URI
-                GraphStore(memory_file).create_entities([entity("FromAnotherProcess")])
+                GraphStore(memory_file).create_entities(entity_items([entity("FromAnotherProcess")]))
                 assert await updates.receive() == GRAPH_URI
             else:
                 async with listener.listen(resource_subscriptions=[GRAPH_URI]) as subscription:
                     assert subscription.honored.resource_subscriptions == [GRAPH_URI]
                     await writer.call_tool("create_entities", {"entities": [entity("FromAnotherClient")]})
                     assert await anext(subscription) == ResourceUpdated(uri=GRAPH_URI)
-                    GraphStore(memory_file).create_entities([entity("FromAnotherProcess")])
+                    GraphStore(memory_file).create_entities(entity_items([entity("FromAnotherProcess")]))
                     assert await anext(subscription) == ResourceUpdated(uri=GRAPH_URI)
             read = await listener.read_resource(GRAPH_URI)
             assert [e["name"] for e in json.loads(read.contents[0].text)["entities"]] == [
@@ -463,7 +464,7 @@ async def test_fifty_clients_writing_at_once_lose_nothing(http_servers: HttpServ
 
 def test_a_reader_that_stops_slows_only_its_own_responses(http_servers: HttpServers, tmp_path: Path) -> None:
     memory_file = tmp_path / "memory.jsonl"
-    GraphStore(memory_file).create_entities([entity(f"entity-{n:05d}" + "-padding" * 20) for n in range(5000)])
+    GraphStore(memory_file).create_entities(entity_items([entity(f"entity-{n:05d}" + "-padding" * 20) for n in range(5000)]))
     # Whole graphs, not pages: the answer budget would cut each to a few hundred KB.
     server = http_servers.memory(memory_file, extra_env={"MEMORY_ANSWER_BUDGET": str(1 << 40)})
     body = json.dumps(modern_request(1, "tools/call", {"name": "read_graph", "arguments": {}})).encode()
@@ -532,7 +533,7 @@ def test_sigterm_closes_every_listen_gracefully_ends_get_streams_and_exits_0(
     while not seen["listen"]:
         deadline.remaining()
         threading.Event().wait(0.02)
-    GraphStore(tmp_path / "memory.jsonl").create_entities([entity("Before-shutdown")])
+    GraphStore(tmp_path / "memory.jsonl").create_entities(entity_items([entity("Before-shutdown")]))
     while not (any(isinstance(m, dict) and m.get("method") == "notifications/resources/updated" for m in seen["get"])
                and len([m for m in seen["listen"] if isinstance(m, dict)]) >= 2):
         deadline.remaining()

@@ -28,6 +28,7 @@ from http_helpers import (
     modern_post,
 )
 from memory_helpers import GRAPH_URI, entity, server_environment
+from write_items import entity_items
 
 from memory_server.storage.store import GraphStore
 
@@ -41,7 +42,8 @@ def open_files(limit: int) -> Callable[[], None]:
 
 
 def memory_of(path: Path, count: int) -> Path:
-    GraphStore(path).create_entities([entity(f"Entity {i:04}", "thing", [f"fact {i} " + "x" * 60]) for i in range(count)])
+    GraphStore(path).create_entities(entity_items([entity(f"Entity {i:04}", "thing", [f"fact {i} " + "x" * 60])
+                                                   for i in range(count)]))
     return path
 
 

@@ -17,10 +17,12 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
+from write_items import entity_items
 
 from memory_server.model import graph as rules
 from memory_server.model import writes
 from memory_server.model.graph import EMPTY
+from memory_server.model.items import ObservationsToAdd, Relation
 from memory_server.model.records import decode_file, join_lines
 from memory_server.retrieval import query as retrieval
 from memory_server.retrieval import search
@@ -85,11 +87,11 @@ queries = st.one_of(text, st.sampled_from(WORDS), st.text(alphabet="aeté北京 
 @given(items, st.data())
 def test_answers_from_the_cache_equal_answers_from_the_graph(tmp_path: Path, entities: list[dict[str, Any]],
                                                             data: st.DataObject) -> None:
-    graph = writes.create_entities(EMPTY, entities).graph
+    graph = writes.create_entities(EMPTY, entity_items(entities)).graph
     names = list(graph.entities)
     if names:
         pairs = data.draw(st.lists(st.tuples(st.sampled_from(names), st.sampled_from(names)), max_size=4))
-        graph = writes.create_relations(graph, [{"from": a, "to": b, "relationType": "r"} for a, b in pairs]).graph
+        graph = writes.create_relations(graph, [Relation(a, b, "r") for a, b in pairs]).graph
         graph = writes.delete_entities(graph, data.draw(st.lists(st.sampled_from(names), max_size=1))).graph
     memory = tmp_path / "memory.jsonl"
     content = join_lines(rules.file_lines(graph))
@@ -120,7 +122,7 @@ def test_answers_from_the_cache_equal_answers_from_the_graph(tmp_path: Path, ent
 
 def test_a_cache_is_only_used_for_the_bytes_it_was_made_of(tmp_path: Path) -> None:
     memory = tmp_path / "memory.jsonl"
-    graph = writes.create_entities(EMPTY, [entity("Ann", "person", "likes tea")]).graph
+    graph = writes.create_entities(EMPTY, entity_items([entity("Ann", "person", "likes tea")])).graph
     content = join_lines(rules.file_lines(graph))
     memory.write_bytes(content)
     assert cache_build.build(memory, graph, content, index_cache.digest_of(content))
@@ -138,7 +140,7 @@ def big_memory(memory: Path) -> list[dict[str, Any]]:
                        "Mentioned the Zephyr initiative" if n % 100 == 0 else "Plays the cello")
                 for n in range(4500)]
     store = GraphStore(memory, lock_timeout=WAIT)
-    store.create_entities(entities)
+    store.create_entities(entity_items(entities))
     assert memory.stat().st_size >= index_cache.WORTH_CACHING
     assert store.wait_until(Until.CACHED, WAIT), "the cache of a new memory"
     assert fresh_cache(memory)
@@ -203,8 +205,9 @@ def test_a_damaged_cache_is_not_used_and_is_rebuilt(tmp_path: Path, damage: str)
 def test_a_cache_made_stale_by_another_process_is_not_used_and_is_rebuilt(tmp_path: Path) -> None:
     memory = tmp_path / "memory.jsonl"
     big_memory(memory)
-    writer = ("import sys; from memory_server.storage.store import GraphStore; "
-              "GraphStore(sys.argv[1]).add_observations([{'entityName': 'person 7', 'contents': ['zephyr fan']}])")
+    writer = ("import sys; from memory_server.model.items import ObservationsToAdd; "
+              "from memory_server.storage.store import GraphStore; "
+              "GraphStore(sys.argv[1]).add_observations([ObservationsToAdd('person 7', ['zephyr fan'])])")
     subprocess.run([sys.executable, "-c", writer, str(memory)], check=True, timeout=WAIT)
     store = GraphStore(memory)
     found = search_nodes(store, "zephyr")
@@ -237,7 +240,7 @@ def test_writes_keep_the_cache_up_to_date_and_answers_follow_the_file(tmp_path: 
     big_memory(memory)
     store = GraphStore(memory)
     assert search_nodes(store, "zephyr")["entities"]
-    store.create_entities([entity("Quinn", "person", "Zephyr initiative lead")])
+    store.create_entities(entity_items([entity("Quinn", "person", "Zephyr initiative lead")]))
     assert search_nodes(store, "Quinn")["entities"] == [entity("Quinn", "person", "Zephyr initiative lead")]
     assert store.wait_until(Until.CACHED, WAIT) and fresh_cache(memory), "the cache after a write"
     assert answers(GraphStore(memory)) == warm_answers(memory)
@@ -279,7 +282,7 @@ def test_a_write_after_the_look_ahead_is_in_the_first_answer(tmp_path: Path) -> 
     memory = tmp_path / "memory.jsonl"
     big_memory(memory)
     store = looked_ahead(memory)
-    GraphStore(memory).add_observations([{"entityName": "person 7", "contents": ["zephyr fan"]}])
+    GraphStore(memory).add_observations([ObservationsToAdd("person 7", ["zephyr fan"])])
     found = search_nodes(store, "zephyr")
     assert "person 7" in [item["name"] for item in found["entities"]]
     assert [found, *answers(store)[1:]] == warm_answers(memory)
@@ -303,7 +306,7 @@ def test_read_graph_pages_from_the_cache_equal_the_graphs(tmp_path: Path) -> Non
     memory = tmp_path / "memory.jsonl"
     big_memory(memory)
     writer = GraphStore(memory)
-    writer.create_relations([{"from": "person 3", "to": f"person {n}", "relationType": "knows"} for n in range(10, 40)])
+    writer.create_relations([Relation("person 3", f"person {n}", "knows") for n in range(10, 40)])
     assert writer.wait_until(Until.CACHED, WAIT) and fresh_cache(memory), "the cache after a write"
     cold_store = GraphStore(memory)
     cold = cold_store.read_graph_for_pages()
@@ -353,7 +356,7 @@ def test_reads_in_memory_only_are_refused_until_the_graph_and_its_index_match_th
     assert store.wait_until(Until.INDEXED, WAIT), "the graph and its word index, made off the request path"
     assert not refused(reads[0])
     assert [read(True) for read in reads] == [read(False) for read in reads]
-    GraphStore(memory).add_observations([{"entityName": "person 7", "contents": ["zephyr fan"]}])
+    GraphStore(memory).add_observations([ObservationsToAdd("person 7", ["zephyr fan"])])
     assert all(map(refused, reads)), "another process wrote the file: the next read loads it"
     assert "person 7" in [item["name"] for item in search_nodes(store, "zephyr")["entities"]]
 
@@ -362,7 +365,7 @@ def test_a_search_by_words_in_memory_only_waits_for_the_rankings_index(tmp_path:
     # A small memory (no cache, no ranking index made when quiet): the first search by words makes it.
     memory = tmp_path / "memory.jsonl"
     store = GraphStore(memory)
-    store.create_entities([entity("Ann", "person", "plays the cello"), entity("Bob", "person", "likes tea")])
+    store.create_entities(entity_items([entity("Ann", "person", "plays the cello"), entity("Bob", "person", "likes tea")]))
     store.poll_external_change()  # makes the word index, as the watcher does
     assert search_nodes(store, "cello", in_memory=True)["entities"][0]["name"] == "Ann"
     assert search_nodes(store, "who plays cello", in_memory=True) is None  # (no source answers in memory)
@@ -374,7 +377,7 @@ def test_a_large_graph_is_searched_and_read_by_a_worker_and_opened_in_memory(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     memory = tmp_path / "memory.jsonl"
     store = GraphStore(memory)
-    store.create_entities([entity("Ann", "person", "plays the cello"), entity("Bob", "person", "likes tea")])
+    store.create_entities(entity_items([entity("Ann", "person", "plays the cello"), entity("Bob", "person", "likes tea")]))
     store.poll_external_change()  # makes the word index, as the watcher does
     monkeypatch.setattr(store_module, "INLINE_ITEMS", 1)
     assert search_nodes(store, "cello", in_memory=True) is None

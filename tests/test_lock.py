@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import expect_line, python
+from write_items import entity_items
 
 from memory_server.storage.lock import (
     LOCK_REFRESH_EVERY,
@@ -116,7 +117,7 @@ def test_a_lock_record_of_a_dead_process_is_taken_over_at_once(tmp_path: Path) -
     lock_file.write_bytes(encode_record(Record(a_gone_pid(), this_host(), "ef" * 16, 600.0, None)))
     # Stale after 600 s by age; its process is gone, so it goes now.
     assert GraphStore(memory, lock_timeout=10, stale_after=600, refresh_every=200).create_entities(
-        [entity("Alice")]).changed
+        entity_items([entity("Alice")])).changed
     assert sorted(path.name for path in tmp_path.iterdir()) == ["memory.jsonl"]
 
 
@@ -125,9 +126,9 @@ def test_a_lock_record_of_a_live_process_on_another_host_waits_for_age(tmp_path:
     (tmp_path / "memory.jsonl.lock").write_bytes(encode_record(Record(a_gone_pid(), "elsewhere", "ef" * 16, 0.5,
                                                                       None)))
     with pytest.raises(LockTimeout, match="held by process .* on elsewhere"):
-        GraphStore(memory, lock_timeout=0.3, stale_after=0.5, refresh_every=0.1).create_entities([entity("A")])
+        GraphStore(memory, lock_timeout=0.3, stale_after=0.5, refresh_every=0.1).create_entities(entity_items([entity("A")]))
     assert GraphStore(memory, lock_timeout=10, stale_after=0.5, refresh_every=0.1).create_entities(
-        [entity("A")]).changed
+        entity_items([entity("A")])).changed
 
 
 def test_debris_of_writers_killed_while_taking_the_lock_is_removed(tmp_path: Path,
@@ -140,7 +141,7 @@ def test_debris_of_writers_killed_while_taking_the_lock_is_removed(tmp_path: Pat
     live_record = tmp_path / f"memory.jsonl.lock.{live.pid}.{'56' * 16}.new"
     for path in (dead_record, dead_guard, live_record):
         path.write_bytes(b"filelock/2\n")
-    assert GraphStore(memory).create_entities([entity("A")]).changed
+    assert GraphStore(memory).create_entities(entity_items([entity("A")])).changed
     assert sorted(path.name for path in tmp_path.iterdir()) == ["memory.jsonl", live_record.name]
 
 
@@ -293,11 +294,11 @@ def test_a_previous_version_holding_the_lock_excludes_this_one_until_it_dies(
     expect_line(previous, "held")
     store = GraphStore(memory, lock_timeout=0.5)
     with pytest.raises(LockTimeout, match=f"held by process {previous.pid} on {this_host()}"):
-        store.create_entities([entity("Alice")])
+        store.create_entities(entity_items([entity("Alice")]))
     previous.kill()
     previous.wait(WAIT)
     # Same host, same way of naming it, so its death frees the lock at once (30 s by age otherwise).
-    assert GraphStore(memory, lock_timeout=10).create_entities([entity("Alice")]).changed
+    assert GraphStore(memory, lock_timeout=10).create_entities(entity_items([entity("Alice")])).changed
 
 
 def test_this_version_holding_the_lock_excludes_a_previous_one_until_it_dies(
@@ -325,9 +326,10 @@ WRITER = """
 import sys, time
 from pathlib import Path
 from memory_server.storage.store import GraphStore
+from memory_server.model.items import Entity
 store = GraphStore(Path(sys.argv[1]), lock_timeout=float(sys.argv[2]))
 try:
-    store.create_entities([{"name": "Alice", "entityType": "t", "observations": []}])
+    store.create_entities([Entity("Alice", "t", [])])
 except Exception as error:
     print(type(error).__name__, error, flush=True)
 else:
@@ -393,9 +395,9 @@ def test_a_lock_from_the_future_is_taken_once_it_has_been_seen_unchanged_for_the
     live = live_process(children)
     plant_lock(memory, encode_record(Record(live.pid, "elsewhere", "ab" * 16, 1.0, None)), age=-3600)
     with pytest.raises(LockTimeout):
-        GraphStore(memory, lock_timeout=0.3, stale_after=1, refresh_every=0.2).create_entities([entity("A")])
+        GraphStore(memory, lock_timeout=0.3, stale_after=1, refresh_every=0.2).create_entities(entity_items([entity("A")]))
     assert GraphStore(memory, lock_timeout=30, stale_after=1, refresh_every=0.2).create_entities(
-        [entity("A")]).changed
+        entity_items([entity("A")])).changed
     assert sorted(path.name for path in tmp_path.iterdir()) == ["memory.jsonl"]
 
 

@@ -17,7 +17,9 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
     relation,
     undated,
 )
+from write_items import entity_items
 
+from memory_server.model.items import ObservationsToAdd
 from memory_server.storage.files import create_private_directories
 from memory_server.storage.store import GraphError, GraphStore
 
@@ -67,10 +69,10 @@ def test_the_store_makes_folders_only_for_a_write_that_changes_the_memory(tmp_pa
     memory_file = tmp_path / "a" / "b" / "memory.jsonl"
     store = GraphStore(memory_file)
     with pytest.raises(GraphError):
-        store.add_observations([{"entityName": "Nobody", "contents": ["x"]}])
+        store.add_observations([ObservationsToAdd("Nobody", ["x"])])
     assert not store.delete_entities(["Nobody"]).changed
     assert everything_under(tmp_path) == []
-    assert store.create_entities([entity("Ann")]).changed
+    assert store.create_entities(entity_items([entity("Ann")])).changed
     assert everything_under(tmp_path) == ["a", "a/b", "a/b/memory.jsonl"]
 
 

@@ -19,6 +19,7 @@ from postgres_helpers import database_url, memory_name  # noqa: F401
 
 from memory_server.app import build_server
 from memory_server.memories import Memories, memory_exists
+from memory_server.model.items import Entity
 from memory_server.oauth_settings import SCOPES, oauth_from, required_scope
 from memory_server.storage.postgres.store import PostgresStore
 from protocol import asgi_app
@@ -76,7 +77,7 @@ def names_in(answer: httpx.Response) -> list[str]:
 def made(database_url: str, name: str, entity: str) -> None:
     """A memory of the database holding one entity, written as another server would."""
     with PostgresStore(database_url, name) as store:
-        store.create_entities([{"name": entity, "entityType": "thing", "observations": []}])
+        store.create_entities([Entity(entity, "thing", [])])
 
 
 def create(entity: str) -> dict[str, Any]:

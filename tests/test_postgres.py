@@ -46,8 +46,10 @@ from postgres_helpers import (  # noqa: F401  (database_url, own_cluster and pas
     private_database,
 )
 from test_memory_live import check_update, subscribe
+from write_items import entity_items, relation_items
 
 from memory_server.model.graph import GraphError, graph_from_lines
+from memory_server.model.items import ObservationsToAdd, ObservationsToDelete
 from memory_server.model.records import decode_file
 from memory_server.retrieval.search import search_nodes
 from memory_server.storage.postgres.faults import DatabaseBusy, DatabaseUnreachable
@@ -112,11 +114,11 @@ def test_the_same_query_gives_the_same_answer_on_a_file_and_in_the_database(data
     on_file = GraphStore(tmp_path / "memory.jsonl")
     with PostgresStore(database_url, memory_name()) as in_database:
         for store in (on_file, in_database):
-            store.create_entities(people[:30])
-            store.create_entities(people[30:])
-            store.create_relations(links)
-            store.add_observations([{"entityName": "Person 4", "contents": ["Speaks Portuguese"]}])
-            store.delete_observations([{"entityName": "Person 5", "observations": ["Drinks tea"]}])
+            store.create_entities(entity_items(people[:30]))
+            store.create_entities(entity_items(people[30:]))
+            store.create_relations(relation_items(links))
+            store.add_observations([ObservationsToAdd("Person 4", ["Speaks Portuguese"])])
+            store.delete_observations([ObservationsToDelete("Person 5", ["Drinks tea"])])
             store.delete_entities(["Person 9"])
         for query in ("coffee", "Person 1", "project 3 tea", "colour portuguese", "nothing matches this", "o"):
             for limit in (None, 3):
@@ -178,7 +180,7 @@ def test_two_memories_in_one_database_never_see_each_other(memory_servers: Memor
 def test_names_that_look_like_sql_are_stored_as_names(database_url: str) -> None:
     hostile = "Robert'); DROP TABLE kg_entities; --"
     with PostgresStore(database_url, memory_name()) as store:
-        store.create_entities([entity(hostile, "x\x00y", ["50% off; it's \\ fine", "\x00"])])
+        store.create_entities(entity_items([entity(hostile, "x\x00y", ["50% off; it's \\ fine", "\x00"])]))
         assert store.open_nodes([hostile])["entities"] == [entity(hostile, "x\x00y", ["50% off; it's \\ fine", "\x00"])]
     assert rows(database_url, "SELECT to_regclass('kg_entities') IS NOT NULL") == [(True,)]
 
@@ -186,11 +188,11 @@ def test_names_that_look_like_sql_are_stored_as_names(database_url: str) -> None
 def test_every_write_is_one_transaction_and_a_broken_rule_changes_nothing(database_url: str) -> None:
     memory = memory_name()
     with PostgresStore(database_url, memory) as store:
-        store.create_entities([ALICE])
+        store.create_entities(entity_items([ALICE]))
         revision = store.graph_revision()
         with pytest.raises(Exception, match="not found"):
-            store.add_observations([{"entityName": "Alice", "contents": ["new"]},
-                                    {"entityName": "Ghost", "contents": ["x"]}])
+            store.add_observations([ObservationsToAdd("Alice", ["new"]),
+                                    ObservationsToAdd("Ghost", ["x"])])
         assert store.graph_revision() == revision
         assert store.open_nodes(["Alice"])["entities"] == [ALICE]
 
@@ -198,11 +200,11 @@ def test_every_write_is_one_transaction_and_a_broken_rule_changes_nothing(databa
 def test_a_server_catches_up_on_what_another_deleted_before_it_answers(database_url: str) -> None:
     memory = memory_name()
     with PostgresStore(database_url, memory) as one, PostgresStore(database_url, memory) as other:
-        one.create_entities([ALICE, BOB])
-        one.create_relations([relation("Alice", "Bob", "knows")])
+        one.create_entities(entity_items([ALICE, BOB]))
+        one.create_relations(relation_items([relation("Alice", "Bob", "knows")]))
         assert search_nodes(other, "chess")["entities"] == [BOB]
         one.delete_entities(["Bob"])
-        one.delete_observations([{"entityName": "Alice", "observations": ["Loves jazz"]}])
+        one.delete_observations([ObservationsToDelete("Alice", ["Loves jazz"])])
         assert other.read_graph() == {"entities": [entity("Alice", "person", ["Has a border collie named Biscuit"])],
                                       "relations": []}
         assert search_nodes(other, "jazz")["entities"] == []
@@ -213,10 +215,10 @@ def test_a_server_catches_up_on_what_another_deleted_before_it_answers(database_
 def test_deleted_text_is_in_no_row(database_url: str) -> None:
     memory = memory_name()
     with PostgresStore(database_url, memory) as store:
-        store.create_entities([entity("Me", "person", ["My PIN is 4711", "Lives on Elm Street"]), BOB])
-        store.create_relations([relation("Me", "Bob", "owes money to")])
-        store.delete_observations([{"entityName": "Me", "observations": ["My PIN is 4711"]}])
-        store.delete_relations([relation("Me", "Bob", "owes money to")])
+        store.create_entities(entity_items([entity("Me", "person", ["My PIN is 4711", "Lives on Elm Street"]), BOB]))
+        store.create_relations(relation_items([relation("Me", "Bob", "owes money to")]))
+        store.delete_observations([ObservationsToDelete("Me", ["My PIN is 4711"])])
+        store.delete_relations(relation_items([relation("Me", "Bob", "owes money to")]))
         store.delete_entities(["Bob"])
     lines = [bytes(line) for (line,) in rows(database_url, "SELECT line FROM kg_entities WHERE memory = %s "
                                              "UNION ALL SELECT line FROM kg_relations WHERE memory = %s", memory, memory)]
@@ -259,7 +261,7 @@ def test_a_memory_removed_by_hand_and_made_again_is_never_served_from_before(mem
 def test_a_newer_schema_is_refused_and_nothing_is_written(own_cluster: PostgresCluster, memory_servers: MemoryServers) -> None:
     url = own_cluster.url
     with PostgresStore(url, "first") as store:
-        store.create_entities([ALICE])
+        store.create_entities(entity_items([ALICE]))
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute("UPDATE kg_schema SET version = %s", (SCHEMA_VERSION + 1,))
     before = rows(url, "SELECT memory, line FROM kg_entities ORDER BY memory, seq")
@@ -305,9 +307,9 @@ def test_long_words_answer_as_on_a_file(database_url: str, tmp_path: Path) -> No
     on_file = GraphStore(tmp_path / "memory.jsonl")
     with PostgresStore(database_url, memory_name()) as in_database:
         for store in (on_file, in_database):
-            store.create_entities([entity("Blob", "attachment", [f"payload {blob}"]), entity("Typed", kind, ["short"]),
-                                   entity("Plain", "thing", ["zebra crossing"])])
-            store.add_observations([{"entityName": "Typed", "contents": [f"also {blob}"]}])
+            store.create_entities(entity_items([entity("Blob", "attachment", [f"payload {blob}"]),
+                                                entity("Typed", kind, ["short"]), entity("Plain", "thing", ["zebra crossing"])]))
+            store.add_observations([ObservationsToAdd("Typed", [f"also {blob}"])])
         for query in (blob, f"{blob} zebra", f"zebra {kind}", f"{kind} {blob}", "payload", blob[:900]):
             assert search_nodes(in_database, query) == search_nodes(on_file, query), query[:40]
 
@@ -409,8 +411,8 @@ def test_a_role_that_may_only_read_reads_and_is_told_what_a_write_needs(memory_s
                                                                         database_url: str, reader_url: str) -> None:
     memory, never_written = memory_name(), memory_name()
     with PostgresStore(database_url, memory) as owner:
-        owner.create_entities([ALICE, BOB])
-        owner.create_relations([relation("Alice", "Bob", "knows")])
+        owner.create_entities(entity_items([ALICE, BOB]))
+        owner.create_relations(relation_items([relation("Alice", "Bob", "knows")]))
     # Only this test's two memories: other tests write theirs in the same database at the same time.
     ours = "SELECT name, revision FROM kg_memories WHERE name = ANY(%s) ORDER BY name"
     before = rows(database_url, ours, [memory, never_written])
@@ -485,7 +487,7 @@ def test_more_searches_at_once_than_connections_wait_their_turn(http_servers: Ht
 
 def test_a_call_waiting_longer_than_the_server_lets_it_is_told_the_server_is_busy(private_database: str) -> None:
     with PostgresStore(private_database, "team", connect_seconds=1, busy_seconds=2) as store:
-        store.create_entities([ALICE])
+        store.create_entities(entity_items([ALICE]))
         outcomes: list[object] = []
         first = threading.Event()
 
@@ -661,7 +663,7 @@ def test_concurrent_writes_in_one_process_lose_none(database_url: str) -> None:
     with PostgresStore(database_url, memory) as store, PostgresStore(database_url, memory) as other:
         def write(worker: int) -> None:
             for call in range(25):
-                (store if call % 2 else other).create_entities([entity(f"w{worker}-{call}", "t", [])])
+                (store if call % 2 else other).create_entities(entity_items([entity(f"w{worker}-{call}", "t", [])]))
 
         threads = [threading.Thread(target=write, args=(worker,)) for worker in range(4)]
         for thread in threads:

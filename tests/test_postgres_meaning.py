@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memory_helpers import comparable, entity
 from postgres_helpers import database_url, memory_name, pgvector_url, private_database  # noqa: F401  (fixtures)
+from write_items import entity_items
 
+from memory_server.model.items import ObservationsToDelete
 from memory_server.retrieval.meaning import MEANING
 from memory_server.retrieval.paging.pages import Facts
 from memory_server.retrieval.search import search_nodes
@@ -88,7 +90,7 @@ def _embedded(store: DatabaseStore, url: str, memory: str, texts: int) -> None:
 def test_each_way_is_the_one_asked_for(url: str, request: pytest.FixtureRequest) -> None:
     """M5: where pgvector is there, the vectors are halfvec with an HNSW index; else bytea."""
     with PostgresStore(url, memory_name()) as store:
-        store.create_entities([entity("Ann", "person", ["Plays the cello"])])
+        store.create_entities(entity_items([entity("Ann", "person", ["Plays the cello"])]))
         pgvector = store._meaning.uses_pgvector()
     with psycopg.connect(url) as connection:
         row = connection.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
@@ -106,8 +108,8 @@ def test_a_fact_no_word_reaches_is_found_by_meaning(url: str, tmp_path: Path) ->
     memory = [entity("Alice", "person", ["Has a border collie named Biscuit", "Lives in Porto"]),
               entity("Bob", "person", ["Takes levothyroxine every morning"])]
     with PostgresStore(url, memory_name()) as store, GraphStore(tmp_path / "memory.jsonl") as file:
-        store.create_entities(memory)
-        file.create_entities(memory)
+        store.create_entities(entity_items(memory))
+        file.create_entities(entity_items(memory))
         for question in ("which dog does she own", "what medicine does he take"):
             on_file = search_nodes(file, question, characters=CHARACTERS)
             assert _names(on_file), question  # (the file finds it by meaning: no word is shared)
@@ -118,7 +120,7 @@ def test_a_search_of_another_server_finds_its_writes_by_meaning(url: str) -> Non
     """M1, M4: a server answers by meaning for facts another server wrote a moment ago."""
     memory = memory_name()
     with PostgresStore(url, memory) as writer, PostgresStore(url, memory) as reader:
-        writer.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
+        writer.create_entities(entity_items([entity("Alice", "person", ["Has a border collie named Biscuit"])]))
         assert _names(search_nodes(reader, "which dog does she own", characters=CHARACTERS)) == ["Alice"]
 
 
@@ -127,9 +129,9 @@ def test_a_server_that_searched_before_finds_what_is_written_after(url: str) -> 
     revision: a fact written after its last search is found by its next."""
     memory = memory_name()
     with PostgresStore(url, memory) as writer, PostgresStore(url, memory) as reader:
-        writer.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
+        writer.create_entities(entity_items([entity("Alice", "person", ["Has a border collie named Biscuit"])]))
         assert _names(search_nodes(reader, "which dog does she own", characters=CHARACTERS)) == ["Alice"]
-        writer.create_entities([entity("Bob", "person", ["Takes levothyroxine every morning"])])
+        writer.create_entities(entity_items([entity("Bob", "person", ["Takes levothyroxine every morning"])]))
         assert "Bob" in _names(search_nodes(reader, "what medicine does he take", characters=CHARACTERS))
         writer.delete_entities(["Alice"])
         assert "Alice" not in _names(search_nodes(reader, "which dog does she own", characters=CHARACTERS))
@@ -140,12 +142,12 @@ def test_deleted_observations_and_entities_leave_no_vector(url: str) -> None:
     entities hold stays while one does."""
     memory = memory_name()
     with PostgresStore(url, memory) as store:
-        store.create_entities([entity("Ann", "person", ["Has a border collie named Biscuit", "Shared fact"]),
-                               entity("Bo", "person", ["Takes levothyroxine every morning", "Shared fact"])])
+        store.create_entities(entity_items([entity("Ann", "person", ["Has a border collie named Biscuit", "Shared fact"]),
+                                            entity("Bo", "person", ["Takes levothyroxine every morning", "Shared fact"])]))
         search_nodes(store, "dog", characters=CHARACTERS)  # (a search embeds what was just written)
         _embedded(store, url, memory, 3)
         assert _rows(url, memory) == (3, 4, 3)
-        store.delete_observations([{"entityName": "Ann", "observations": ["Has a border collie named Biscuit"]}])
+        store.delete_observations([ObservationsToDelete("Ann", ["Has a border collie named Biscuit"])])
         assert _rows(url, memory) == (2, 3, 2)
         assert "Ann" not in _names(search_nodes(store, "which dog does she own", characters=CHARACTERS))
         store.delete_entities(["Bo"])
@@ -164,7 +166,7 @@ def test_no_text_is_embedded_twice_by_two_servers(url: str) -> None:
     texts = [f"Fact number {number} about the garden shed" for number in range(300)]
     with PostgresStore(url, memory) as first, PostgresStore(url, memory) as second:
         search_nodes(second, "garden", characters=CHARACTERS)  # (its embedder starts)
-        first.create_entities([entity(f"E{number}", "thing", texts[number::10]) for number in range(10)])
+        first.create_entities(entity_items([entity(f"E{number}", "thing", texts[number::10]) for number in range(10)]))
         second._meaning.wake()
         _embedded(second, url, memory, len(texts))
         assert first._meaning.embedded + second._meaning.embedded == len(texts)
@@ -175,7 +177,7 @@ def test_a_server_without_the_model_writes_texts_another_embeds(url: str, monkey
     memory = memory_name()
     monkeypatch.setenv("MEMORY_SEMANTIC", "off")
     with PostgresStore(url, memory) as words_only:
-        words_only.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
+        words_only.create_entities(entity_items([entity("Alice", "person", ["Has a border collie named Biscuit"])]))
         assert _names(search_nodes(words_only, "which dog does she own", characters=CHARACTERS)) == []
     assert _rows(url, memory) == (1, 1, 0)
     monkeypatch.delenv("MEMORY_SEMANTIC")
@@ -190,8 +192,8 @@ def test_close_stops_and_joins_the_embedder(url: str) -> None:
     memory = memory_name()
     before = set(threading.enumerate())
     store = PostgresStore(url, memory)
-    store.create_entities([entity(f"E{number}", "thing", [f"Observation {number} of a long backlog"])
-                           for number in range(600)])
+    store.create_entities(entity_items([entity(f"E{number}", "thing", [f"Observation {number} of a long backlog"])
+                                        for number in range(600)]))
     embedders = {thread for thread in set(threading.enumerate()) - before if thread.name.startswith("kg-memory-meaning")}
     assert embedders  # (its walk arranged, and under way)
     store.close()
@@ -204,7 +206,7 @@ def test_a_version_2_database_is_upgraded_with_its_texts(own_url: str) -> None:
     url = own_url
     memory = memory_name()
     with PostgresStore(url, memory) as store:
-        store.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
+        store.create_entities(entity_items([entity("Alice", "person", ["Has a border collie named Biscuit"])]))
     with psycopg.connect(url) as connection:  # the database as a version 2 server left it
         connection.execute("DROP TABLE kg_meaning_vectors, kg_meaning_holders, kg_meaning_texts, kg_meaning_state")
         connection.execute("UPDATE kg_schema SET version = 2")
@@ -261,11 +263,11 @@ def test_the_same_memory_and_questions_answer_the_same_on_a_file_and_on_postgres
     """Item 6: the same memory, questions and model give the same search_nodes answers on a file and
     on PostgreSQL, with pgvector and without."""
     with GraphStore(tmp_path_factory.mktemp("file") / "memory.jsonl") as file:
-        file.create_entities(memory)
+        file.create_entities(entity_items(memory))
         expected = {question: _answer(search_nodes(file, question, characters=CHARACTERS)) for question in questions}
     for way, url in both_ways.items():
         with PostgresStore(url, memory_name()) as store:
-            store.create_entities(memory)
+            store.create_entities(entity_items(memory))
             for question in questions:
                 assert _answer(search_nodes(store, question, characters=CHARACTERS)) == expected[question], (way, question)
 
@@ -282,10 +284,10 @@ def test_without_pgvector_a_large_memory_is_shortlisted_by_sign_bits_as_a_file_i
     notes = [f"Note {number} about the quarterly report of team {number % 17}" for number in range(1200)]
     questions = ("which dog does she own", "what medicine does he take", "music", "food allergy")
     with PostgresStore(database_url, memory) as writer:
-        writer.create_entities([entity(f"team-{start}", "log", notes[start:start + 10]) for start in range(0, 1200, 10)]
-                               + [entity("Alice", "person", ["Has a border collie named Biscuit", "Plays the cello"]),
-                                  entity("Bob", "person", ["Takes levothyroxine every morning",
-                                                           "Allergic to shellfish"])])
+        writer.create_entities(entity_items(
+            [entity(f"team-{start}", "log", notes[start:start + 10]) for start in range(0, 1200, 10)]
+            + [entity("Alice", "person", ["Has a border collie named Biscuit", "Plays the cello"]),
+               entity("Bob", "person", ["Takes levothyroxine every morning", "Allergic to shellfish"])]))
         search_nodes(writer, "dog", characters=CHARACTERS)
         _embedded(writer, database_url, memory, 1204)
         with PostgresStore(database_url, memory) as exact:
@@ -302,7 +304,7 @@ def test_without_pgvector_a_large_memory_is_shortlisted_by_sign_bits_as_a_file_i
             # (the shortlist leaves rows out)
             assert semantic.shortlist_size(kept.count, 2 * 40, kept.shortlist_least) < kept.count
             assert "Alice" in _names(search_nodes(reader, "which dog does she own", characters=CHARACTERS))
-            writer.delete_observations([{"entityName": "Alice", "observations": ["Has a border collie named Biscuit"]}])
+            writer.delete_observations([ObservationsToDelete("Alice", ["Has a border collie named Biscuit"])])
             found = search_nodes(reader, "which dog does she own", characters=CHARACTERS)
             assert "Has a border collie named Biscuit" not in str(_answer(found))
 
@@ -312,7 +314,7 @@ def test_a_store_given_no_model_answers_by_words_and_leaves_its_texts_to_one_wit
     the texts it writes are there for a store with one to embed."""
     memory = memory_name()
     with DatabaseStore(url, memory) as words_only:
-        words_only.create_entities([entity("Alice", "person", ["Has a border collie named Biscuit"])])
+        words_only.create_entities(entity_items([entity("Alice", "person", ["Has a border collie named Biscuit"])]))
         assert _names(search_nodes(words_only, "which dog does she own", characters=CHARACTERS)) == []
         with pytest.raises(ValueError):
             words_only.wait_until(Until.CACHED, WAIT_SECONDS)  # (a memory file's condition)

@@ -19,9 +19,11 @@ import pytest
 from conftest import WAIT_SECONDS, Deadline
 from memory_helpers import comparable, entity, relation
 from postgres_helpers import database_url, memory_name, private_database  # noqa: F401  (fixtures)
+from write_items import entity_items, relation_items
 
 from memory_server.index import ranking
 from memory_server.model import graph as rules
+from memory_server.model.items import Entity, ObservationsToAdd, ObservationsToDelete, Relation
 from memory_server.model.records import EntityRecord
 from memory_server.retrieval.search import search_nodes, search_within
 from memory_server.storage.postgres.schema import SCHEMA_VERSION
@@ -69,18 +71,18 @@ def _operations(rng: random.Random, names: list[str]) -> Iterator[tuple[str, Any
         if kind == "create" or not names:
             made = [_name(rng, len(names) + offset) for offset in range(rng.randint(1, 4))]
             names.extend(made)
-            yield "create_entities", [entity(name, rng.choice(["person", "project", "p%_"]),
+            yield "create_entities", [Entity(name, rng.choice(["person", "project", "p%_"]),
                                              [_text(rng, rng.randint(1, 6)) for _ in range(rng.randint(0, 3))])
                                       for name in [*made, rng.choice(names)]]
         elif kind == "relate":
-            yield "create_relations", [relation(rng.choice(names), rng.choice(names), rng.choice(["knows", "a_b", "%"]))
+            yield "create_relations", [Relation(rng.choice(names), rng.choice(names), rng.choice(["knows", "a_b", "%"]))
                                        for _ in range(rng.randint(1, 3))]
         elif kind == "observe":
-            yield "add_observations", [{"entityName": rng.choice(names), "contents": [_text(rng, 3), f"step {step}"]}]
+            yield "add_observations", [ObservationsToAdd(rng.choice(names), [_text(rng, 3), f"step {step}"])]
         elif kind == "forget":
-            yield "delete_observations", [{"entityName": rng.choice(names), "observations": [f"step {step - 1}"]}]
+            yield "delete_observations", [ObservationsToDelete(rng.choice(names), [f"step {step - 1}"])]
         elif kind == "unrelate":
-            yield "delete_relations", [relation(rng.choice(names), rng.choice(names), "knows")]
+            yield "delete_relations", [Relation(rng.choice(names), rng.choice(names), "knows")]
         else:
             yield "delete_entities", [rng.choice(names), "nobody"]
 
@@ -149,9 +151,10 @@ def test_the_counts_stay_exact_after_deletes(database_url: str, on_file: GraphSt
     memory = memory_name()
     with PostgresStore(database_url, memory) as in_database:
         for store in (on_file, in_database):
-            store.create_entities([entity("Ann", "person", ["runs daily", "likes jazz"]), entity("Bo", "person", ["jazz"])])
-            store.create_relations([relation("Ann", "Bo", "knows")])
-            store.delete_observations([{"entityName": "Ann", "observations": ["likes jazz"]}])
+            store.create_entities(entity_items([entity("Ann", "person", ["runs daily", "likes jazz"]),
+                                                entity("Bo", "person", ["jazz"])]))
+            store.create_relations(relation_items([relation("Ann", "Bo", "knows")]))
+            store.delete_observations([ObservationsToDelete("Ann", ["likes jazz"])])
             store.delete_entities(["Bo"])
         _counts_are_exact(database_url, memory, on_file)
         assert search_nodes(in_database, "jazz music") == search_nodes(on_file, "jazz music") == {
@@ -173,7 +176,7 @@ def test_a_search_s_candidates_hold_every_match_whatever_the_query_holds(databas
     entities.append(entity("nul\x00name", "t\x00ype", ["\x00"]))
     with PostgresStore(database_url, memory_name()) as in_database:
         for store in (on_file, in_database):
-            store.create_entities(entities)
+            store.create_entities(entity_items(entities))
         expected = search_nodes(on_file, needle)
         assert search_nodes(in_database, needle) == expected
         # Every entity the rule matches is among the rows the pattern finds (with the trigram index and without).
@@ -193,8 +196,8 @@ def test_a_search_reads_only_its_own_memorys_matches(database_url: str) -> None:
     is one bitmap of its own rows, not every memory's rows that share its trigrams."""
     crowd, ours = memory_name(), memory_name()
     with PostgresStore(database_url, crowd) as other, PostgresStore(database_url, ours) as store:
-        other.create_entities([entity(f"c{index}", "t", ["zephyr breeze"]) for index in range(200)])
-        store.create_entities([entity("mine", "t", ["a zephyr here"]), entity("plain", "t", ["nothing"])])
+        other.create_entities(entity_items([entity(f"c{index}", "t", ["zephyr breeze"]) for index in range(200)]))
+        store.create_entities(entity_items([entity("mine", "t", ["a zephyr here"]), entity("plain", "t", ["nothing"])]))
         assert [item["name"] for item in search_nodes(store, "zephyr")["entities"]] == ["mine"]
     with psycopg.connect(database_url, autocommit=True) as connection:
         definition = connection.execute("SELECT pg_get_indexdef(to_regclass('kg_entities_by_trigram'))").fetchone()
@@ -203,7 +206,7 @@ def test_a_search_reads_only_its_own_memorys_matches(database_url: str) -> None:
 
 def test_a_query_is_never_a_pattern(database_url: str) -> None:
     with PostgresStore(database_url, memory_name()) as store:
-        store.create_entities([entity("abc", "t", ["xyz"]), entity("a_c", "t", []), entity("a%c", "t", [])])
+        store.create_entities(entity_items([entity("abc", "t", ["xyz"]), entity("a_c", "t", []), entity("a%c", "t", [])]))
         assert [item["name"] for item in search_nodes(store, "a_c")["entities"]] == ["a_c"]
         assert [item["name"] for item in search_nodes(store, "a%c")["entities"]] == ["a%c"]
         # Not a regular expression: "a.c" is not in "abc" (its word "c" finds the others, by rule 2).
@@ -246,7 +249,7 @@ def test_without_pg_trgm_a_search_scans_and_answers_the_same(plain_role_database
     people = [entity(f"Person {index}", "person", [f"Works on project {index % 7}", "Drinks coffee"]) for index in range(30)]
     with caplog.at_level("WARNING"), PostgresStore(plain_role_database, "team") as in_database:
         for store in (on_file, in_database):
-            store.create_entities(people)
+            store.create_entities(entity_items(people))
         for query in ("coffee", "project 3", "Person 1", "pe", "nothing here", "works coffee"):
             assert search_nodes(in_database, query) == search_nodes(on_file, query), query
     assert "no trigram index" in caplog.text
@@ -327,14 +330,16 @@ def test_a_memory_grown_by_the_tools_is_analysed_when_the_planner_does_not_know_
         for start in range(0, size, 200):
             if start + 200 < statistics.STATISTICS_ROWS:
                 assert _analyses(empty_database) == analysed  # not yet
-            store.create_entities([entity(f"grown {index}", "t", [f"zephyr {index}" if index % 100 == 0 else "plain"])
-                                   for index in range(start, start + 200)])
+            store.create_entities(entity_items([entity(f"grown {index}", "t",
+                                                       [f"zephyr {index}" if index % 100 == 0 else "plain"])
+                                                for index in range(start, start + 200)]))
         _analysed_by_the_server(empty_database, analysed + 1)
         assert 2 * _expected_rows(empty_database, "grown") >= size
         assert _expected_rows(empty_database, "grown", "kg_relations") <= 1  # analysed before it had any
         for start in range(0, 2 * size, 400):
-            store.create_relations([relation(f"grown {index % size}", f"grown {(index + 1) % size}", f"r{index // size}")
-                                    for index in range(start, start + 400)])
+            store.create_relations(relation_items([relation(f"grown {index % size}", f"grown {(index + 1) % size}",
+                                                            f"r{index // size}")
+                                                   for index in range(start, start + 400)]))
         _analysed_by_the_server(empty_database, analysed + 2)
         assert 2 * _expected_rows(empty_database, "grown", "kg_relations") >= 2 * size
         with psycopg.connect(empty_database, autocommit=True) as connection:
@@ -342,7 +347,7 @@ def test_a_memory_grown_by_the_tools_is_analysed_when_the_planner_does_not_know_
                 "EXPLAIN " + statements.CONTAINING, {"memory": "grown", "value": like_pattern("zephyr")}, prepare=False))
         assert "Index Cond: ((target = found_2.name) AND (memory = 'grown'::text))" in plan, plan
         assert len(search_nodes(store, "zephyr")["entities"]) == size // 100
-        store.create_entities([entity("one more", "t", ["plain"])])  # far fewer rows than the memory holds
+        store.create_entities(entity_items([entity("one more", "t", ["plain"])]))  # far fewer rows than the memory holds
     assert _analyses(empty_database) == analysed + 2
 
 
@@ -360,7 +365,7 @@ def test_the_gin_pending_lists_are_bounded_without_waiting_for_a_write(empty_dat
 
     bounded = [f"gin_pending_list_limit={statistics.GIN_PENDING_KB}"]
     with PostgresStore(empty_database, memory_name()) as store:
-        store.create_entities([entity("Ann", "person", ["jazz"])])
+        store.create_entities(entity_items([entity("Ann", "person", ["jazz"])]))
     assert _pending_limits(empty_database) == {"kg_entities_by_term": bounded, "kg_entities_by_trigram": bounded}
     with psycopg.connect(empty_database, autocommit=True) as connection:
         connection.execute("ALTER INDEX kg_entities_by_term RESET (gin_pending_list_limit)")
@@ -387,9 +392,10 @@ def _upgrade_check(empty_database: str, graphs: dict[str, GraphStore], stack: Ex
             connection.execute(statement)
         for memory, size in (("team", 25), ("me", 3)):
             on_file = graphs[memory] = stack.enter_context(GraphStore(tmp_path / f"{memory}.jsonl"))
-            on_file.create_entities([entity(f"{memory} {index}", "person", [f"likes jazz {index}", "a\x00b"])
-                                     for index in range(size)])
-            on_file.create_relations([relation(f"{memory} {index}", f"{memory} 0", "knows") for index in range(size)])
+            on_file.create_entities(entity_items([entity(f"{memory} {index}", "person", [f"likes jazz {index}", "a\x00b"])
+                                                  for index in range(size)]))
+            on_file.create_relations(relation_items([relation(f"{memory} {index}", f"{memory} 0", "knows")
+                                                     for index in range(size)]))
             on_file.delete_entities([f"{memory} 1"])
             graph = _graph(on_file)
             connection.execute("INSERT INTO kg_memories (name, revision, next_seq) VALUES (%s, 4, %s)",
@@ -409,7 +415,7 @@ def _upgrade_check(empty_database: str, graphs: dict[str, GraphStore], stack: Ex
         _counts_are_exact(empty_database, "team", graphs["team"])
         _counts_are_exact(empty_database, "me", graphs["me"])
         for target in (store, graphs["team"]):
-            target.create_entities([entity("new one", "person", ["likes jazz too"])])
+            target.create_entities(entity_items([entity("new one", "person", ["likes jazz too"])]))
         assert store.read_graph() == graphs["team"].read_graph()
     with PostgresStore(empty_database, "me") as mine:
         assert mine.read_graph() == graphs["me"].read_graph()
@@ -441,8 +447,8 @@ def test_a_search_within_a_window_answers_as_on_a_file(database_url: str, tmp_pa
             PostgresStore(database_url, memory, clock=iter(stamps).__next__) as in_database:
         for store in (on_file, in_database):
             for start in range(0, 30, 6):
-                store.create_entities(people[start:start + 6])
-            store.add_observations([{"entityName": "P4", "contents": ["went running"]}])
+                store.create_entities(entity_items(people[start:start + 6]))
+            store.add_observations([ObservationsToAdd("P4", ["went running"])])
         windows: list[tuple[str, str, Span | None, bool]] = []
         for since, until in (("2026-02-01", None), ("2026-01-01", "2026-03-31"), (None, "2026-04-30")):
             windows += [(query, query, window_of(since, until), True) for query in ("jazz", "chess tea", "P1", "note")]
@@ -465,13 +471,13 @@ def test_a_server_starts_while_a_long_write_holds_the_tables(database_url: str) 
     another server from starting and answering."""
     other = memory_name()
     with PostgresStore(database_url, other) as store:
-        store.create_entities([entity("Ann", "person", [])])  # the tables are made
+        store.create_entities(entity_items([entity("Ann", "person", [])]))  # the tables are made
     with psycopg.connect(database_url) as writer:  # a write left open, as an import's is for minutes
         writer.execute("UPDATE kg_entities SET revision = revision WHERE memory = %s", (other,))
         writer.execute("INSERT INTO kg_relations SELECT memory, name, name, 'x', 0, 0, 'x' FROM kg_entities "
                        "WHERE memory = %s", (other,))
         with PostgresStore(database_url, memory_name(), connect_seconds=2) as starting:
-            starting.create_entities([entity("Bo", "person", ["jazz"])])
+            starting.create_entities(entity_items([entity("Bo", "person", ["jazz"])]))
             assert search_nodes(starting, "jazz")["entities"] == [entity("Bo", "person", ["jazz"])]
         writer.rollback()
 
@@ -479,10 +485,10 @@ def test_a_server_starts_while_a_long_write_holds_the_tables(database_url: str) 
 def test_read_graph_kept_whole_is_never_older_than_a_write_of_another_server(database_url: str) -> None:
     memory = memory_name()
     with PostgresStore(database_url, memory) as reader, PostgresStore(database_url, memory) as writer:
-        writer.create_entities([entity("Ann", "person", ["jazz"])])
+        writer.create_entities(entity_items([entity("Ann", "person", ["jazz"])]))
         first = reader.read_graph()
         assert reader.read_graph() == first == {"entities": [entity("Ann", "person", ["jazz"])], "relations": []}
-        writer.add_observations([{"entityName": "Ann", "contents": ["chess"]}])
+        writer.add_observations([ObservationsToAdd("Ann", ["chess"])])
         assert reader.read_graph_for_pages()["entities"] == [entity("Ann", "person", ["jazz", "chess"])]
         writer.delete_entities(["Ann"])
         assert reader.read_graph() == {"entities": [], "relations": []}
@@ -494,14 +500,15 @@ def test_read_graph_again_after_writes_shares_what_they_did_not_change(database_
     objects of the read before: the answers a pager keeps of both share them."""
     memory = memory_name()
     with PostgresStore(database_url, memory) as store:
-        store.create_entities([entity(name, "person", [f"{name} plays jazz"]) for name in ("Ann", "Bo", "Cy", "Di")])
-        store.create_relations([relation("Ann", "Bo", "knows"), relation("Bo", "Cy", "knows"),
-                                relation("Cy", "Di", "knows")])
+        store.create_entities(entity_items([entity(name, "person", [f"{name} plays jazz"])
+                                            for name in ("Ann", "Bo", "Cy", "Di")]))
+        store.create_relations(relation_items([relation("Ann", "Bo", "knows"), relation("Bo", "Cy", "knows"),
+                                               relation("Cy", "Di", "knows")]))
         before = store.read_graph_for_pages()
         views = {view["name"]: view for view in before["entities"]}
-        store.add_observations([{"entityName": "Bo", "contents": ["Bo runs"]}])
+        store.add_observations([ObservationsToAdd("Bo", ["Bo runs"])])
         store.delete_entities(["Ann"])  # every entity and relation after it moves up a place
-        store.create_entities([entity("Ed", "person", ["Ed plays chess"])])
+        store.create_entities(entity_items([entity("Ed", "person", ["Ed plays chess"])]))
         after = store.read_graph_for_pages()
         again = store._whole()
         with PostgresStore(database_url, memory) as fresh:
@@ -526,7 +533,7 @@ def test_a_connection_the_database_ended_is_not_lent_again(database_url: str) ->
     """P7: the pool's check of an idle connection makes no round trip for a sound one, and still
     never lends one whose session the database ended (a restart, a terminated backend)."""
     with PostgresStore(database_url, memory_name()) as store:
-        store.create_entities([entity("Ann", "person", ["jazz"])])
+        store.create_entities(entity_items([entity("Ann", "person", ["jazz"])]))
         with store._pool.connection() as connection:  # the connections the pool holds, all idle after this
             pids = {connection.info.backend_pid}
         pids |= {connection.info.backend_pid for connection in list(store._pool._pool)}
@@ -544,7 +551,7 @@ def test_a_search_leaves_the_garbage_collector_as_it_found_it(database_url: str)
     import gc
 
     with PostgresStore(database_url, memory_name()) as store:
-        store.create_entities([entity("Ann", "person", ["jazz"])])
+        store.create_entities(entity_items([entity("Ann", "person", ["jazz"])]))
         assert gc.isenabled()
         search_nodes(store, "jazz", characters=1_500)
         search_nodes(store, "who plays jazz", characters=1_500)  # by words: a snapshot of several reads
@@ -568,7 +575,7 @@ def test_after_a_search_what_was_young_is_in_the_oldest_generation(database_url:
     import gc
 
     with PostgresStore(database_url, memory_name()) as store:
-        store.create_entities([entity("Ann", "person", ["jazz"])])
+        store.create_entities(entity_items([entity("Ann", "person", ["jazz"])]))
         gc.collect()
         young = [[index] for index in range(50)]  # made since the last collection: in the youngest generation
         assert any(item is young[0] for item in gc.get_objects(generation=0))
@@ -598,7 +605,7 @@ def test_a_server_answering_only_searches_still_frees_cycles(database_url: str) 
 
     alive: weakref.WeakSet[Cycle] = weakref.WeakSet()
     with PostgresStore(database_url, memory_name()) as store:
-        store.create_entities([entity("Ann", "person", ["jazz"])])
+        store.create_entities(entity_items([entity("Ann", "person", ["jazz"])]))
         for _ in range(2 * collector.PROMOTIONS_PER_COLLECTION + 1):
             search_nodes(store, "jazz", characters=1_500)
             cycle = Cycle()

@@ -30,6 +30,7 @@ from conftest import (
 from conftest import open_session as open_engine_session
 from memory_helpers import GRAPH_URI, UPDATED, MemoryServers, memory_servers, server_environment  # noqa: F401
 
+from memory_server.model.items import Entity
 from memory_server.storage.store import GraphStore
 from protocol import Runtime, Server, running
 from protocol.context import RequestContext
@@ -233,7 +234,7 @@ async def test_resource_updated_reaches_the_subscribers_of_the_runtime_serving_n
 def test_a_client_that_subscribes_at_once_is_told_of_a_write_made_right_after(
         memory_servers: MemoryServers, tmp_path: Path, era: str) -> None:
     memory_file = tmp_path / "memory.jsonl"
-    GraphStore(memory_file).create_entities([{"name": "Before", "entityType": "thing", "observations": []}])
+    GraphStore(memory_file).create_entities([Entity("Before", "thing", [])])
     server = memory_servers.process(memory_file)
     if era == "legacy":
         server.call(initialize(0))
@@ -243,7 +244,7 @@ def test_a_client_that_subscribes_at_once_is_told_of_a_write_made_right_after(
                                    {"notifications": {"resourceSubscriptions": [GRAPH_URI]}}))
         assert server.recv()["method"] == "notifications/subscriptions/acknowledged"
     # Another process writes at once, well inside the watcher's first half second.
-    GraphStore(memory_file).create_entities([{"name": "After", "entityType": "thing", "observations": []}])
+    GraphStore(memory_file).create_entities([Entity("After", "thing", [])])
     update = server.recv()
     assert update["method"] == UPDATED and update["params"]["uri"] == GRAPH_URI
     if era == "modern":

@@ -9,11 +9,13 @@ from typing import Any
 import hypothesis.strategies as st
 from hypothesis import given, settings
 from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
+from write_items import entity_items, relation_items
 
 from memory_server.index import ranking
 from memory_server.model import graph as rules
 from memory_server.model import indexes, writes
 from memory_server.model.graph import EMPTY, Graph
+from memory_server.model.items import ObservationsToAdd, ObservationsToDelete, Relation
 from memory_server.model.records import decode_file, join_lines
 from memory_server.retrieval import query as retrieval
 from memory_server.retrieval.search import search_nodes
@@ -27,8 +29,8 @@ def entity(name: str, entity_type: str = "person", *observations: str) -> Entity
 
 
 def build(*entities: Entity, relations: list[dict[str, str]] | None = None) -> Graph:
-    graph = writes.create_entities(EMPTY, list(entities)).graph
-    return writes.create_relations(graph, relations).graph if relations else graph
+    graph = writes.create_entities(EMPTY, entity_items(list(entities))).graph
+    return writes.create_relations(graph, relation_items(relations)).graph if relations else graph
 
 
 def names(result: dict[str, Any]) -> list[str]:
@@ -70,7 +72,7 @@ def test_a_query_some_entities_hold_whole_finds_exactly_those(items: list[Entity
     stored = rules.read_graph(graph)["entities"]
     if len(stored) >= 2:
         pairs = data.draw(st.lists(st.tuples(st.sampled_from(stored), st.sampled_from(stored)), max_size=3))
-        graph = writes.create_relations(graph, [{"from": a["name"], "to": b["name"], "relationType": "r"}
+        graph = writes.create_relations(graph, [Relation(a["name"], b["name"], "r")
                                                 for a, b in pairs]).graph
     expected = substring_matches(stored, query)
     result = retrieval.matches(graph, query)
@@ -96,11 +98,9 @@ def test_ranking_is_the_same_for_an_index_kept_up_to_date_and_one_built_afresh(
         first: list[Entity], more: list[Entity], query: str) -> None:
     kept = indexes.with_term_index(build(*first))
     for operation, argument in (
-            (writes.create_entities, more),
-            (writes.add_observations, [{"entityName": item["name"], "contents": ["adopted dogs", query]}
-                                      for item in more]),
-            (writes.delete_observations, [{"entityName": item["name"], "observations": item["observations"][:1]}
-                                         for item in first]),
+            (writes.create_entities, entity_items(more)),
+            (writes.add_observations, [ObservationsToAdd(item["name"], ["adopted dogs", query]) for item in more]),
+            (writes.delete_observations, [ObservationsToDelete(item["name"], item["observations"][:1]) for item in first]),
             (writes.delete_entities, [item["name"] for item in first[:1]])):
         kept = operation(kept, argument).graph
     assert kept.terms is not None
@@ -207,11 +207,11 @@ def test_terms() -> None:
 def test_the_store_ranks_with_a_limit_and_keeps_its_index_through_writes_and_reloads(tmp_path: Path) -> None:
     path = tmp_path / "memory.jsonl"
     store = GraphStore(path)
-    store.create_entities([entity("Maria", "person", "adopted a dog named Rex"),
-                           entity("Rex", "dog", "likes the beach")])
+    store.create_entities(entity_items([entity("Maria", "person", "adopted a dog named Rex"),
+                                        entity("Rex", "dog", "likes the beach")]))
     assert names(search_nodes(store, "Which dogs did Maria adopt?")) == ["Maria", "Rex"]
     assert names(search_nodes(store, "Which dogs did Maria adopt?", limit=1)) == ["Maria"]
-    store.add_observations([{"entityName": "Rex", "contents": ["adopted by Maria, Maria's dog"]}])
+    store.add_observations([ObservationsToAdd("Rex", ["adopted by Maria, Maria's dog"])])
     answer = search_nodes(store, "Which dogs did Maria adopt?")
     assert sorted(names(answer)) == ["Maria", "Rex"]
     other = GraphStore(path)  # another process's view, read from the file

@@ -18,6 +18,7 @@ from memory_helpers import (  # noqa: F401  (era and memory_servers are fixtures
     relation,
 )
 from test_index_cache import WAIT, fresh_cache
+from write_items import entity_items, relation_items
 
 from memory_server.model import dates
 from memory_server.model import graph as rules
@@ -68,10 +69,10 @@ def test_the_resource_of_an_undated_memory_is_the_reference_graph(memory_servers
 def dated_big_memory(memory: Path) -> dict[str, Any]:
     """A dated memory large enough for an index cache (made, and fresh); the graph it holds, as read_graph."""
     store = GraphStore(memory, clock=dates.now_stamp)
-    store.create_entities([{**entity(f"person {n}", "person", [f"Observation about person {n}: enjoys tea " * 4,
-                                                              "Plays the cello"]),
-                            **({"happenedOn": "2023-05-07"} if n % 3 == 0 else {})} for n in range(4000)])
-    store.create_relations([relation("person 1", f"person {n}", "knows") for n in range(2, 40)])
+    store.create_entities(entity_items([{**entity(f"person {n}", "person", [f"Observation about person {n}: enjoys tea " * 4,
+                                                                           "Plays the cello"]),
+                                         **({"happenedOn": "2023-05-07"} if n % 3 == 0 else {})} for n in range(4000)]))
+    store.create_relations(relation_items([relation("person 1", f"person {n}", "knows") for n in range(2, 40)]))
     assert memory.stat().st_size >= index_cache.WORTH_CACHING
     assert store.wait_until(Until.CACHED, WAIT) and fresh_cache(memory), "the cache of a new memory"
     whole = rules.read_graph(rules.graph_from_lines(decode_file(memory.read_bytes())))

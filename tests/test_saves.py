@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 from test_store import memory, store  # noqa: F401  (the fixtures: a memory file in a temporary folder, its store)
+from write_items import entity_items
 
+from memory_server.model.items import ObservationsToDelete
 from memory_server.storage import files
 from memory_server.storage.lock import MemoryFileLock, lock_path_for
 from memory_server.storage.store import GraphStore
@@ -34,9 +36,9 @@ def names_in(memory: Path) -> list[str]:
 
 
 def test_no_earlier_version_is_kept_beside_the_memory(store: GraphStore, memory: Path) -> None:
-    store.create_entities([entity("Alice", "lives at 1 Secret Road")])
-    store.delete_observations([{"entityName": "Alice", "observations": ["lives at 1 Secret Road"]}])
-    store.create_entities([entity("Bob")])
+    store.create_entities(entity_items([entity("Alice", "lives at 1 Secret Road")]))
+    store.delete_observations([ObservationsToDelete("Alice", ["lives at 1 Secret Road"])])
+    store.create_entities(entity_items([entity("Bob")]))
     assert sorted(path.name for path in memory.parent.iterdir()) == ["memory.jsonl"]
     assert b"Secret Road" not in memory.read_bytes()
     assert names_in(memory) == ["Alice", "Bob"]
@@ -56,8 +58,8 @@ def test_the_temporary_file_is_private_from_its_first_byte(store: GraphStore, me
     monkeypatch.setattr(files, "write_pieces", watched)
     old = os.umask(0)
     try:
-        store.create_entities([entity("Alice")])
-        store.create_entities([entity("Bob")])
+        store.create_entities(entity_items([entity("Alice")]))
+        store.create_entities(entity_items([entity("Bob")]))
     finally:
         os.umask(old)
     assert seen == [(0o600, 0), (0o600, 0)]
@@ -68,7 +70,7 @@ def test_a_memory_file_readable_by_others_becomes_private_at_the_first_save(stor
     memory.write_bytes(b'{"type":"entity","name":"Alice","entityType":"person","observations":[]}\n')
     memory.chmod(0o644)
     for name in ("Bob", "Carol"):
-        store.create_entities([entity(name)])
+        store.create_entities(entity_items([entity(name)]))
         assert stat.S_IMODE(memory.stat().st_mode) == 0o600
     assert sorted(path.name for path in memory.parent.iterdir()) == ["memory.jsonl"]
     assert names_in(memory) == ["Alice", "Bob", "Carol"]
@@ -87,7 +89,7 @@ print(hashlib.sha256(b"".join(chunks)).hexdigest(), flush=True)
 
 
 def test_a_reader_still_reading_an_old_version_keeps_reading_it_whole(store: GraphStore, memory: Path) -> None:
-    store.create_entities([entity("Alice", "x" * 5000)])
+    store.create_entities(entity_items([entity("Alice", "x" * 5000)]))
     version = memory.read_bytes()
     reader = subprocess.Popen([sys.executable, "-c", READER, str(memory)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
@@ -95,7 +97,7 @@ def test_a_reader_still_reading_an_old_version_keeps_reading_it_whole(store: Gra
         assert reader.stdout is not None and reader.stdin is not None
         assert reader.stdout.readline().strip() == "open"
         for name in ("Bob", "Carol", "Dave", "Erin"):
-            store.create_entities([entity(name, name * 3000)])
+            store.create_entities(entity_items([entity(name, name * 3000)]))
         reader.stdin.write("\n")
         reader.stdin.flush()
         assert reader.stdout.readline().strip() == hashlib.sha256(version).hexdigest()
@@ -128,7 +130,7 @@ def test_an_earlier_versions_spare_is_removed_by_the_next_save_when_the_lock_was
     with MemoryFileLock(memory).held():  # another writer (an older server) at work while this store starts
         store = GraphStore(memory, lock_timeout=10)
         assert files.spare_path_for(memory).exists()
-    store.create_entities([entity("Alice")])
+    store.create_entities(entity_items([entity("Alice")]))
     assert sorted(path.name for path in memory.parent.iterdir()) == ["memory.jsonl"]
 
 
@@ -138,13 +140,13 @@ def test_a_link_or_directory_at_the_spares_name_is_not_ours_and_stays(store: Gra
     outside.write_bytes(b"not yours\n")
     try:
         files.spare_path_for(memory).symlink_to(outside)
-        store.create_entities([entity("Alice")])
-        GraphStore(memory).create_entities([entity("Bob")])
+        store.create_entities(entity_items([entity("Alice")]))
+        GraphStore(memory).create_entities(entity_items([entity("Bob")]))
         assert outside.read_bytes() == b"not yours\n"
         assert files.spare_path_for(memory).is_symlink()
         files.spare_path_for(memory).unlink()
         files.spare_path_for(memory).mkdir()
-        store.create_entities([entity("Carol")])
+        store.create_entities(entity_items([entity("Carol")]))
         assert files.spare_path_for(memory).is_dir()
         assert names_in(memory) == ["Alice", "Bob", "Carol"]
     finally:
@@ -158,6 +160,7 @@ SLOW_SAVER = textwrap.dedent("""
     from pathlib import Path
     from memory_server.storage import files
     from memory_server.storage.store import GraphStore
+    from memory_server.model.items import Entity
     write = files.write_pieces
     def slowly(fd, pieces):
         half = len(pieces) // 2
@@ -168,7 +171,7 @@ SLOW_SAVER = textwrap.dedent("""
     store = GraphStore(Path(sys.argv[1]), lock_timeout=30, stale_after=1, refresh_every=0.2)
     step = len(store.read_graph()["entities"])
     while True:
-        store.create_entities([{"name": f"e-{step:06d}", "entityType": "t", "observations": ["o" * 200] * 20}])
+        store.create_entities([Entity(f"e-{step:06d}", "t", ["o" * 200] * 20)])
         print(step, flush=True)
         step += 1
 """)
@@ -188,6 +191,6 @@ def test_a_kill_while_the_temporary_file_is_being_written_leaves_the_memory_file
         # Whole entities in order, every acknowledged one among them.
         assert names == [f"e-{n:06d}" for n in range(len(names))]
         assert len(names) > committed[-1]
-    GraphStore(memory, stale_after=1, refresh_every=0.2).create_entities([entity("last")])
+    GraphStore(memory, stale_after=1, refresh_every=0.2).create_entities(entity_items([entity("last")]))
     assert sorted(path.name for path in memory.parent.iterdir()) == ["memory.jsonl"]
     assert not lock_path_for(memory).exists()

@@ -9,11 +9,13 @@ from typing import Any
 
 import hypothesis.strategies as st
 from hypothesis import given, settings
+from write_items import entity_items
 
 from memory_server.index.search import WordIndex, search_text, words_of
 from memory_server.model import graph as rules
 from memory_server.model import indexes, writes
 from memory_server.model.graph import EMPTY, Graph
+from memory_server.model.items import Entity, ObservationsToAdd, ObservationsToDelete
 from memory_server.model.records import decode_file, join_lines
 from memory_server.retrieval import query as retrieval
 
@@ -107,7 +109,7 @@ entities = st.lists(st.fixed_dictionaries({
 
 
 def graph_of(items: list[dict[str, Any]]) -> Graph:
-    return writes.create_entities(EMPTY, items).graph
+    return writes.create_entities(EMPTY, entity_items(items)).graph
 
 
 @settings(max_examples=200)
@@ -118,10 +120,9 @@ def test_search_with_the_index_equals_a_search_of_every_entity(
     indexed = indexes.with_word_index(graph_of(first))
     plain = graph_of(first)
     for operation, argument in (
-            (writes.create_entities, more),
-            (writes.add_observations, [{"entityName": item["name"], "contents": ["added tea", query]} for item in more]),
-            (writes.delete_observations, [{"entityName": item["name"], "observations": item["observations"][:1]}
-                                         for item in first]),
+            (writes.create_entities, entity_items(more)),
+            (writes.add_observations, [ObservationsToAdd(item["name"], ["added tea", query]) for item in more]),
+            (writes.delete_observations, [ObservationsToDelete(item["name"], item["observations"][:1]) for item in first]),
             (writes.delete_entities, dropped)):
         indexed, plain = operation(indexed, argument).graph, operation(plain, argument).graph
     assert indexed.words is not None and plain.words is None
@@ -134,9 +135,9 @@ def test_an_index_made_for_an_earlier_graph_is_carried_to_the_graph_a_write_made
     indexed = indexes.with_word_index(graph_of(items))
     # The write was computed from the graph before its index existed, as a concurrent write is.
     unindexed = replace(indexed, words=None)
-    later = writes.add_observations(unindexed, [{"entityName": "e3", "contents": ["plays chess"]}]).graph
+    later = writes.add_observations(unindexed, [ObservationsToAdd("e3", ["plays chess"])]).graph
     later = writes.delete_entities(later, ["e4"]).graph
-    later = writes.create_entities(later, [{"name": "new", "entityType": "thing", "observations": ["tea"]}]).graph
+    later = writes.create_entities(later, [Entity("new", "thing", ["tea"])]).graph
     carried = indexes.carry_word_index(indexed, later)
     assert carried is not None and carried.words is not None
     for query in ("chess", "tea", "likes tea 4", "new", "e4"):

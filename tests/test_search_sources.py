@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from memory_helpers import comparable, entity, relation
 from postgres_helpers import database_url, memory_name  # noqa: F401  (database_url is a fixture)
+from write_items import entity_items, relation_items
 
 from memory_server.retrieval import search
 from memory_server.storage import cache_build, index_cache
@@ -95,13 +96,13 @@ def test_every_start_state_and_both_stores_answer_the_same(seed: int, database_u
     entities, relations = memory_of(rng)
     path = tmp_path / "memory.jsonl"
     with GraphStore(path, clock=lambda: STAMP) as writer:
-        writer.create_entities(entities)
-        writer.create_relations(relations)
+        writer.create_entities(entity_items(entities))
+        writer.create_relations(relation_items(relations))
     cache = index_cache.cache_path(path).read_bytes()  # closed after a write: the cache is made (coldstart K2)
     with GraphStore(path, cache=False, clock=lambda: STAMP) as warm, \
             PostgresStore(database_url, memory_name(), clock=lambda: STAMP) as database:
-        database.create_entities(entities)
-        database.create_relations(relations)
+        database.create_entities(entity_items(entities))
+        database.create_relations(relation_items(relations))
         assert database.read_graph() == warm.read_graph()
         first_answers = {"cache": 0, "records": 0}
         for request in requests_of(rng, entities):

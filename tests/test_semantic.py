@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from write_items import entity_items
 
 from memory_server.model import writes
 from memory_server.model.graph import EMPTY, Graph
+from memory_server.model.items import Entity, ObservationsToAdd, ObservationsToDelete
 from memory_server.retrieval import semantic
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,7 +151,7 @@ def embedded(graph: Graph) -> Graph:
 def profile_graph() -> Graph:
     entities = [{"name": "default_user", "entityType": "person", "observations": profile()}]
     entities += [{"name": name, "entityType": kind, "observations": facts} for name, kind, facts in OTHERS]
-    return writes.create_entities(EMPTY, entities).graph
+    return writes.create_entities(EMPTY, entity_items(entities)).graph
 
 
 @pytest.fixture()
@@ -200,8 +202,8 @@ def test_answers_point_at_observations_best_first(model_environment: None) -> No
 
 
 def test_an_unrelated_query_finds_nothing_rather_than_noise(model_environment: None) -> None:
-    graph = embedded(writes.create_entities(EMPTY, [{"name": "u", "entityType": "person", "observations": [
-        "Has a border collie named Biscuit", "Allergic to shellfish", "Plays the cello"]}]).graph)
+    graph = embedded(writes.create_entities(EMPTY, [Entity("u", "person", [
+        "Has a border collie named Biscuit", "Allergic to shellfish", "Plays the cello"])]).graph)
     for query in ("quarterly tax return deadline", "kubernetes cluster upgrade", "volcano eruption", "   "):
         assert semantic.nearest(graph, query, 10) == []
     assert semantic.nearest(graph, "dog", 10) == [("u", 0, pytest.approx(0.37, abs=0.03))]
@@ -212,8 +214,8 @@ def test_an_unrelated_query_finds_nothing_rather_than_noise(model_environment: N
 def test_a_write_is_searched_at_once_and_equal_texts_are_each_an_answer(model_environment: None) -> None:
     graph = embedded(profile_graph())
     assert semantic.nearest(graph, "dog", 40) is not None
-    later = writes.add_observations(graph, [{"entityName": "Jonas", "contents": ["Owns a dachshund called Fritz"]},
-                                            {"entityName": "Priya", "contents": ["Has a border collie named Biscuit"]}]).graph
+    later = writes.add_observations(graph, [ObservationsToAdd("Jonas", ["Owns a dachshund called Fritz"]),
+                                            ObservationsToAdd("Priya", ["Has a border collie named Biscuit"])]).graph
     found = semantic.nearest(later, "dog", 5)
     assert found is not None
     places = {(name, later.entities[name].record.observations[index]) for name, index, _ in found}
@@ -231,8 +233,7 @@ def test_the_table_is_bounded_and_a_memory_over_the_bound_is_left_to_words(monke
     graph = embedded(profile_graph())
     monkeypatch.setenv(semantic.MAX_VARIABLE, "100")
     assert semantic.nearest(graph, "dog", 10) is None
-    small = writes.create_entities(EMPTY, [{"name": "pet", "entityType": "note",
-                                            "observations": ["Has a border collie named Biscuit", "Likes tea"]}]).graph
+    small = writes.create_entities(EMPTY, [Entity("pet", "note", ["Has a border collie named Biscuit", "Likes tea"])]).graph
     found = semantic.nearest(small, "dog", 10)
     assert found is not None and found[0][:2] == ("pet", 0)
     assert "at most 100" in semantic.status()
@@ -267,9 +268,9 @@ def test_a_fresh_process_without_its_model_answers_none_and_says_why_once(tmp_pa
     code = (
         "from memory_server.model import graph as rules\n"
         "from memory_server.model import writes\n"
+        "from memory_server.model.items import Entity\n"
         "from memory_server.retrieval import semantic\n"
-        "g = writes.create_entities(rules.EMPTY, [{'name': 'u', 'entityType': 'person',"
-        " 'observations': ['Has a border collie named Biscuit']}]).graph\n"
+        "g = writes.create_entities(rules.EMPTY, [Entity('u', 'person', ['Has a border collie named Biscuit'])]).graph\n"
         "print(semantic.nearest(g, 'dog', 5), semantic.nearest(g, 'dog', 5))\n"
     )
     absent = run_python(code, MEMORY_SEMANTIC_MODEL=str(tmp_path / "absent.onnx"))
@@ -296,8 +297,8 @@ def test_importing_the_server_loads_no_model() -> None:
 def test_a_large_memory_is_embedded_in_the_background_and_answered_meanwhile(model_environment: None) -> None:
     facts = [f"Note {number} about the quarterly report of team {number % 17}" for number in range(2000)]
     graph = writes.create_entities(EMPTY, [
-        {"name": "notes", "entityType": "log", "observations": facts},
-        {"name": "default_user", "entityType": "person", "observations": ["Has a border collie named Biscuit"]},
+        Entity("notes", "log", facts),
+        Entity("default_user", "person", ["Has a border collie named Biscuit"]),
     ]).graph
     first = semantic.nearest(graph, "dog", 5)
     assert first is not None  # answered from what is embedded so far, without waiting for all of it
@@ -317,8 +318,7 @@ def test_wordpiece_splits_as_bert_does() -> None:
 
 
 def test_query_vectors_are_kept_by_digest_and_by_count(model_environment: None) -> None:
-    graph = embedded(writes.create_entities(EMPTY, [{"name": "u", "entityType": "person",
-                                                     "observations": ["Has a border collie named Biscuit"]}]).graph)
+    graph = embedded(writes.create_entities(EMPTY, [Entity("u", "person", ["Has a border collie named Biscuit"])]).graph)
     engine = semantic._engine(os.environ)
     assert engine is not None
     long_query = "dog " * 1_000_000  # a 4 MB query: its vector is kept, not its text
@@ -357,7 +357,7 @@ def test_the_shortlist_by_sign_bits_finds_the_exact_scan_s_best_and_never_a_dele
         model_environment: None, monkeypatch: pytest.MonkeyPatch) -> None:
     notes = generated_notes(3000)
     graph = embedded(writes.create_entities(profile_graph(), [
-        {"name": f"notes-{start}", "entityType": "log", "observations": notes[start:start + 10]}
+        Entity(f"notes-{start}", "log", notes[start:start + 10])
         for start in range(0, len(notes), 10)]).graph)
     engine = semantic._engine(os.environ)
     assert engine is not None
@@ -383,7 +383,7 @@ def test_the_shortlist_by_sign_bits_finds_the_exact_scan_s_best_and_never_a_dele
     best = {query: fast[query][0] for query in queries}  # type: ignore[index]
     deleted = {graph.entities[name].record.observations[index] for name, index, _ in best.values()}
     after = writes.delete_observations(graph, [
-        {"entityName": name, "observations": [graph.entities[name].record.observations[index]]}
+        ObservationsToDelete(name, [graph.entities[name].record.observations[index]])
         for name, index, _ in best.values()]).graph
     for query in queries:
         found = semantic.nearest(after, query, 40) or []

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from test_semantic import model_environment  # noqa: F401  (fixture)
 from test_store_cache import WAIT, entity
+from write_items import entity_items
 
 from memory_server.model import indexes
 from memory_server.retrieval.search import search_nodes
@@ -29,8 +30,8 @@ def cached_memory(memory: Path) -> None:
     """A memory worth a cache, of two distinct facts (so that a search embeds them itself: no
     wait on the background), written by a store closed at once (which leaves its cache: K2)."""
     with GraphStore(memory) as store:
-        store.create_entities([entity(f"person {n} of a long list of people " * 4, "Plays the cello")
-                               for n in range(5000)] + [entity("Ann", "Has a border collie named Biscuit")])
+        store.create_entities(entity_items([entity(f"person {n} of a long list of people " * 4, "Plays the cello")
+                                            for n in range(5000)] + [entity("Ann", "Has a border collie named Biscuit")]))
     assert memory.stat().st_size >= index_cache.WORTH_CACHING
 
 
@@ -111,12 +112,12 @@ FIRST_SEARCH = """
 import threading
 from memory_server.model import writes
 from memory_server.model.graph import EMPTY
+from memory_server.model.items import Entity
 from memory_server.retrieval import semantic
 called = []
 semantic.after_first_search(lambda: called.append("first"), 600)
 print(called)
-graph = writes.create_entities(EMPTY, [{"name": "u", "entityType": "person",
-                                        "observations": ["Has a border collie named Biscuit"]}]).graph
+graph = writes.create_entities(EMPTY, [Entity("u", "person", ["Has a border collie named Biscuit"])]).graph
 print(bool(semantic.nearest(graph, "dog", 5)), called)
 semantic.after_first_search(lambda: called.append("after"), 600)
 print(called)

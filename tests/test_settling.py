@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_server.model.items import Entity
 from memory_server.storage.interface import Queued, Until
 from memory_server.storage.settling import Signal
 from memory_server.storage.store import GraphStore
@@ -82,7 +83,7 @@ def test_a_file_store_waits_for_its_own_conditions_and_refuses_the_databases(tmp
     with GraphStore(memory) as store:
         assert store.wait_until(Queued(0), WAIT)
         assert not store.wait_until(Until.INDEXED, 0.05)  # no graph yet, and nothing makes one
-        store.create_entities([{"name": "Ann", "entityType": "person", "observations": ["plays the cello"]}])
+        store.create_entities([Entity("Ann", "person", ["plays the cello"])])
         store.poll_external_change()  # makes the word index, as the watcher does
         assert store.wait_until(Until.INDEXED, WAIT)
         assert store.wait_until(Until.HOT, WAIT)  # a write came first: the graph answers (coldstart)

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from write_items import entity_items, relation_items
 
 from memory_server.model import indexes
+from memory_server.model.items import ObservationsToAdd, ObservationsToDelete
 from memory_server.retrieval.search import search_nodes
 from memory_server.storage.store import GraphError, GraphStore, LockTimeout, MemoryFileLock, WriteAbandoned, WriteResult
 
@@ -77,17 +79,17 @@ def test_a_missing_file_is_an_empty_graph_and_reading_creates_nothing(tmp_path: 
 def test_the_first_write_creates_missing_directories_and_a_private_file(tmp_path: Path) -> None:
     memory = tmp_path / "a" / "b" / "memory.jsonl"
     store = GraphStore(memory)
-    store.create_entities([entity("Alice", "person", "likes tea")])
+    store.create_entities(entity_items([entity("Alice", "person", "likes tea")]))
     assert memory.read_bytes() == ALICE_LINE + b"\n"
     assert mode(memory) == 0o600
     assert mode(memory.parent) == 0o700
 
 
 def test_the_file_holds_entities_then_relations_in_the_reference_format(store: GraphStore, memory: Path) -> None:
-    store.create_entities([entity("Alice", "person", "likes tea")])
-    store.create_relations([relation("Alice", "Alice", "is")])
-    store.create_entities([entity("Bob")])
-    store.create_relations([relation("Alice", "Bob")])
+    store.create_entities(entity_items([entity("Alice", "person", "likes tea")]))
+    store.create_relations(relation_items([relation("Alice", "Alice", "is")]))
+    store.create_entities(entity_items([entity("Bob")]))
+    store.create_relations(relation_items([relation("Alice", "Bob")]))
     assert memory.read_bytes().splitlines() == [
         ALICE_LINE, BOB_LINE,
         b'{"type":"relation","from":"Alice","to":"Alice","relationType":"is"}', KNOWS_LINE]
@@ -104,7 +106,7 @@ def test_crlf_lines_are_read_and_written_back_with_lf(memory: Path) -> None:
     memory.write_bytes(ALICE_LINE + b"\r\n" + BOB_LINE + b"\r\n")
     store = GraphStore(memory)
     assert [e["name"] for e in store.read_graph()["entities"]] == ["Alice", "Bob"]
-    store.create_relations([relation("Alice", "Bob")])
+    store.create_relations(relation_items([relation("Alice", "Bob")]))
     assert memory.read_bytes() == ALICE_LINE + b"\n" + BOB_LINE + b"\n" + KNOWS_LINE + b"\n"
 
 
@@ -115,22 +117,22 @@ def test_unknown_records_extra_fields_and_mistyped_records_survive_rewrites(memo
                        b'"observations":["likes tea"],"color":"red"}\n' + mistyped + b"\n")
     store = GraphStore(memory)
     assert store.read_graph() == {"entities": [entity("Alice", "person", "likes tea")], "relations": []}
-    store.add_observations([{"entityName": "Alice", "contents": ["sings"]}])
-    store.create_entities([entity("Bob")])
+    store.add_observations([ObservationsToAdd("Alice", ["sings"])])
+    store.create_entities(entity_items([entity("Bob")]))
     assert memory.read_bytes().splitlines() == [
         b'{"type":"entity","name":"Alice","entityType":"person","observations":["likes tea","sings"],"color":"red"}',
         BOB_LINE, note, mistyped]
 
 
 def test_a_write_that_changes_nothing_leaves_the_file_alone(store: GraphStore, memory: Path) -> None:
-    store.create_entities([entity("Alice")])
+    store.create_entities(entity_items([entity("Alice")]))
     before = os.stat(memory)
     outcomes = [
-        store.create_entities([entity("Alice")]),
-        store.add_observations([{"entityName": "Alice", "contents": []}]),
+        store.create_entities(entity_items([entity("Alice")])),
+        store.add_observations([ObservationsToAdd("Alice", [])]),
         store.delete_entities(["nobody"]),
-        store.delete_observations([{"entityName": "Alice", "observations": ["nope"]}]),
-        store.delete_relations([relation("Alice", "Alice")]),
+        store.delete_observations([ObservationsToDelete("Alice", ["nope"])]),
+        store.delete_relations(relation_items([relation("Alice", "Alice")])),
         store.create_relations([]),
     ]
     assert [outcome.changed for outcome in outcomes] == [False] * 6
@@ -139,14 +141,14 @@ def test_a_write_that_changes_nothing_leaves_the_file_alone(store: GraphStore, m
 
 
 def test_write_results_are_the_tool_values(store: GraphStore) -> None:
-    assert store.create_entities([entity("Alice"), entity("Alice", "robot")]) == WriteResult(
+    assert store.create_entities(entity_items([entity("Alice"), entity("Alice", "robot")])) == WriteResult(
         {"entities": [entity("Alice")], "skipped": ["Alice"]}, True, [])
     assert store.delete_entities(["Alice", "Zed"]) == WriteResult(
         {"success": True, "message": "Deleted 1 entity. Not found: Zed.", "notFound": ["Zed"]}, True, [])
 
 
 def test_the_lock_file_exists_only_during_a_write(store: GraphStore, memory: Path) -> None:
-    store.create_entities([entity("Alice")])
+    store.create_entities(entity_items([entity("Alice")]))
     store.delete_entities(["Alice"])
     assert sorted(path.name for path in memory.parent.iterdir()) == ["memory.jsonl"]
 
@@ -163,12 +165,12 @@ def test_unreadable_lines_move_to_the_side_file_on_the_next_write(memory: Path, 
     side_file = memory.with_name("memory.jsonl.rejected")
     assert not side_file.exists()
 
-    outcome = store.create_entities([entity("Carol")])
+    outcome = store.create_entities(entity_items([entity("Carol")]))
     assert outcome.notes == [f"2 unreadable lines were moved from the memory file to {side_file}."]
     assert side_file.read_bytes() == b"{not json\n\xff\xfe broken \r\n"
     assert mode(side_file) == 0o600
     assert memory.read_bytes().splitlines() == [ALICE_LINE, BOB_LINE, BOB_LINE.replace(b"Bob", b"Carol")]
-    assert store.create_entities([entity("Dan")]).notes == []
+    assert store.create_entities(entity_items([entity("Dan")])).notes == []
 
 
 def test_the_side_file_is_appended_to(memory: Path) -> None:
@@ -177,7 +179,7 @@ def test_the_side_file_is_appended_to(memory: Path) -> None:
     os.chmod(side_file, 0o644)
     memory.write_bytes(b"{later\n")
     store = GraphStore(memory)
-    assert store.create_entities([entity("A")]).notes
+    assert store.create_entities(entity_items([entity("A")])).notes
     assert side_file.read_bytes() == b"earlier\n{later\n"
     assert mode(side_file) == 0o600
 
@@ -185,7 +187,7 @@ def test_the_side_file_is_appended_to(memory: Path) -> None:
 def test_a_write_that_changes_nothing_does_not_move_unreadable_lines(memory: Path) -> None:
     memory.write_bytes(ALICE_LINE + b"\n{oops\n")
     store = GraphStore(memory)
-    assert store.create_entities([entity("Alice")]).changed is False
+    assert store.create_entities(entity_items([entity("Alice")])).changed is False
     assert memory.read_bytes() == ALICE_LINE + b"\n{oops\n"
     assert not memory.with_name("memory.jsonl.rejected").exists()
 
@@ -197,7 +199,7 @@ def test_repeated_names_in_a_hand_edited_file_are_logged_and_kept(memory: Path,
     store = GraphStore(memory)
     assert store.read_graph()["entities"] == [entity("Alice", "person", "likes tea")]
     assert "1 line repeats an entity name or relation defined earlier" in caplog.text
-    store.create_entities([entity("Bob")])
+    store.create_entities(entity_items([entity("Bob")]))
     assert memory.read_bytes().splitlines() == [ALICE_LINE, BOB_LINE, repeat]
     store.delete_entities(["Alice"])
     assert memory.read_bytes().splitlines() == [BOB_LINE]
@@ -213,10 +215,10 @@ def open_descriptors() -> int:
 def test_the_replaced_files_are_all_let_go(store: GraphStore, memory: Path) -> None:
     # Each save keeps the file it replaces open for a moment, so that its blocks are freed
     # after the answer; none of them may stay open.
-    store.create_entities([entity("Alice")])
+    store.create_entities(entity_items([entity("Alice")]))
     before = open_descriptors()
     for number in range(30):
-        store.add_observations([{"entityName": "Alice", "contents": [f"note {number}"]}])
+        store.add_observations([ObservationsToAdd("Alice", [f"note {number}"])])
     deadline = time.monotonic() + WAIT
     while open_descriptors() > before and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -226,9 +228,9 @@ def test_the_replaced_files_are_all_let_go(store: GraphStore, memory: Path) -> N
 
 def test_a_write_by_another_store_is_seen_and_reported_once(memory: Path) -> None:
     mine, theirs = GraphStore(memory), GraphStore(memory)
-    mine.create_entities([entity("Alice")])
+    mine.create_entities(entity_items([entity("Alice")]))
     assert mine.poll_external_change() is False
-    theirs.create_entities([entity("Bob")])
+    theirs.create_entities(entity_items([entity("Bob")]))
     assert mine.poll_external_change() is True
     assert mine.poll_external_change() is False
     assert [e["name"] for e in mine.read_graph()["entities"]] == ["Alice", "Bob"]
@@ -237,23 +239,23 @@ def test_a_write_by_another_store_is_seen_and_reported_once(memory: Path) -> Non
 def test_a_change_noticed_by_a_read_is_still_reported_by_the_next_poll(memory: Path) -> None:
     mine, theirs = GraphStore(memory), GraphStore(memory)
     assert mine.poll_external_change() is False
-    theirs.create_entities([entity("Bob")])
+    theirs.create_entities(entity_items([entity("Bob")]))
     assert mine.open_nodes(["Bob"])["entities"] == [entity("Bob")]
     assert mine.poll_external_change() is True
 
 
 def test_a_write_starts_from_what_another_store_saved(memory: Path) -> None:
     mine, theirs = GraphStore(memory), GraphStore(memory)
-    mine.create_entities([entity("Alice")])
-    theirs.create_entities([entity("Bob")])
-    assert mine.create_relations([relation("Alice", "Bob")]).changed
+    mine.create_entities(entity_items([entity("Alice")]))
+    theirs.create_entities(entity_items([entity("Bob")]))
+    assert mine.create_relations(relation_items([relation("Alice", "Bob")])).changed
     assert [e["name"] for e in theirs.read_graph()["entities"]] == ["Alice", "Bob"]
     assert theirs.read_graph()["relations"] == [relation("Alice", "Bob")]
 
 
 def test_an_edit_in_place_is_noticed(memory: Path) -> None:
     store = GraphStore(memory)
-    store.create_entities([entity("Alice", "person", "likes tea")])
+    store.create_entities(entity_items([entity("Alice", "person", "likes tea")]))
     with open(memory, "ab") as file:  # same inode, as an editor appending by hand would
         file.write(BOB_LINE + b"\n")
     assert store.poll_external_change() is True
@@ -261,7 +263,7 @@ def test_an_edit_in_place_is_noticed(memory: Path) -> None:
 
 
 def test_a_deleted_file_reads_as_an_empty_graph(store: GraphStore, memory: Path) -> None:
-    store.create_entities([entity("Alice")])
+    store.create_entities(entity_items([entity("Alice")]))
     memory.unlink()
     assert store.poll_external_change() is True
     assert store.read_graph() == {"entities": [], "relations": []}
@@ -273,7 +275,7 @@ def test_a_symlinked_memory_file_stays_a_symlink(tmp_path: Path) -> None:
     link = tmp_path / "link.jsonl"
     link.symlink_to(target)
     store = GraphStore(link)
-    store.create_entities([entity("Alice", "person", "likes tea")])
+    store.create_entities(entity_items([entity("Alice", "person", "likes tea")]))
     assert link.is_symlink()
     assert target.read_bytes() == ALICE_LINE + b"\n"
     assert store.path == link
@@ -285,7 +287,7 @@ def test_a_temporary_file_left_by_a_killed_writer_is_removed_by_the_next_write(s
     unrelated = memory.with_name("memory.jsonl.notes.tmp")
     stray.write_bytes(b"half a file")
     unrelated.write_bytes(b"someone else's")
-    store.create_entities([entity("Alice")])
+    store.create_entities(entity_items([entity("Alice")]))
     assert not stray.exists()
     assert unrelated.read_bytes() == b"someone else's"
 
@@ -299,10 +301,10 @@ def test_a_memory_path_that_is_a_directory_gives_clear_errors_until_fixed(memory
     with pytest.raises(GraphError, match="Cannot read the memory file .*memory.jsonl"):
         store.read_graph()
     with pytest.raises(GraphError, match="Cannot read the memory file"):
-        store.create_entities([entity("Alice")])
+        store.create_entities(entity_items([entity("Alice")]))
     assert store.poll_external_change() is False
     memory.rmdir()
-    assert store.create_entities([entity("Alice")]).changed
+    assert store.create_entities(entity_items([entity("Alice")])).changed
     assert store.read_graph()["entities"] == [entity("Alice")]
 
 
@@ -311,17 +313,17 @@ def test_a_directory_that_cannot_be_created_gives_a_clear_error(tmp_path: Path) 
     blocker.write_bytes(b"not a directory")
     store = GraphStore(blocker / "memory.jsonl")
     with pytest.raises(GraphError, match="Cannot create the directory"):
-        store.create_entities([entity("Alice")])
+        store.create_entities(entity_items([entity("Alice")]))
     assert blocker.read_bytes() == b"not a directory"
 
 
 def test_an_unpaired_surrogate_is_refused_and_nothing_changes(store: GraphStore, memory: Path) -> None:
-    store.create_entities([entity("Alice")])
+    store.create_entities(entity_items([entity("Alice")]))
     before = memory.read_bytes()
     with pytest.raises(GraphError, match="unpaired surrogate"):
-        store.create_entities([entity("\ud800")])
+        store.create_entities(entity_items([entity("\ud800")]))
     with pytest.raises(GraphError, match="unpaired surrogate"):
-        store.add_observations([{"entityName": "Alice", "contents": ["\udfff"]}])
+        store.add_observations([ObservationsToAdd("Alice", ["\udfff"])])
     assert memory.read_bytes() == before
     assert store.read_graph()["entities"] == [entity("Alice")]
     assert sorted(path.name for path in memory.parent.iterdir()) == ["memory.jsonl"]
@@ -331,21 +333,21 @@ def test_an_unpaired_surrogate_is_refused_before_unreadable_lines_move(memory: P
     memory.write_bytes(ALICE_LINE + b"\n{oops\n" + BOB_LINE + b"\n")
     store = GraphStore(memory, lock_timeout=WAIT)
     with pytest.raises(GraphError, match="relation type '\\\\ud800' contains an unpaired surrogate"):
-        store.create_relations([relation("Alice", "Bob", "\ud800")])
+        store.create_relations(relation_items([relation("Alice", "Bob", "\ud800")]))
     assert memory.read_bytes() == ALICE_LINE + b"\n{oops\n" + BOB_LINE + b"\n"
     assert sorted(path.name for path in memory.parent.iterdir()) == ["memory.jsonl"]
-    assert store.create_relations([relation("Alice", "Bob")]).changed
+    assert store.create_relations(relation_items([relation("Alice", "Bob")])).changed
     assert memory.read_bytes().splitlines() == [ALICE_LINE, BOB_LINE, KNOWS_LINE]
     assert memory.with_name("memory.jsonl.rejected").read_bytes() == b"{oops\n"
 
 
 def test_a_rule_violation_changes_nothing(store: GraphStore, memory: Path) -> None:
-    store.create_entities([entity("Alice")])
+    store.create_entities(entity_items([entity("Alice")]))
     before = memory.read_bytes()
     with pytest.raises(GraphError, match="Entity with name Bob not found"):
-        store.create_relations([relation("Alice", "Bob")])
+        store.create_relations(relation_items([relation("Alice", "Bob")]))
     with pytest.raises(GraphError, match="Entity with name Bob not found"):
-        store.add_observations([{"entityName": "Alice", "contents": ["x"]}, {"entityName": "Bob", "contents": []}])
+        store.add_observations([ObservationsToAdd("Alice", ["x"]), ObservationsToAdd("Bob", [])])
     assert memory.read_bytes() == before
     assert store.read_graph() == {"entities": [entity("Alice")], "relations": []}
 
@@ -354,26 +356,26 @@ def test_a_rule_violation_changes_nothing(store: GraphStore, memory: Path) -> No
 
 
 def test_a_held_lock_makes_a_write_time_out_without_changing_anything(memory: Path) -> None:
-    GraphStore(memory).create_entities([entity("Alice")])
+    GraphStore(memory).create_entities(entity_items([entity("Alice")]))
     before = memory.read_bytes()
     store = GraphStore(memory, lock_timeout=0.2)
     with MemoryFileLock(memory).held():
         with pytest.raises(LockTimeout) as raised:
-            store.create_entities([entity("Bob")])
+            store.create_entities(entity_items([entity("Bob")]))
     message = str(raised.value)
     assert "locked by another process" in message
     assert f"{memory}.lock" in message
     assert "Nothing was changed" in message
     assert isinstance(raised.value, GraphError)
     assert memory.read_bytes() == before
-    assert store.create_entities([entity("Bob")]).changed
+    assert store.create_entities(entity_items([entity("Bob")])).changed
 
 
 def test_reads_go_on_while_a_write_waits_for_the_lock(memory: Path) -> None:
     store = GraphStore(memory, lock_timeout=WAIT)
-    store.create_entities([entity("Alice")])
+    store.create_entities(entity_items([entity("Alice")]))
     with MemoryFileLock(memory).held():
-        writer, outcome = run_in_thread(lambda: store.create_entities([entity("Bob")]))
+        writer, outcome = run_in_thread(lambda: store.create_entities(entity_items([entity("Bob")])))
         assert store.read_graph() == {"entities": [entity("Alice")], "relations": []}
         assert search_nodes(store, "ali")["entities"] == [entity("Alice")]
         assert store.poll_external_change() is False
@@ -384,12 +386,12 @@ def test_reads_go_on_while_a_write_waits_for_the_lock(memory: Path) -> None:
 
 
 def test_a_write_waiting_for_the_lock_is_abandoned_at_once_when_asked(memory: Path) -> None:
-    GraphStore(memory).create_entities([entity("Alice")])
+    GraphStore(memory).create_entities(entity_items([entity("Alice")]))
     before = memory.read_bytes()
     store = GraphStore(memory, lock_timeout=WAIT)
     abandon = threading.Event()
     with MemoryFileLock(memory).held():
-        writer, outcome = run_in_thread(lambda: store.create_entities([entity("Bob")], abandon=abandon))
+        writer, outcome = run_in_thread(lambda: store.create_entities(entity_items([entity("Bob")]), abandon=abandon))
         assert writer.is_alive() and outcome == []
         abandon.set()
         writer.join(WAIT)
@@ -398,9 +400,9 @@ def test_a_write_waiting_for_the_lock_is_abandoned_at_once_when_asked(memory: Pa
     assert memory.read_bytes() == before
     # A second write of the same store waiting for its turn inside the process is abandoned too.
     with MemoryFileLock(memory).held():
-        first, _ = run_in_thread(lambda: store.create_entities([entity("Carol")], abandon=threading.Event()))
+        first, _ = run_in_thread(lambda: store.create_entities(entity_items([entity("Carol")]), abandon=threading.Event()))
         later = threading.Event()
-        second, second_outcome = run_in_thread(lambda: store.create_entities([entity("Dan")], abandon=later))
+        second, second_outcome = run_in_thread(lambda: store.create_entities(entity_items([entity("Dan")]), abandon=later))
         later.set()
         second.join(WAIT)
         assert isinstance(second_outcome[0], WriteAbandoned)
@@ -410,18 +412,18 @@ def test_a_write_waiting_for_the_lock_is_abandoned_at_once_when_asked(memory: Pa
 
 def test_a_write_compares_the_files_bytes_not_its_stat_signature(memory: Path) -> None:
     store = GraphStore(memory)
-    store.create_entities([entity("Alice")])
+    store.create_entities(entity_items([entity("Alice")]))
     before = os.stat(memory)
     # Rewritten in place, same size, modification time put back: the signature is unchanged.
     memory.write_bytes(memory.read_bytes().replace(b"Alice", b"Alina"))
     os.utime(memory, ns=(before.st_atime_ns, before.st_mtime_ns))
-    store.create_entities([entity("Bob")])
+    store.create_entities(entity_items([entity("Bob")]))
     assert [e["name"] for e in store.read_graph()["entities"]] == ["Alina", "Bob"]
     # A write that only makes sense on the rewritten file (on the graph held before, Carla is unknown).
     before = os.stat(memory)
     memory.write_bytes(memory.read_bytes().replace(b"Bob", b"Bib").replace(b"Alina", b"Carla"))
     os.utime(memory, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert store.add_observations([{"entityName": "Carla", "contents": ["sings"]}]).changed
+    assert store.add_observations([ObservationsToAdd("Carla", ["sings"])]).changed
     assert store.read_graph()["entities"] == [entity("Carla", "person", "sings"), entity("Bib")]
 
 
@@ -430,13 +432,13 @@ def test_a_write_compares_the_files_bytes_not_its_stat_signature(memory: Path) -
 
 def test_concurrent_writes_from_many_threads_all_land(memory: Path) -> None:
     stores = [GraphStore(memory, lock_timeout=WAIT) for _ in range(2)]
-    stores[0].create_entities([entity("hub")])
+    stores[0].create_entities(entity_items([entity("hub")]))
 
     def work(worker: int) -> None:
         store = stores[worker % 2]
         for step in range(8):
-            store.create_entities([entity(f"w{worker}-{step}")])
-            store.add_observations([{"entityName": "hub", "contents": [f"seen by {worker} at {step}"]}])
+            store.create_entities(entity_items([entity(f"w{worker}-{step}")]))
+            store.add_observations([ObservationsToAdd("hub", [f"seen by {worker} at {step}"])])
 
     threads = [threading.Thread(target=work, args=(worker,)) for worker in range(6)]
     for thread in threads:
@@ -453,7 +455,7 @@ def test_concurrent_writes_from_many_threads_all_land(memory: Path) -> None:
 
 def test_readers_never_see_half_a_write(memory: Path) -> None:
     store = GraphStore(memory, lock_timeout=WAIT)
-    store.create_entities([entity("A"), entity("B")])
+    store.create_entities(entity_items([entity("A"), entity("B")]))
     done = threading.Event()
     problems: list[str] = []
 
@@ -461,10 +463,10 @@ def test_readers_never_see_half_a_write(memory: Path) -> None:
         try:
             for step in range(12):
                 # Each call changes two entities, or an entity and its relations: a reader must see all or none.
-                store.add_observations([{"entityName": "A", "contents": [f"o{step}"]},
-                                        {"entityName": "B", "contents": [f"o{step}"]}])
-                store.create_entities([entity(f"X{step}")])
-                store.create_relations([relation("A", f"X{step}"), relation(f"X{step}", "B")])
+                store.add_observations([ObservationsToAdd("A", [f"o{step}"]),
+                                        ObservationsToAdd("B", [f"o{step}"])])
+                store.create_entities(entity_items([entity(f"X{step}")]))
+                store.create_relations(relation_items([relation("A", f"X{step}"), relation(f"X{step}", "B")]))
                 store.delete_entities([f"X{step}"])
         finally:
             done.set()
@@ -520,13 +522,13 @@ def test_when_the_word_index_cannot_be_made_searches_scan_and_the_poller_goes_on
 
     monkeypatch.setattr(indexes, "with_word_index", fail)
     store = GraphStore(memory)
-    store.create_entities([entity("Alice", "person", "likes tea"), entity("Bob", "person", "plays chess")])
+    store.create_entities(entity_items([entity("Alice", "person", "likes tea"), entity("Bob", "person", "plays chess")]))
     assert store.poll_external_change() is False
     assert search_nodes(store, "TEA")["entities"] == [entity("Alice", "person", "likes tea")]
     assert search_nodes(store, "chess")["entities"] == [entity("Bob", "person", "plays chess")]
     assert len(attempts) == 1  # not tried again for the same graph
     assert "word index could not be made" in caplog.text
-    store.add_observations([{"entityName": "Bob", "contents": ["drinks tea"]}])
+    store.add_observations([ObservationsToAdd("Bob", ["drinks tea"])])
     assert [e["name"] for e in search_nodes(store, "tea")["entities"]] == ["Alice", "Bob"]
 
 
@@ -535,8 +537,8 @@ def test_a_first_search_after_a_load_answers_as_the_index_would_and_the_index_fo
     # entity (a new process's first answer does not wait for the index), and the index is made
     # off the request path without any further call.
     writer = GraphStore(memory)
-    writer.create_entities([entity(f"person {n}", "person", f"drinks {'tea' if n % 3 else 'coffee'}")
-                            for n in range(40)] + [entity("Tea Club", "club")])
+    writer.create_entities(entity_items([entity(f"person {n}", "person", f"drinks {'tea' if n % 3 else 'coffee'}")
+                                         for n in range(40)] + [entity("Tea Club", "club")]))
     assert writer.poll_external_change() is False  # the poller makes the writer's index
     assert writer.graph_in_memory is not None and writer.graph_in_memory.words is not None
     expected = [search_nodes(writer, query) for query in ("tea", "COFFEE", "person 1", "club", "nothing here")]

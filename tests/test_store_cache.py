@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
+from write_items import entity_items
 
 from memory_server.model import graph as rules
+from memory_server.model.items import ObservationsToAdd
 from memory_server.model.records import decode_file
 from memory_server.retrieval.search import search_nodes
 from memory_server.storage import cache_build, index_cache
@@ -35,9 +37,9 @@ def fresh_cache(memory: Path) -> bool:
 def large_memory(memory: Path) -> None:
     """A memory worth a cache, written by a store closed at once (which leaves its cache: K2)."""
     with GraphStore(memory) as store:
-        store.create_entities([entity(f"person {n}", f"Observation about person {n}: enjoys tea and chess " * 3,
-                                      "Mentioned the Zephyr initiative" if n % 100 == 0 else "Plays the cello")
-                               for n in range(4500)])
+        store.create_entities(entity_items([entity(f"person {n}", f"Observation about person {n}: enjoys tea and chess " * 3,
+                                                   "Mentioned the Zephyr initiative" if n % 100 == 0 else "Plays the cello")
+                                            for n in range(4500)]))
     assert memory.stat().st_size >= index_cache.WORTH_CACHING
 
 
@@ -51,7 +53,7 @@ def test_k2_a_store_closed_right_after_a_write_leaves_a_cache_that_matches_the_f
     large_memory(memory)
     assert fresh_cache(memory)
     with GraphStore(memory) as store:
-        store.add_observations([{"entityName": "person 7", "contents": ["a zephyr fan"]}])
+        store.add_observations([ObservationsToAdd("person 7", ["a zephyr fan"])])
         assert not index_cache.cache_path(memory).exists()  # K3: removed before the answer
     assert fresh_cache(memory)
     with GraphStore(memory) as store:
@@ -67,13 +69,13 @@ def test_g5_close_ends_every_thread_of_the_store(tmp_path: Path) -> None:
     store = GraphStore(memory)
     store.look_ahead()
     search_nodes(store, "zephyr")  # COLD: a worker loads the graph
-    store.create_entities([entity("Quinn")])  # a quiet wait for the cache, the comparison of a save
+    store.create_entities(entity_items([entity("Quinn")]))  # a quiet wait for the cache, the comparison of a save
     assert set(store_threads(memory)) - before
     store.close()
     assert set(store_threads(memory)) - before == set()
     # Still usable, in the calling thread.
     assert store.open_nodes(["Quinn"])["entities"] == [entity("Quinn")]
-    assert store.create_entities([entity("Rae")]).changed
+    assert store.create_entities(entity_items([entity("Rae")])).changed
 
 
 def test_s1_the_states_of_a_first_start(tmp_path: Path) -> None:
@@ -126,7 +128,7 @@ def test_s1_a_cache_is_let_go_when_the_file_changes(tmp_path: Path) -> None:
         assert reader.open_nodes(["person 1"])["entities"]
         assert reader.cache_answers == 1
         with GraphStore(memory) as writer:
-            writer.add_observations([{"entityName": "person 1", "contents": ["changed by another"]}])
+            writer.add_observations([ObservationsToAdd("person 1", ["changed by another"])])
         assert reader.open_nodes(["person 1"])["entities"][0]["observations"][-1] == "changed by another"
         # The cache would still rank searches by words (WARM), but not for a file that changed.
         assert "person 1" in [item["name"] for item in search_nodes(reader, "who was changed by another")["entities"]]

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from write_items import entity_items
 
 from memory_server.model import graph as rules
+from memory_server.model.items import ObservationsToAdd, ObservationsToDelete, Relation
 from memory_server.model.records import decode_file
 from memory_server.retrieval.search import search_nodes
 from memory_server.storage import cache_build, index_cache
@@ -40,15 +42,15 @@ def cached_memory(memory: Path, people: int = 4500) -> None:
                 for n in range(people)]
     entities.append(entity("Ann", SECRET, "likes tea"))
     with GraphStore(memory) as store:
-        store.create_entities(entities)
-        store.create_relations([{"from": "Ann", "to": "person 1", "relationType": SECRET}])
+        store.create_entities(entity_items(entities))
+        store.create_relations([Relation("Ann", "person 1", SECRET)])
     data = memory.read_bytes()
     assert cache_build.build(memory, rules.graph_from_lines(decode_file(data)), data, index_cache.digest_of(data))
     assert holding(memory, SECRET) == [memory.name, memory.name + ".index"]
 
 
 DELETES: dict[str, Callable[[GraphStore], Any]] = {
-    "delete_observations": lambda store: store.delete_observations([{"entityName": "Ann", "observations": [SECRET]}]),
+    "delete_observations": lambda store: store.delete_observations([ObservationsToDelete("Ann", [SECRET])]),
     "delete_entities": lambda store: store.delete_entities(["Ann"]),
 }
 
@@ -63,7 +65,7 @@ def test_deleted_text_is_in_no_cache_file_once_the_delete_is_answered(tmp_path: 
         assert search_nodes(store, "garage")["entities"][0]["name"] == "Ann"
         if delete == "delete_observations":
             # Its relation names the secret too: gone with a relation delete.
-            store.delete_relations([{"from": "Ann", "to": "person 1", "relationType": SECRET}])
+            store.delete_relations([Relation("Ann", "person 1", SECRET)])
         assert DELETES[delete](store).changed
         assert holding(memory, SECRET) == []
     if restart:
@@ -79,7 +81,7 @@ def test_a_delete_below_the_caching_size_leaves_no_cache(tmp_path: Path) -> None
         store.delete_entities([f"person {n}" for n in range(4500)])
         assert memory.stat().st_size < index_cache.WORTH_CACHING
         assert cache_files(memory) == []
-        store.add_observations([{"entityName": "Ann", "contents": ["a third"]}])
+        store.add_observations([ObservationsToAdd("Ann", ["a third"])])
     with GraphStore(memory) as store:
         assert store.open_nodes(["Ann"])["entities"][0]["observations"][-1] == "a third"
     assert cache_files(memory) == []

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from write_items import entity_items
 
 from memory_server.model.records import EntityRecord, decode_file, encode_file
 from memory_server.storage.paths import MIGRATION_DONE, MIGRATION_STARTED, resolve_memory_path
@@ -29,12 +30,13 @@ WRITER = """
 import sys
 from pathlib import Path
 from memory_server.storage.store import GraphStore
+from memory_server.model.items import Entity, ObservationsToAdd
 path, worker, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 store = GraphStore(path)
 sys.stdin.readline()
 for step in range(count):
-    store.create_entities([{"name": f"{worker}-{step}", "entityType": "t", "observations": []}])
-    store.add_observations([{"entityName": "shared", "contents": [f"{worker}-{step}"]}])
+    store.create_entities([Entity(f"{worker}-{step}", "t", [])])
+    store.add_observations([ObservationsToAdd("shared", [f"{worker}-{step}"])])
 """
 
 # Holds the lock, as a writer in the middle of a save does, until a line arrives on stdin.
@@ -57,11 +59,12 @@ APPENDER = """
 import sys
 from pathlib import Path
 from memory_server.storage.store import GraphStore
+from memory_server.model.items import Entity
 store = GraphStore(Path(sys.argv[1]), lock_timeout=30, stale_after=1, refresh_every=0.2)
 step = sum(1 for e in store.read_graph()["entities"] if e["name"].startswith("e-"))
 print("ready", flush=True)
 while True:
-    store.create_entities([{"name": f"e-{step:06d}", "entityType": "t", "observations": []}])
+    store.create_entities([Entity(f"e-{step:06d}", "t", [])])
     print(step, flush=True)
     step += 1
 """
@@ -106,7 +109,7 @@ def entity(name: str) -> dict[str, object]:
 def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path,
                                                     children: list[subprocess.Popen[str]]) -> None:
     memory = tmp_path / "memory.jsonl"
-    GraphStore(memory).create_entities([entity("shared")])
+    GraphStore(memory).create_entities(entity_items([entity("shared")]))
     workers = [f"w{number}" for number in range(4)]
     children += [python(WRITER, str(memory), worker, "15") for worker in workers]
     for process in children:
@@ -132,6 +135,7 @@ COMPANION = """
 import sys, threading
 from pathlib import Path
 from memory_server.storage.store import GraphStore
+from memory_server.model.items import Entity
 store = GraphStore(Path(sys.argv[1]), lock_timeout=30, stale_after=1, refresh_every=0.2)
 name = sys.argv[2]
 done = threading.Event()
@@ -139,7 +143,7 @@ threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).sta
 step = 0
 print("ready", flush=True)
 while not done.is_set():
-    store.create_entities([{"name": f"c{name}-{step:06d}", "entityType": "t", "observations": []}])
+    store.create_entities([Entity(f"c{name}-{step:06d}", "t", [])])
     print(step, flush=True)
     step += 1
 """
@@ -224,7 +228,7 @@ def test_sigkill_at_random_moments_always_leaves_a_complete_committed_file(
         companion.join()
     # The next writer gets past whatever the last kill left and sweeps the leftovers.
     survivor = GraphStore(memory, lock_timeout=30, stale_after=1, refresh_every=0.2)
-    assert survivor.create_entities([entity("after the storm")]).changed
+    assert survivor.create_entities(entity_items([entity("after the storm")])).changed
     names = {line.name for line in decode_file(memory.read_bytes()) if isinstance(line, EntityRecord)}
     for name, companion in zip(("a", "b"), acknowledged, strict=True):
         assert {f"c{name}-{n:06d}" for n in companion.numbers} <= names
@@ -250,7 +254,7 @@ def test_the_lock_of_a_dead_process_is_broken_at_once(tmp_path: Path,
     assert lock.exists()  # left behind by the killed holder
     # Waiting for age would take 600 s; the lock goes because its process is known to be gone.
     store = GraphStore(memory, lock_timeout=30, stale_after=600, refresh_every=200)
-    assert store.create_entities([entity("Alice")]).changed
+    assert store.create_entities(entity_items([entity("Alice")])).changed
     assert not lock.exists()
 
 
@@ -259,10 +263,10 @@ def test_an_empty_lock_file_left_by_a_writer_killed_while_creating_it_expires(tm
     (tmp_path / "memory.jsonl.lock").write_bytes(b"")
     # No process to ask, so only age tells: not broken before the stale time...
     with pytest.raises(LockTimeout):
-        GraphStore(memory, lock_timeout=0.3, stale_after=600).create_entities([entity("Alice")])
+        GraphStore(memory, lock_timeout=0.3, stale_after=600).create_entities(entity_items([entity("Alice")]))
     # ...and broken once it has gone that long without a refresh.
     assert GraphStore(memory, lock_timeout=30, stale_after=0.5, refresh_every=0.1).create_entities(
-        [entity("Alice")]).changed
+        entity_items([entity("Alice")])).changed
     assert sorted(path.name for path in tmp_path.iterdir()) == ["memory.jsonl"]
 
 
@@ -276,14 +280,14 @@ def test_an_abandoned_break_guard_does_not_stop_stale_locks_from_being_broken(
     holder.wait(WAIT)
     (tmp_path / "memory.jsonl.lock.break").write_bytes(b"")  # a breaker killed as it took the guard
     store = GraphStore(memory, lock_timeout=30, stale_after=0.5, refresh_every=0.1)
-    assert store.create_entities([entity("Alice")]).changed
+    assert store.create_entities(entity_items([entity("Alice")])).changed
     assert sorted(path.name for path in tmp_path.iterdir()) == ["memory.jsonl"]
 
 
 def test_a_live_holder_makes_writes_time_out_and_changes_nothing(tmp_path: Path,
                                                                  children: list[subprocess.Popen[str]]) -> None:
     memory = tmp_path / "memory.jsonl"
-    GraphStore(memory).create_entities([entity("Alice")])
+    GraphStore(memory).create_entities(entity_items([entity("Alice")]))
     before = memory.read_bytes()
     holder = python(HOLDER, str(memory), "2", "0.2")
     children.append(holder)
@@ -291,7 +295,7 @@ def test_a_live_holder_makes_writes_time_out_and_changes_nothing(tmp_path: Path,
     # Longer than the stale time: the holder's refreshes keep its lock alive all along.
     store = GraphStore(memory, lock_timeout=4, stale_after=2, refresh_every=0.2)
     with pytest.raises(LockTimeout) as raised:
-        store.create_entities([entity("Bob")])
+        store.create_entities(entity_items([entity("Bob")]))
     assert f"{memory}.lock" in str(raised.value)
     assert f"held by process {holder.pid}" in str(raised.value)
     assert "Nothing was changed" in str(raised.value)
@@ -300,7 +304,7 @@ def test_a_live_holder_makes_writes_time_out_and_changes_nothing(tmp_path: Path,
     holder.stdin.write("done\n")
     holder.stdin.flush()
     expect_line(holder, "released")
-    assert store.create_entities([entity("Bob")]).changed
+    assert store.create_entities(entity_items([entity("Bob")])).changed
 
 
 def test_a_record_declaring_a_longer_stale_time_does_not_keep_its_lock_from_age(
@@ -313,7 +317,7 @@ def test_a_record_declaring_a_longer_stale_time_does_not_keep_its_lock_from_age(
     children.append(holder)
     expect_line(holder, "held")
     impatient = GraphStore(memory, lock_timeout=30, stale_after=1, refresh_every=0.2)
-    assert impatient.create_entities([entity("Alice")]).changed
+    assert impatient.create_entities(entity_items([entity("Alice")])).changed
     assert holder.stdin is not None
     holder.stdin.write("go on\n")
     holder.stdin.flush()
@@ -331,7 +335,7 @@ def test_a_holder_that_stopped_refreshing_loses_the_lock_after_the_stale_time(
     os.kill(holder.pid, signal.SIGSTOP)  # alive, but neither working nor refreshing
     try:
         store = GraphStore(memory, lock_timeout=30, stale_after=1, refresh_every=0.2)
-        assert store.create_entities([entity("Alice")]).changed
+        assert store.create_entities(entity_items([entity("Alice")])).changed
         assert store.read_graph()["entities"] == [entity("Alice")]
         assert holder.poll() is None
     finally:
@@ -344,20 +348,21 @@ FULL_DISK = """
 import json, os, resource, signal, sys
 from pathlib import Path
 from memory_server.storage.store import GraphError, GraphStore
+from memory_server.model.items import Entity
 memory = Path(sys.argv[1])
 store = GraphStore(memory)
-store.create_entities([{"name": "Alice", "entityType": "t", "observations": []}])
+store.create_entities([Entity("Alice", "t", [])])
 # Past this size writes fail with EFBIG, as they fail with ENOSPC on a full disk.
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
 try:
-    store.create_entities([{"name": "Big", "entityType": "t", "observations": ["x" * 100000]}])
+    store.create_entities([Entity("Big", "t", ["x" * 100000])])
     print(json.dumps({"error": None}))
 except GraphError as error:
     print(json.dumps({"error": str(error), "graph": store.read_graph(), "files": sorted(os.listdir(memory.parent))}))
 resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-print(json.dumps(store.create_entities([{"name": "Bob", "entityType": "t", "observations": []}]).value))
+print(json.dumps(store.create_entities([Entity("Bob", "t", [])]).value))
 """
 
 
@@ -380,11 +385,12 @@ PERMISSIVE = """
 import os, sys
 from pathlib import Path
 from memory_server.storage.store import GraphStore
+from memory_server.model.items import Entity
 os.umask(0)
 memory = Path(sys.argv[1])
 memory.write_bytes(b"{not json\\n")
 os.chmod(memory, 0o666)
-GraphStore(memory).create_entities([{"name": "Alice", "entityType": "t", "observations": []}])
+GraphStore(memory).create_entities([Entity("Alice", "t", [])])
 """
 
 

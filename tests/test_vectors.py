@@ -15,6 +15,7 @@ from test_semantic_process import Server, found_dog, own_lines_only
 
 from memory_server.model import writes
 from memory_server.model.graph import EMPTY, Graph
+from memory_server.model.items import Entity
 from memory_server.retrieval import semantic
 from memory_server.retrieval.semantic import Engine, text_key
 from memory_server.retrieval.vectors import VectorFile, vectors_path
@@ -36,7 +37,7 @@ def fresh_engine() -> Engine:
 
 
 def graph_of(facts: list[str]) -> Graph:
-    return writes.create_entities(EMPTY, [{"name": "Ann", "entityType": "person", "observations": facts}]).graph
+    return writes.create_entities(EMPTY, [Entity("Ann", "person", facts)]).graph
 
 
 def saved(side: Path, facts: list[str], memory_name: str = "memory.jsonl") -> Engine:

@@ -19,7 +19,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -35,10 +35,9 @@ def authors_of(record: EntityRecord) -> list[str | None]:
     return given
 
 
-def author_of(item: Mapping[str, Any], now: str | None) -> str | None:
-    """The author a write's item names, when it records one (statement 5)."""
-    author = item.get("recordedBy")
-    return author if now is not None and isinstance(author, str) and author else None
+def recorded_author(author: str | None, now: str | None) -> str | None:
+    """Who a write records as the author of what it adds: `author`, when it records one (statement 5)."""
+    return author if now is not None and author else None
 
 
 def _known(authors: list[str | None]) -> list[str | None] | None:

@@ -15,11 +15,13 @@ from operator import attrgetter
 from typing import Any, Final, NamedTuple, TypeAlias
 
 import msgspec
+from msgspec import UnsetType
 
 from . import authors, dates
 from .census import census_after_entities, census_after_links, known_census
 from .graph import Change, Edge, Graph, GraphError, Node, Triple, make_edge, make_node, plural
 from .indexes import text_changes
+from .items import Entity, ObservationsToAdd, ObservationsToDelete, Relation
 from .records import EntityRecord, RelationRecord
 
 
@@ -43,12 +45,12 @@ def _grown(record: EntityRecord, added: Sequence[tuple[str, str | None, str | No
     return authors.grown(record, dates.with_added(record, added, now), written_by)
 
 
-def _happened(item: Mapping[str, Any]) -> str | None:
+def _happened(item: Entity | ObservationsToAdd) -> str | None:
     """The stored form of an item's optional happenedOn; GraphError, saying what is accepted, when malformed."""
-    given = item.get("happenedOn")
-    if given is None:
+    given = item.happened_on
+    if isinstance(given, UnsetType):
         return None
-    if not isinstance(given, str):
+    if not isinstance(given, str):  # an item made in Python is not checked as a decoded one is
         raise GraphError(f"happenedOn must be a string: {dates.ACCEPTED}. Nothing was changed.")
     try:
         return dates.parse_when(given)[1]
@@ -103,28 +105,36 @@ def _with_entities(graph: Graph, entities: Mapping[str, Node], changed: Iterable
     return replace(graph, entities=entities, words=words, terms=terms, census=census, **fields)
 
 
+def triple_of(relation: Relation) -> Triple:
+    """A relation item's key in the graph: (from, to, relationType)."""
+    return relation.source, relation.to, relation.relation_type
+
+
 def _missing_message(missing: Sequence[str]) -> str:
     if len(missing) == 1:
         return f"Entity with name {missing[0]} not found"
     return f"Entities with names {', '.join(missing)} not found"
 
 
-def create_entities(graph: Graph, entities: Sequence[Mapping[str, Any]], now: str | None = None) -> Change:
+def create_entities(graph: Graph, entities: Sequence[Entity], now: str | None = None,
+                    author: str | None = None) -> Change:
     """New entities; names that exist, or repeat an earlier name of the call, are skipped whole.
 
-    Each is created `now` (a UTC stamp; None: no dates), its observations recorded now and,
-    with the item's `happenedOn`, told to have happened then (see :mod:`.dates`)."""
+    Each is created `now` (a UTC stamp; None: no dates), its observations recorded now, by
+    `author` (see :mod:`.authors`) and, with the item's `happenedOn`, told to have happened then
+    (see :mod:`.dates`)."""
+    author = authors.recorded_author(author, now)
     happened = [_happened(item) for item in entities]  # every date checked before anything is made
     fresh: dict[str, Node] = {}
     skipped: dict[str, None] = {}
     seq = graph.next_seq
     for item, when in zip(entities, happened, strict=True):
-        name = item["name"]
+        name = item.name
         if name in graph.entities or name in fresh:
             skipped[name] = None
             continue
-        record = dates.created(name, item["entityType"], unique(item["observations"]), now, when)
-        if (author := authors.author_of(item, now)) is not None:
+        record = dates.created(name, item.entity_type, unique(item.observations), now, when)
+        if author is not None:
             record = authors.with_authors(record, [author] * len(record.observations))
         fresh[name] = make_node(record, seq)
         seq += 1
@@ -137,9 +147,9 @@ def create_entities(graph: Graph, entities: Sequence[Mapping[str, Any]], now: st
     return Change(_with_entities(graph, {**graph.entities, **fresh}, fresh, next_seq=seq), value, True)
 
 
-def create_relations(graph: Graph, relations: Sequence[Mapping[str, Any]]) -> Change:
+def create_relations(graph: Graph, relations: Sequence[Relation]) -> Change:
     """New relations between existing entities; relations that exist already are skipped."""
-    missing = unique(name for item in relations for name in (item["from"], item["to"])
+    missing = unique(name for item in relations for name in (item.source, item.to)
                      if name not in graph.entities)
     if missing:
         raise GraphError(f"{_missing_message(missing)}; create the missing entities first "
@@ -147,7 +157,7 @@ def create_relations(graph: Graph, relations: Sequence[Mapping[str, Any]]) -> Ch
     fresh: dict[Triple, Edge] = {}
     seq = graph.next_seq
     for item in relations:
-        triple = (item["from"], item["to"], item["relationType"])
+        triple = triple_of(item)
         if triple in graph.relations or triple in fresh:
             continue
         fresh[triple] = make_edge(RelationRecord(*triple), seq)
@@ -164,24 +174,26 @@ def create_relations(graph: Graph, relations: Sequence[Mapping[str, Any]]) -> Ch
     return Change(new, value, True)
 
 
-def add_observations(graph: Graph, observations: Sequence[Mapping[str, Any]], now: str | None = None) -> Change:
+def add_observations(graph: Graph, observations: Sequence[ObservationsToAdd], now: str | None = None,
+                     author: str | None = None) -> Change:
     """Observations the entities do not have yet; fails whole when any entity is missing (or a
-    happenedOn is not a date). Each is recorded `now` (None: undated), with its item's happenedOn."""
-    missing = unique(item["entityName"] for item in observations if item["entityName"] not in graph.entities)
+    happenedOn is not a date). Each is recorded `now` (None: undated) by `author`, with its item's
+    happenedOn."""
+    missing = unique(item.entity_name for item in observations if item.entity_name not in graph.entities)
     if missing:
         raise GraphError(f"{_missing_message(missing)}. No observations were added.")
     happened = [_happened(item) for item in observations]
     lists: dict[str, tuple[list[tuple[str, str | None, str | None]], set[str]]] = {}
     written_by: dict[str, list[str | None]] = {}
     results = []
+    author = authors.recorded_author(author, now)
     for item, when in zip(observations, happened, strict=True):
-        name = item["entityName"]
+        name = item.entity_name
         if name not in lists:
             lists[name] = ([], set(graph.entities[name].record.observations))
         current, present = lists[name]
-        author = authors.author_of(item, now)
         added = []
-        for content in item["contents"]:
+        for content in item.contents:
             if content not in present:  # one already there keeps its first author
                 present.add(content)
                 current.append((content, now, when))
@@ -250,14 +262,14 @@ def _without_relations(graph: Graph, doomed: set[Triple], gone_entities: Collect
     return replace(graph, relations=relations, links=links, kept=kept, census=census)
 
 
-def delete_observations(graph: Graph, deletions: Sequence[Mapping[str, Any]], now: str | None = None) -> Change:
+def delete_observations(graph: Graph, deletions: Sequence[ObservationsToDelete], now: str | None = None) -> Change:
     """Removes the given observations (every copy of each, with their dates); unknown entities and
     observations are ignored. An entity that lost one was changed `now` (None: its dates kept as they are)."""
     unwanted: dict[str, set[str]] = {}
     for item in deletions:
-        name = item["entityName"]
+        name = item.entity_name
         if name in graph.entities:
-            unwanted.setdefault(name, set()).update(item["observations"])
+            unwanted.setdefault(name, set()).update(item.observations)
     shrunk: dict[str, Node] = {}
     for name, doomed in unwanted.items():
         record = graph.entities[name].record
@@ -273,10 +285,9 @@ def delete_observations(graph: Graph, deletions: Sequence[Mapping[str, Any]], no
     return Change(_with_entities(graph, {**graph.entities, **shrunk}, shrunk), value, True)
 
 
-def delete_relations(graph: Graph, relations: Sequence[Mapping[str, Any]]) -> Change:
+def delete_relations(graph: Graph, relations: Sequence[Relation]) -> Change:
     """Removes the given relations; relations that do not exist are ignored."""
-    doomed = {triple for triple in ((item["from"], item["to"], item["relationType"]) for item in relations)
-              if triple in graph.relations}
+    doomed = {triple for triple in map(triple_of, relations) if triple in graph.relations}
     value = {"success": True, "message": f"Deleted {plural(len(doomed), 'relation', 'relations')}.",
              "deletedCount": len(doomed)}
     if not doomed:

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
+    from ..model.items import Entity, ObservationsToAdd, ObservationsToDelete, Relation
     from ..model.writes import IncomingEntity, IncomingRelation
     from .store import WriteResult
 
@@ -86,9 +87,9 @@ class Queued(NamedTuple):
 
 
 class MemoryStore(Protocol):
-    """Reads answer from a consistent version of the graph; each write is atomic and returns
-    what the tool answers. `in_memory` reads raise store.NotInMemory when they would need I/O
-    (the caller then reads from a worker thread)."""
+    """Reads answer from a consistent version of the graph; each write is atomic, takes the tools'
+    items as decoded (model/items.py) and returns what the tool answers. `in_memory` reads raise
+    store.NotInMemory when they would need I/O (the caller then reads from a worker thread)."""
 
     def look_ahead(self) -> object: ...
     def close(self) -> None: ...
@@ -105,15 +106,17 @@ class MemoryStore(Protocol):
         """True once `condition` holds, False when `timeout` seconds pass first; ValueError for a
         condition of the other kind of store."""
 
-    def create_entities(self, entities: list[dict[str, Any]], *,
+    def create_entities(self, entities: Sequence[Entity], *, author: str | None = None,
+                        abandon: threading.Event | None = None) -> WriteResult:
+        """`author`: who writes (model/authors.py), recorded on the observations it adds."""
+    def create_relations(self, relations: Sequence[Relation], *,
+                         abandon: threading.Event | None = None) -> WriteResult: ...
+    def add_observations(self, observations: Sequence[ObservationsToAdd], *, author: str | None = None,
+                         abandon: threading.Event | None = None) -> WriteResult: ...
+    def delete_entities(self, entity_names: Sequence[str], *,
                         abandon: threading.Event | None = None) -> WriteResult: ...
-    def create_relations(self, relations: list[dict[str, Any]], *,
-                         abandon: threading.Event | None = None) -> WriteResult: ...
-    def add_observations(self, observations: list[dict[str, Any]], *,
-                         abandon: threading.Event | None = None) -> WriteResult: ...
-    def delete_entities(self, entity_names: list[str], *, abandon: threading.Event | None = None) -> WriteResult: ...
-    def delete_observations(self, deletions: list[dict[str, Any]], *,
+    def delete_observations(self, deletions: Sequence[ObservationsToDelete], *,
                             abandon: threading.Event | None = None) -> WriteResult: ...
-    def delete_relations(self, relations: list[dict[str, Any]], *,
+    def delete_relations(self, relations: Sequence[Relation], *,
                          abandon: threading.Event | None = None) -> WriteResult: ...
     def merge(self, entities: list[IncomingEntity], relations: list[IncomingRelation]) -> WriteResult: ...

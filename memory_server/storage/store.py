@@ -57,6 +57,7 @@ from ..background import Background
 from ..model import graph as rules
 from ..model import indexes, writes
 from ..model.graph import Graph, GraphError
+from ..model.items import Entity, ObservationsToAdd, ObservationsToDelete, Relation
 from ..model.records import Line
 from . import indexing
 from .candidates import FirstAnswers, GraphCandidates, first_answer
@@ -457,22 +458,25 @@ class GraphStore(Saving):
         finally:
             self._made_directories = []
 
-    def create_entities(self, entities: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self.write(lambda graph: writes.create_entities(graph, entities, self._now()), abandon=abandon)
+    def create_entities(self, entities: Sequence[Entity], *, author: str | None = None,
+                        abandon: threading.Event | None = None) -> WriteResult:
+        return self.write(lambda graph: writes.create_entities(graph, entities, self._now(), author), abandon=abandon)
 
-    def create_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
+    def create_relations(self, relations: Sequence[Relation], *, abandon: threading.Event | None = None) -> WriteResult:
         return self.write(lambda graph: writes.create_relations(graph, relations), abandon=abandon)
 
-    def add_observations(self, observations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        return self.write(lambda graph: writes.add_observations(graph, observations, self._now()), abandon=abandon)
+    def add_observations(self, observations: Sequence[ObservationsToAdd], *, author: str | None = None,
+                         abandon: threading.Event | None = None) -> WriteResult:
+        return self.write(lambda graph: writes.add_observations(graph, observations, self._now(), author), abandon=abandon)
 
-    def delete_entities(self, entity_names: list[str], *, abandon: threading.Event | None = None) -> WriteResult:
+    def delete_entities(self, entity_names: Sequence[str], *, abandon: threading.Event | None = None) -> WriteResult:
         return self.write(lambda graph: writes.delete_entities(graph, entity_names), abandon=abandon)
 
-    def delete_observations(self, deletions: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
+    def delete_observations(self, deletions: Sequence[ObservationsToDelete], *,
+                            abandon: threading.Event | None = None) -> WriteResult:
         return self.write(lambda graph: writes.delete_observations(graph, deletions, self._now()), abandon=abandon)
 
-    def delete_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
+    def delete_relations(self, relations: Sequence[Relation], *, abandon: threading.Event | None = None) -> WriteResult:
         return self.write(lambda graph: writes.delete_relations(graph, relations), abandon=abandon)
 
     def merge(self, entities: list[writes.IncomingEntity], relations: list[writes.IncomingRelation]) -> WriteResult:

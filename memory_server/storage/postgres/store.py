@@ -16,6 +16,7 @@ from ...index import ranking
 from ...model import graph as rules
 from ...model import writes
 from ...model.graph import Change, Graph, GraphError, Triple
+from ...model.items import Entity, ObservationsToAdd, ObservationsToDelete, Relation
 from .. import collector
 from ..interface import MeaningModel, Queued, StoreChoiceError, Until
 from ..store import NotInMemory, WriteResult
@@ -345,33 +346,36 @@ class PostgresStore:
     def _now(self) -> str | None:
         return None if self._clock is None else self._clock()
 
-    def create_entities(self, entities: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        names = [item["name"] for item in entities]
-        return self._write(lambda graph: writes.create_entities(graph, entities, self._now()),
+    def create_entities(self, entities: Sequence[Entity], *, author: str | None = None,
+                        abandon: threading.Event | None = None) -> WriteResult:
+        names = [item.name for item in entities]
+        return self._write(lambda graph: writes.create_entities(graph, entities, self._now(), author),
                            names, [], RuleReads(names), abandon)
 
-    def create_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        triples = _triples(relations)
+    def create_relations(self, relations: Sequence[Relation], *, abandon: threading.Event | None = None) -> WriteResult:
+        triples = [writes.triple_of(item) for item in relations]
         return self._write(lambda graph: writes.create_relations(graph, relations), [], triples,
                            RuleReads([name for triple in triples for name in triple[:2]], triples), abandon)
 
-    def add_observations(self, observations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        names = [item["entityName"] for item in observations]
-        return self._write(lambda graph: writes.add_observations(graph, observations, self._now()),
+    def add_observations(self, observations: Sequence[ObservationsToAdd], *, author: str | None = None,
+                         abandon: threading.Event | None = None) -> WriteResult:
+        names = [item.entity_name for item in observations]
+        return self._write(lambda graph: writes.add_observations(graph, observations, self._now(), author),
                            names, [], RuleReads(names), abandon)
 
-    def delete_entities(self, entity_names: list[str], *, abandon: threading.Event | None = None) -> WriteResult:
+    def delete_entities(self, entity_names: Sequence[str], *, abandon: threading.Event | None = None) -> WriteResult:
         names = list(entity_names)
         return self._write(lambda graph: writes.delete_entities(graph, names), names, [],
                            RuleReads(names, touching=names), abandon)
 
-    def delete_observations(self, deletions: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        names = [item["entityName"] for item in deletions]
+    def delete_observations(self, deletions: Sequence[ObservationsToDelete], *,
+                            abandon: threading.Event | None = None) -> WriteResult:
+        names = [item.entity_name for item in deletions]
         return self._write(lambda graph: writes.delete_observations(graph, deletions, self._now()),
                            names, [], RuleReads(names), abandon)
 
-    def delete_relations(self, relations: list[dict[str, Any]], *, abandon: threading.Event | None = None) -> WriteResult:
-        triples = _triples(relations)
+    def delete_relations(self, relations: Sequence[Relation], *, abandon: threading.Event | None = None) -> WriteResult:
+        triples = [writes.triple_of(item) for item in relations]
         return self._write(lambda graph: writes.delete_relations(graph, relations), [], triples,
                            RuleReads([], triples), abandon)
 
@@ -481,7 +485,3 @@ class _DatabaseCandidates:
 
     def answered(self) -> None:
         pass
-
-
-def _triples(relations: Sequence[dict[str, Any]]) -> list[Triple]:
-    return [(item["from"], item["to"], item["relationType"]) for item in relations]
