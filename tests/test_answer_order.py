@@ -303,7 +303,8 @@ def test_each_page_shows_the_relations_touching_its_entities_in_graph_order(
     counts as left out): those of the matched entities in graph order, then the others'."""
     entities, relations = memory
     graph = indexes.with_term_index(indexes.with_word_index(
-        writes.create_relations(writes.create_entities(rules.EMPTY, entities).graph, relations).graph))
+        writes.create_relations(writes.create_entities(rules.EMPTY, entity_items(entities)).graph,
+                                relation_items(relations)).graph))
     matched = {entity["name"] for entity in query.matches(graph, question)["entities"]}
     facts = query.search(graph, question, characters=characters)
     pager = Pager()
