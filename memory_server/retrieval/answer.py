@@ -464,10 +464,10 @@ def _small_as_one(found: Any, entities: Sequence[Any], scored: list[tuple[int, i
     whole_covered: dict[tuple[int, int], float] = {}
     whole = {position: score for position, _, score in ranking.score_facts(
         ranking.read_as_one(found, small), only=small, coverage_of=whole_covered)}
-    for (position, _), share in whole_covered.items():
-        for index in range(len(entities[position]["observations"])):
-            if covered.get((position, index), 0.0) < share:
-                covered[position, index] = share
+    share_of = {position: share for (position, _), share in whole_covered.items()}
+    for position, index, _ in scored:  # (the evidence of the facts scored is all that is read of it)
+        if (share := share_of.get(position)) is not None and covered.get((position, index), 0.0) < share:
+            covered[position, index] = share
     placed = [(position, index, score if position not in whole
                else whole[position] if best[position] == number else min(score, whole[position]))
               for number, (position, index, score) in enumerate(scored)]
