@@ -53,6 +53,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
+from .. import background
 from ..background import Background
 from ..model import graph as rules
 from ..model import indexes, writes
@@ -533,6 +534,8 @@ class GraphStore(Saving):
                 return graph
             with self._loading:
                 self._publish_index(graph, indexed)
+            # The load before it and the index's own making leave much of the heap free (background B7).
+            background.give_back_memory()
         if kind == "terms":
             self._coldstart.ranked()
         return indexed
