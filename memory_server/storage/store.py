@@ -534,10 +534,11 @@ class GraphStore(Saving):
                 return graph
             with self._loading:
                 self._publish_index(graph, indexed)
-            # The load before it and the index's own making leave much of the heap free (background B7).
-            background.give_back_memory()
         if kind == "terms":
-            self._coldstart.ranked()
+            self._coldstart.ranked()  # (the cache is let go)
+        # The load before it, the index's own making and the cache let go leave much of the heap
+        # free (background B7).
+        background.give_back_memory()
         return indexed
 
     def _publish_index(self, graph: Graph, indexed: Graph) -> None:
