@@ -122,8 +122,13 @@ def test_s1_warm_the_graph_answers_a_search_by_the_whole_query_and_the_cache_one
 def test_f5_once_the_graph_is_loaded_first_answers_are_made_of_its_own_objects(tmp_path: Path) -> None:
     memory = tmp_path / "memory.jsonl"
     large_memory(memory)
+    with GraphStore(memory) as store:  # (its close makes the cache again: K2)
+        store.create_relations([{"from": "person 100", "to": "person 200", "relationType": "knows"},
+                                {"from": "person 7", "to": "person 300", "relationType": "met"}])
+    assert fresh_cache(memory)
     with GraphStore(memory, cache=False) as reference:
         expected = {query: search_nodes(reference, query) for query in ("zephyr", "initiatives mentioned")}
+    assert all(len(found["relations"]) == 2 for found in expected.values())
 
     def the_graphs_own(store: GraphStore, found: dict[str, Any]) -> bool:
         graph = store.graph_in_memory
