@@ -384,6 +384,7 @@ class GraphStore(Saving):
     def _index_quietly(self, kind: str) -> None:
         with suppress(GraphError):
             self._ensure_index(kind)
+        background.give_back_memory()  # (B7, as the warm-up's)
 
     def _warm_up(self) -> None:
         """Makes the graph of the bytes (or records) a first-answer source answers from, and its
@@ -418,6 +419,9 @@ class GraphStore(Saving):
         finally:
             self._index_waits = False
             self._coldstart.warmed()
+            # The load and the index's making leave much of the heap free (background B7); once the
+            # graph answers, so that no read waits for it.
+            background.give_back_memory()
 
     def poll_external_change(self) -> bool:
         """True when another process changed the file since this store last reported (or saw) it.
@@ -535,10 +539,9 @@ class GraphStore(Saving):
             with self._loading:
                 self._publish_index(graph, indexed)
         if kind == "terms":
-            self._coldstart.ranked()  # (the cache is let go)
-        # The load before it, the index's own making and the cache let go leave much of the heap
-        # free (background B7).
-        background.give_back_memory()
+            self._coldstart.ranked()
+            # The index's making and the cache let go leave much of the heap free (background B7).
+            background.give_back_memory()
         return indexed
 
     def _publish_index(self, graph: Graph, indexed: Graph) -> None:
