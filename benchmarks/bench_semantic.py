@@ -2,7 +2,7 @@
 
     python benchmarks/bench_semantic.py [--entities 10000] [--observations 3]
     python benchmarks/bench_semantic.py --scan 50000 500000 1000000
-    python benchmarks/bench_semantic.py --fresh [--entities 10000] [--observations 5]
+    python benchmarks/bench_semantic.py --fresh [--entities 10000] [--observations 5] [--words-only]
     python benchmarks/bench_semantic.py --exits 20
 
 --exits: issue 28's clean exits, each kind that many times, each a real server over pipes on a
@@ -19,7 +19,8 @@ memory the table adds.
 memory a --fresh run embedded (its side file), at the share of the table a shortlist takes.
 --fresh: a memory file of that size is embedded once by a real server (until its side file of
 vectors is written), then each of five fresh servers is timed from spawn to its first answer by
-meaning, and its resident memory then and after 20 more searches.
+meaning, and its resident memory then and after 20 more searches; with --words-only, the five
+servers run with MEMORY_SEMANTIC=off (what the words' side holds alone).
 
 Runs in one process, in this order: import of the module, first load of the model, the
 profile of tests/test_semantic.py (about 300 facts on default_user) embedded and asked the five
@@ -94,6 +95,9 @@ def main() -> int:
     parser.add_argument("--during", type=int, metavar="RUNS",
                         help="a search and a ping during the embedding of 500 long new observations, that many times")
     parser.add_argument("--reuse", type=Path, help="with --fresh: a folder a former --fresh run left (skips the embedding)")
+    parser.add_argument("--words-only", action="store_true",
+                        help="with --fresh: the five servers run with MEMORY_SEMANTIC=off (the words' side alone): "
+                             "their RSS once the graph is loaded and indexed, and after the 20 searches")
     arguments = parser.parse_args()
     if arguments.scan:
         return scan(arguments.scan)
@@ -105,7 +109,8 @@ def main() -> int:
         return exits(arguments.exits)
     if arguments.fresh:
         if not arguments.busy:
-            return fresh(arguments.entities, arguments.observations, arguments.reuse, arguments.synthetic_vectors)
+            return fresh(arguments.entities, arguments.observations, arguments.reuse, arguments.synthetic_vectors,
+                         words_only=arguments.words_only)
         return while_another_embeds(lambda: fresh(arguments.entities, arguments.observations, arguments.reuse,
                                                   arguments.synthetic_vectors))
 
@@ -260,7 +265,8 @@ def recall(memory: Path) -> int:
     return 0
 
 
-def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic_vectors: bool = False) -> int:
+def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic_vectors: bool = False, *,
+          words_only: bool = False) -> int:
     import json
     import os
     import select
@@ -277,6 +283,9 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
             for item in made:
                 file.write(json.dumps({"type": "entity", **item}) + "\n")
     environment = {**os.environ, "MEMORY_FILE_PATH": str(memory), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    served = environment
+    if words_only:
+        served = {**environment, "MEMORY_SEMANTIC": "off"}
     hello = (json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}) + "\n"
         + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
@@ -292,7 +301,8 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
     def serve(until_saved: bool) -> tuple[float, float, bool]:
         started = time.perf_counter()
         process = subprocess.Popen([sys.executable, "-m", "memory_server"], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment)
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   env=environment if until_saved else served)
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(hello)
         process.stdin.flush()
@@ -311,6 +321,11 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
             if searches == 1:
                 first = time.perf_counter() - started
             found = "border collie" in json.dumps(answer)
+            if words_only and not until_saved:
+                # No answer by meaning will come: once the first answer has started the graph's load,
+                # until the process's memory has stopped growing for 3 s (the graph loaded and indexed).
+                settled(process.pid)
+                break
         took = time.perf_counter() - started
         at_meaning = process_rss(process.pid)
         warm = []
@@ -334,6 +349,14 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
               f"{1000 * statistics.median(warm):.0f} ms" if not until_saved else "", end="")
         return took, (at_meaning, rss), found
 
+    def settled(pid: int) -> None:
+        last, still = process_rss(pid), 0
+        while still < 6:
+            select.select([], [], [], 0.5)
+            now = process_rss(pid)
+            still = still + 1 if abs(now - last) < 1 else 0
+            last = now
+
     def saved_count() -> int:
         try:
             with vectors_path(memory).open("rb") as file:
@@ -349,9 +372,10 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
               f"{time.perf_counter() - started:.0f} s; side file {vectors_path(memory).stat().st_size} bytes")
     for _ in range(5):
         took, (at_meaning, rss), found = serve(until_saved=False)
-        print(f", by meaning: {found}, RSS {at_meaning:.0f} MB at the first answer by meaning, "
+        print(f", by meaning: {found}, RSS {at_meaning:.0f} MB at the first answer by meaning"
+              f"{' (words only: once the graph is loaded and indexed)' if words_only else ''}, "
               f"{rss:.0f} MB after the {len(WARM_QUERIES)} searches", flush=True)
-    return warm_in_process(memory, made)
+    return 0 if words_only else warm_in_process(memory, made)
 
 
 WARM_QUERIES = ["pets at home", "a cello concert", "tax paperwork", "music", "bread", "a trip to Japan", "gardening",

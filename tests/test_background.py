@@ -173,3 +173,28 @@ def test_b6_run_gives_the_outcome_in_a_future_and_cancels_what_never_runs() -> N
     closer.join(WAIT_SECONDS)
     assert not closer.is_alive() and blocker.result(0) == "held"
     assert background.run(int, "6") is None
+
+
+B7_PROBE = """
+import sys
+from memory_server.background import give_back_memory
+
+def resident():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+
+blocks = [bytes(4000) + bytes([n % 256]) for n in range(50_000)]  # 200 MB from glibc's heap
+kept = blocks[::64]  # a block kept every 256 KB: the freed ones lie between them, not at the top
+del blocks
+before = resident()
+give_back_memory()
+print(before - resident())
+"""
+
+
+def test_b7_the_heap_that_bulk_work_freed_goes_back_to_the_system() -> None:
+    # In a process of its own: its heap is this work's alone.
+    done = subprocess.run([sys.executable, "-c", B7_PROBE], capture_output=True, text=True, cwd=REPO,
+                          timeout=WAIT_SECONDS, check=True)
+    assert int(done.stdout) > 100 << 20, "most of the 200 MB freed between the kept blocks leaves the process"

@@ -121,6 +121,44 @@ def test_s1_warm_the_graph_answers_a_search_by_the_whole_query_and_the_cache_one
         assert store.cache_answers == 2 and store.cold_state is State.WARM
 
 
+def test_f5_once_the_graph_is_loaded_first_answers_are_made_of_its_own_objects(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    large_memory(memory)
+    with GraphStore(memory) as store:  # (its close makes the cache again: K2)
+        store.create_relations([{"from": "person 100", "to": "person 200", "relationType": "knows"},
+                                {"from": "person 7", "to": "person 300", "relationType": "met"}])
+    assert fresh_cache(memory)
+    with GraphStore(memory, cache=False) as reference:
+        expected = {query: search_nodes(reference, query) for query in ("zephyr", "initiatives mentioned")}
+    assert all(len(found["relations"]) == 2 for found in expected.values())
+
+    def the_graphs_own(store: GraphStore, found: dict[str, Any]) -> bool:
+        graph = store.graph_in_memory
+        assert graph is not None
+        return all(item is graph.entities[item["name"]].view for item in found["entities"]) and all(
+            item is graph.relations[item["from"], item["to"], item["relationType"]].view for item in found["relations"])
+
+    # The cache ranks a search by words while the graph has no ranking index (WARM).
+    with GraphStore(memory) as store:
+        search_nodes(store, "zephyr")
+        assert store.wait_until(Until.WARM, WAIT), "the worker's load"
+        found = search_nodes(store, "initiatives mentioned")
+        assert store.cache_answers == 2 and store.cold_state is State.WARM
+        assert found == expected["initiatives mentioned"] and found["entities"] and the_graphs_own(store, found)
+    # The records answer while the graph made of them waits for its word index (store G7).
+    cache_build.remove(memory)
+    with GraphStore(memory, index_after=lambda then, timeout: None) as store:
+        store.open_nodes(["person 1"])
+        assert store.wait_until(Until.INDEXED, 0.0) is False
+        for _ in range(600):
+            if store.graph_in_memory is not None:
+                break
+            threading.Event().wait(0.05)
+        found = search_nodes(store, "zephyr")
+        assert store.record_answers == 2 and store.cold_state is State.COLD
+        assert found == expected["zephyr"] and found["entities"] and the_graphs_own(store, found)
+
+
 def test_s1_a_cache_is_let_go_when_the_file_changes(tmp_path: Path) -> None:
     memory = tmp_path / "memory.jsonl"
     large_memory(memory)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
-from typing import Final
+from typing import Any, Final
 
 FIELD_SEPARATOR: Final = "\x00"
 """Joins the searchable fields of an entity. A query holding it falls back to a per-field check."""
@@ -34,11 +34,15 @@ TextChange = tuple[str, "str | None", "str | None"]
 
 class WordIndex:
     """Entity names by word, plus every word in one string so that a substring is found in
-    one scan of the vocabulary rather than of every observation. Never changed once made."""
+    one scan of the vocabulary rather than of every observation. Never changed once made.
+
+    A word held by one entity maps to its name, not to a list of it: most words of a large memory
+    are held by one (numbers, names, codes: at 100,000 entities of five facts, 600,000 of the
+    600,092 words), and their lists took 53 MB of the index's 128."""
 
     __slots__ = ("_holders", "_vocabulary", "_stale")
 
-    def __init__(self, holders: Mapping[str, list[str]], vocabulary: str, stale: int) -> None:
+    def __init__(self, holders: Mapping[str, str | list[str]], vocabulary: str, stale: int) -> None:
         self._holders = holders
         # May still hold words nobody has any more (`stale` of them): they only cost a lookup.
         self._vocabulary = vocabulary
@@ -47,11 +51,17 @@ class WordIndex:
     @classmethod
     def build(cls, texts: Iterable[tuple[str, str]]) -> WordIndex:
         """The index of (name, search text) pairs, one pair per entity."""
-        holders: defaultdict[str, list[str]] = defaultdict(list)
+        holders: dict[str, Any] = {}
+        hold = holders.setdefault  # (one call in C for a new word: as fast as a defaultdict of lists)
         for name, text in texts:
             for word in words_of(text):
-                holders[word].append(name)
-        return cls(dict(holders), _WORD_SEPARATOR.join(holders), 0)
+                held = hold(word, name)
+                if held is not name:
+                    if type(held) is str:
+                        holders[word] = [held, name]
+                    else:
+                        held.append(name)
+        return cls(holders, _WORD_SEPARATOR.join(holders), 0)
 
     def updated(self, changes: Iterable[TextChange]) -> WordIndex:
         """The index after the given changes, at most one per entity; this one stays as it was."""
@@ -71,11 +81,11 @@ class WordIndex:
         stale = self._stale
         # Lists are copied, never edited: the index before this change may still be searched.
         for word in gained.keys() | lost.keys():
-            now = _without(holders.get(word, []), lost.get(word, ())) + gained.get(word, [])
+            now = _without(_names(holders.get(word)), lost.get(word, ())) + gained.get(word, [])
             if now:
                 if word not in holders:
                     fresh.append(word)
-                holders[word] = now
+                holders[word] = now[0] if len(now) == 1 else now
             elif word in holders:
                 del holders[word]
                 stale += 1
@@ -99,11 +109,22 @@ class WordIndex:
             end = vocabulary.find(_WORD_SEPARATOR, at)
             if end < 0:
                 end = len(vocabulary)
-            found.update(self._holders.get(vocabulary[start:end], ()))
+            held = self._holders.get(vocabulary[start:end], ())
+            if isinstance(held, str):
+                found.add(held)
+            else:
+                found.update(held)
             if len(found) > limit:
                 return None
             at = vocabulary.find(part, end)
         return found
+
+
+def _names(held: str | list[str] | None) -> list[str]:
+    """The names of a word's holders as a list (never one the index holds: see _without)."""
+    if held is None:
+        return []
+    return [held] if isinstance(held, str) else held
 
 
 def _without(names: list[str], gone: Collection[str]) -> list[str]:

@@ -261,6 +261,20 @@ def part_of_lines(lines: Iterable[Line], names: AbstractSet[str]) -> Graph:
     return graph_from_lines(part)
 
 
+def part_of_graph(graph: Graph, names: Iterable[str]) -> Graph:
+    """The part of `graph` that part_of_lines makes of its file for `names` (those of them it
+    holds), of the graph's own nodes and edges: a part that costs references, not copies."""
+    nodes, links, edges = graph.entities, graph.links, graph.relations
+    held = sorted((nodes[name] for name in set(names) if name in nodes), key=_seq)
+    entities = {node.record.name: node for node in held}
+    triples = sorted({triple for name in entities for triple in links.get(name, ())}, key=lambda t: edges[t].seq)
+    touching: defaultdict[str, set[Triple]] = defaultdict(set)
+    for triple in triples:
+        touching[triple[0]].add(triple)
+        touching[triple[1]].add(triple)
+    return Graph(entities, {triple: edges[triple] for triple in triples}, dict(touching))
+
+
 def read_graph_of_lines(lines: Iterable[Line]) -> dict[str, Any]:
     """:func:`read_graph_for_pages` of graph_from_lines(lines), without making the graph: the same
     answer objects in the same order (the first of a repeated name or relation wins), and a

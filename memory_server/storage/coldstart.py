@@ -129,8 +129,10 @@ class FirstRecords:
     def open_nodes(self, names: list[str]) -> dict[str, Any]:
         return rules.open_nodes(rules.part_of_lines(self._lines, set(names)), names)
 
-    def containing(self, query: str) -> Graph:
-        """The part of the graph holding the whole query, and every relation touching it (S4)."""
+    def containing(self, query: str, loaded: Graph | None = None) -> Graph:
+        """The part of the graph holding the whole query, and every relation touching it (S4);
+        of the nodes and edges of `loaded`, the graph made of these records, once it is made
+        (candidates F5)."""
         needle = query.lower()
         holders = set()
         item: Any
@@ -140,9 +142,11 @@ class FirstRecords:
             if type(record) is EntityRecord and needle in search_text(record.name, record.entityType,
                                                                       record.observations):
                 holders.add(record.name)
+        if loaded is not None:
+            return rules.part_of_graph(loaded, holders)
         return rules.part_of_lines(self._lines, holders)
 
-    def holding(self, words: str) -> None:
+    def holding(self, words: str, loaded: Graph | None = None) -> None:
         return None  # the ranking counts over every entity: the graph's (S4)
 
     def read_graph(self) -> dict[str, Any]:

@@ -19,7 +19,9 @@ C2. Everything it holds is covered by keyed BLAKE2 digests whose key is the file
 C3. It holds no copy of an entity or relation: only where its line lies in the file. Every
     entity and relation answered is decoded from the file's own bytes there, and checked to be
     the one the cache says (its name, its endpoints); a mismatch is C2's failure. What goes to
-    the client is encoded from what was decoded, never bytes of the cache.
+    the client is encoded from what was decoded, never bytes of the cache. (Once the store has
+    made the graph of the same bytes, an entity is taken from that graph instead, checked to be
+    at the place the cache says: storage/candidates.py F5.)
 C4. It is made in a private temporary file (0600 from its first byte, no journal, temporary
     tables in memory) and renamed over the old one, never changed in place: a reader in any
     process sees a whole cache or none; readers open it read-only.
@@ -396,9 +398,10 @@ class ColdIndex:
         end = starts[number + 1] - 1 if number + 1 < len(starts) else len(self._texts)
         return self._texts[starts[number]:end].decode()
 
-    def containing(self, query: str) -> Graph | None:
+    def containing(self, query: str, loaded: Graph | None = None) -> Graph | None:
         """The part of the graph whose entities contain the whole query, each checked against its
-        line in the file (C3); None for a query only the graph answers (a match that could span fields)."""
+        line in the file (C3); None for a query only the graph answers (a match that could span fields).
+        `loaded`: see :meth:`subgraph`."""
         needle = query.lower()
         if FIELD_SEPARATOR in needle:
             return None
@@ -414,22 +417,29 @@ class ColdIndex:
                 at = texts.find(target, end + 1)  # the next entity's text
             else:
                 at = texts.find(target, at + 1)
-        return self.subgraph(found)
+        return self.subgraph(found, loaded)
 
-    def holding(self, words: str) -> Graph:
+    def holding(self, words: str, loaded: Graph | None = None) -> Graph:
         """The part of the graph whose entities hold a term of `words`, with the ranking's index
-        as the cache holds it (the whole memory's counts)."""
+        as the cache holds it (the whole memory's counts). `loaded`: see :meth:`subgraph`."""
         from ..index import ranking
 
         place = self._places()
         numbers = {place[name] for term in ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
                    for name in self.holders(term) or ()}
-        return replace(self.subgraph(sorted(numbers)), terms=_CachedTerms(self))  # type: ignore[arg-type]
+        return replace(self.subgraph(sorted(numbers), loaded), terms=_CachedTerms(self))  # type: ignore[arg-type]
 
-    def subgraph(self, numbers: Sequence[int]) -> Graph:
-        """These entities (in graph order) and every relation touching one, as the graph holds them."""
+    def subgraph(self, numbers: Sequence[int], loaded: Graph | None = None) -> Graph:
+        """These entities (in graph order) and every relation touching one, as the graph holds them.
+
+        `loaded`: the graph of the same file bytes, once the store has made it: its own nodes and
+        edges are taken rather than decoded again, so that an answer kept for its cursors refers to
+        the graph's objects instead of holding copies of them (each entity is checked to be the
+        one the cache says, by its place)."""
         if not numbers:
             return EMPTY
+        if loaded is not None:
+            return self._part_of(loaded, numbers)
         entities: dict[str, Node] = {}
         for number in numbers:
             record = self.entity(number)
@@ -447,6 +457,15 @@ class ColdIndex:
             touching.setdefault(relation.source, set()).add(triple)
             touching.setdefault(relation.target, set()).add(triple)
         return Graph(entities, relations, touching)
+
+    def _part_of(self, graph: Graph, numbers: Sequence[int]) -> Graph:
+        """subgraph(numbers) of the graph's own nodes and edges: the cache's places, the graph's objects."""
+        names, nodes = self.names, graph.entities
+        for number in numbers:
+            node = nodes.get(names[number])
+            if node is None or node.seq != number:
+                raise CacheMismatch(f"entity {number} is not where the cache says")
+        return rules.part_of_graph(graph, [names[number] for number in numbers])
 
     def holders(self, term: str) -> dict[str, int] | None:
         if self._terms is None:

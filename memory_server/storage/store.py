@@ -53,6 +53,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
+from .. import background
 from ..background import Background
 from ..model import graph as rules
 from ..model import indexes, writes
@@ -384,6 +385,7 @@ class GraphStore(Saving):
     def _index_quietly(self, kind: str) -> None:
         with suppress(GraphError):
             self._ensure_index(kind)
+        background.give_back_memory()  # (B7, as the warm-up's)
 
     def _warm_up(self) -> None:
         """Makes the graph of the bytes (or records) a first-answer source answers from, and its
@@ -418,6 +420,9 @@ class GraphStore(Saving):
         finally:
             self._index_waits = False
             self._coldstart.warmed()
+            # The load and the index's making leave much of the heap free (background B7); once the
+            # graph answers, so that no read waits for it.
+            background.give_back_memory()
 
     def poll_external_change(self) -> bool:
         """True when another process changed the file since this store last reported (or saw) it.
@@ -539,6 +544,8 @@ class GraphStore(Saving):
                 self._publish_index(graph, indexed)
         if kind == "terms":
             self._coldstart.ranked()
+            # The index's making and the cache let go leave much of the heap free (background B7).
+            background.give_back_memory()
         return indexed
 
     def _publish_index(self, graph: Graph, indexed: Graph) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ... import background
-from .model import BATCH, DIMENSIONS, MAX_CHARACTERS, Model, give_back_memory
+from .model import BATCH, DIMENSIONS, MAX_CHARACTERS, Model
 from .neighbours import EXACT_UP_TO, SHORTLIST_MIN, WORDS, quantize, scores, scores_of, sign_codes, table_scores
 
 if TYPE_CHECKING:
@@ -417,7 +417,7 @@ class Engine:
                     self.changed.notify_all()
         if not stopping.is_set():
             self.save()
-            give_back_memory()  # (the batches' temporaries)
+            background.give_back_memory()  # (the batches' temporaries)
 
     def nearest(self, graph: Graph, query: str, k: int) -> list[tuple[str, int, float]] | None:
         np = self._np

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ... import background
 from .engine import Engine, SideVectors, read_vectors
-from .model import PACKAGE_MISSING, give_back_memory, load, model_file, unusable
+from .model import PACKAGE_MISSING, load, model_file, unusable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -257,7 +257,7 @@ def _load(slot: _Slot, path: Path, digest: str | None, limit: int) -> None:
         return
     if side is not None:
         outcome.open_vectors(*side, read=None if early is None else early.result())
-    give_back_memory()
+    background.give_back_memory()
     slot.engine = outcome
     slot.done.set()
 

@@ -182,18 +182,3 @@ def _session(onnxruntime: Any, model: bytes, options: Any) -> Any:
     if getattr(session, "_model_bytes", None) is model:
         session._model_bytes = None
     return session
-
-
-def give_back_memory() -> None:
-    """Return the heap that the model's load (or a batch's temporaries) freed to the system (glibc
-    keeps it otherwise): the session's graph optimization leaves about 75 MB free but resident
-    (docs/semantic.md)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):  # not glibc: its allocator does what it does
-        return
-    trim.argtypes = [ctypes.c_size_t]
-    trim(0)
