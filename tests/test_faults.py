@@ -252,6 +252,9 @@ def test_a_cancelled_write_that_waits_for_the_lock_never_lands(memory_servers: M
                                                  "arguments": {"entities": [entity("Cancelled")]}})
     assert client.ok("open_nodes", {"names": ["Cancelled"]})["entities"] == []  # the write is waiting
     client.process.send(cancel(request))
+    # The session reads its input in order: once a later ping is answered, the cancel has been read
+    # (released before that, the lock could be taken by the write before its cancel arrives).
+    client.request("ping")
     assert holder.stdin is not None
     holder.stdin.write("done\n")
     holder.stdin.flush()
