@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
-from write_items import entity_items
+from write_items import entity_items, relation_items
 
 from memory_server.model import graph as rules
 from memory_server.model.items import ObservationsToAdd
@@ -125,8 +125,8 @@ def test_f5_once_the_graph_is_loaded_first_answers_are_made_of_its_own_objects(t
     memory = tmp_path / "memory.jsonl"
     large_memory(memory)
     with GraphStore(memory) as store:  # (its close makes the cache again: K2)
-        store.create_relations([{"from": "person 100", "to": "person 200", "relationType": "knows"},
-                                {"from": "person 7", "to": "person 300", "relationType": "met"}])
+        store.create_relations(relation_items([{"from": "person 100", "to": "person 200", "relationType": "knows"},
+                                               {"from": "person 7", "to": "person 300", "relationType": "met"}]))
     assert fresh_cache(memory)
     with GraphStore(memory, cache=False) as reference:
         expected = {query: search_nodes(reference, query) for query in ("zephyr", "initiatives mentioned")}
