@@ -374,6 +374,12 @@ def relations_touching(graph: Graph, names: set[str]) -> list[dict[str, Any]]:
     if 4 * len(names) > len(graph.entities):
         return [edge.view for (source, target, _), edge in graph.relations.items()
                 if source in names or target in names]
-    links = graph.links
+    return linked(graph.links, graph.relations, names)
+
+
+def linked(links: Mapping[str, AbstractSet[Triple]], relations: Mapping[Triple, Edge],
+           names: AbstractSet[str]) -> list[dict[str, Any]]:
+    """The relations touching `names`, found through a graph's `links`, in graph order: what an
+    answer's page asks, holding these two of its graph's maps and nothing else of it."""
     triples: set[Triple] = set().union(*[links[name] for name in names if name in links])
-    return list(map(_view, sorted(map(graph.relations.__getitem__, triples), key=_seq)))
+    return list(map(_view, sorted(map(relations.__getitem__, triples), key=_seq)))

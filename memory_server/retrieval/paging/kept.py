@@ -27,8 +27,8 @@ _REFERENCE: Final = 8
 def footprint(answer: Answer) -> int:
     """About how many bytes a kept answer holds of its own: its call's key, its summary, the JSON
     of units read from the index cache (msgspec.Raw, copies of the file's bytes), and a reference
-    per unit and per fact (the objects they refer to are the graph's, relations included: a page
-    asks for its own)."""
+    per unit and per fact. The objects they refer to are not counted: the graph's, or those of the
+    graph of candidates the answer was found in, which its pages ask for their relations."""
     size = len(answer.request) + len(answer.summary or b"") + _REFERENCE * len(answer.units)
     size += sum(len(unit) for unit in answer.units if type(unit) is msgspec.Raw)
     if (facts := answer.facts) is not None:
