@@ -352,3 +352,32 @@ def test_a_small_entity_is_placed_by_all_its_observations_together() -> None:
     facts = query.search(graph, "Caroline support group pride parade")
     first = json.loads(Pager().first_facts("search_nodes", REQUEST, facts).json)["entities"][0]
     assert first["name"] == "turn A" and first["observations"][0] == "Session 4, 9 June 2023 pride parade"
+
+
+def test_an_answer_kept_for_its_cursors_holds_the_relations_of_its_graph_not_the_graph() -> None:
+    """A page asks for its own relations; a later page must show the memory as the first did, so the
+    answer keeps its graph's relations and links, but not the graph (entities, indexes), which a
+    write replaces."""
+    import gc
+
+    people = [{"name": f"p{number}", "entityType": "person", "observations": [f"likes chess opening {number}"]}
+              for number in range(40)]
+    relations = [{"from": f"p{number}", "to": f"p{number + 1}", "relationType": "knows"} for number in range(39)]
+    graph = graph_of(people, relations)
+    facts = query.search(graph, "who likes chess openings?")
+    reached, seen, todo = False, {id(facts)}, [facts]
+    while todo and not reached:  # what the answer holds, all the way down
+        for referent in gc.get_referents(todo.pop()):
+            reached = reached or referent is graph
+            if id(referent) not in seen:
+                seen.add(id(referent))
+                todo.append(referent)
+    assert not reached
+    assert any(referent is graph.relations for referent in gc.get_referents(facts.touching.args))
+    pages = pages_of(Pager(), facts)
+    assert len(pages) > 1
+    for page in pages:
+        value = json.loads(page.json)
+        names = {entity["name"] for entity in value["entities"]}
+        if not any("more relation" in note for note in page.notes):
+            assert value.get("relations", []) == [r for r in relations if r["from"] in names or r["to"] in names]
