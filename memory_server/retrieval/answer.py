@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from functools import partial
 from operator import itemgetter
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -56,6 +56,9 @@ from ..index.search import FIELD_SEPARATOR
 from ..model.dates import Span
 from . import scope as scopes
 from .paging.pages import FactOrder, Facts, Touching
+
+if TYPE_CHECKING:  # (ranking itself is imported with the first search by words)
+    from ..index import ranking
 
 CHARACTERS_VARIABLE: Final = "MEMORY_SEARCH_CHARACTERS"
 DEFAULT_CHARACTERS: Final = 1_500
@@ -140,8 +143,10 @@ def shape(query: str, entities: Sequence[Any], touching: Touching, characters: i
         assert isinstance(order, FactOrder)
         order, kept = order.first_entities(limit)
         entities = [entities[position] for position in kept]
+    if opened is None:
+        return Facts(entities, order, touching, characters, words)
     given = {entity["name"] for entity in entities_given}
-    if opened is None or not (shown := {entities[position]["name"] for position, _ in order} - given):
+    if not (shown := {entities[position]["name"] for position, _ in order} - given):
         return Facts(entities, order, touching, characters, words)
     # Entities of a scope (or only meaning found) bring relations of their own: open_nodes gives
     # them, once, as the memory is now (a later page shows the memory as the first one did).
@@ -444,7 +449,7 @@ def _newest_first(fused: list[tuple[int, int, float]], entities: Sequence[Any], 
     return result
 
 
-def _small_as_one(found: Any, entities: Sequence[Any], scored: list[tuple[int, int, float]],
+def _small_as_one(found: ranking.FactHits, entities: Sequence[Any], scored: list[tuple[int, int, float]],
                   covered: dict[tuple[int, int], float]) -> list[tuple[int, int, float]]:
     """The facts scored, with each small entity (shown whole: guarantee 2) placed by the score of its
     observations read as one text (rarity counted over the same facts, a small entity's as one): a
