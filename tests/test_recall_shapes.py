@@ -246,3 +246,71 @@ def test_a_relations_target_shows_first_its_fact_most_like_the_question(
     shown = facts(client.ok("search_nodes", {"query": "How big is my manager's team?"}))
     team = [fact for name, fact in shown if name == "Platform_Team"]
     assert team[:1] == ["Has seven engineers"], shown
+
+
+KIN = [entity("default_user", "person", ["Name is Sam"]),
+       entity("Helen", "person", ["Sam's mother", "Retired nurse"]),
+       entity("Rosa", "person", ["Lives in a care home in Tijuana", "Turned 92 in March"]),
+       entity("Richard", "person", ["Sam's father", "Lives in Austin"]),
+       entity("Tom", "person", ["Sam's younger brother", "Lives in Portland"]),
+       entity("Leo", "person", ["Born in 2021", "Obsessed with dinosaurs"]),
+       entity("Acme", "company", ["Makes warehouse robots"])]
+KIN_RELATIONS = [relation("Helen", "default_user", "mother_of"), relation("Richard", "default_user", "father_of"),
+                 relation("Rosa", "Helen", "mother_of"), relation("Tom", "default_user", "brother_of"),
+                 relation("Leo", "Tom", "son_of"), relation("default_user", "Acme", "works_at")]
+
+
+def kin_scope(query: str, relations: list[dict[str, Any]] = KIN_RELATIONS) -> Any:
+    from memory_server.retrieval import scope
+
+    by_name = {item["name"]: item for item in KIN}
+
+    def opened(names: Any) -> dict[str, Any]:
+        wanted = set(names)
+        return {"entities": [by_name[name] for name in names if name in by_name],
+                "relations": [item for item in relations if item["from"] in wanted or item["to"] in wanted]}
+
+    return scope.find(query, KIN, opened)
+
+
+@pytest.mark.parametrize(("question", "targets"), [
+    ("Where does my grandmother live?", ("Rosa",)),  # the mother of a parent: two relations
+    ("What is my nephew obsessed with?", ("Leo",)),  # the son of a sibling
+    ("What does my mother do?", ("Helen",)),
+    ("Who is Helen's child?", ("default_user",)),  # mother_of read from its other end
+    ("Who is Tom's son?", ("Leo",)),
+])
+def test_kin_words_follow_the_relations_they_name(question: str, targets: tuple[str, ...]) -> None:
+    found = kin_scope(question)  # (the last hop's targets first, then those it passed through)
+    assert found is not None and found.targets[:len(targets)] == targets, found
+
+
+def test_a_kin_type_read_from_its_wrong_end_is_no_relation_to_follow() -> None:
+    # "Leo son_of Tom": Leo is Tom's son, so Tom is no son of Leo's (he is his parent), and the user
+    # who is someone's son has no son for that.
+    assert kin_scope("Who is Leo's son?").targets == ()
+    assert kin_scope("Who is Leo's father?").targets[:1] == ("Tom",)
+    assert kin_scope("Who is my son?", [relation("default_user", "Helen", "son_of")]).targets == ()
+    # a grandmother whose first step leads nowhere is not the mother one step away
+    assert kin_scope("Where does my grandmother live?", [relation("Rosa", "Helen", "mother_of")]).targets == ()
+
+
+def test_a_named_persons_fact_that_names_the_relations_target_answers_first(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "Who is my employer now?": the relation followed leads to the company, whose facts say what it
+    # is; the user's fact naming it says they work there, and comes first, newest of its kind.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Name is Sam", "Favourite food is hot pot"]),
+        entity("Lumen_Health", "company", ["Health software company in Denver", "Makes scheduling software"]),
+        entity("Acme_Robotics", "company", ["Warehouse robotics company in Cambridge"]),
+    ]})
+    for fact, day in (("Worked as a backend engineer at Acme Robotics", "2024-02-01"),
+                      ("Started a new job as a staff engineer at Lumen Health", "2026-04-16")):
+        client.ok("add_observations", {"observations": [
+            {"entityName": "default_user", "contents": [fact], "happenedOn": day}]})
+    client.ok("create_relations", {"relations": [relation("default_user", "Lumen_Health", "works_at"),
+                                                 relation("default_user", "Acme_Robotics", "worked_at")]})
+    for question in ("Who is my employer now?", "Where do I work?"):
+        shown = facts(client.ok("search_nodes", {"query": question}))
+        assert shown[0] == ("default_user", "Started a new job as a staff engineer at Lumen Health"), (question, shown)

@@ -26,7 +26,9 @@ Guarantees:
 4. Every fact of the answer is on exactly one page; an entity of which a page does not show every
    observation carries ``"partial": "3 of 300 observations shown; open_nodes gives all"``.
 5. `limit` keeps the first `limit` entities (in the order of their best fact) and all their facts.
-6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts.
+6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts; a named
+   entity's fact that names the target of the one relation the question followed scores at least
+   as the answer's best (:func:`_telling`).
 7. Only evidence answers (:data:`MIN_COVERAGE`, :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
    :data:`MEANING_SCOPED`): a question about something never said answers empty arrays;
    a small entity's facts are evidence by what the entity, read as one, covers (guarantee 2).
@@ -396,6 +398,14 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
     joined = [(position, index, score * weight[position]) for position, index, score in fused]
     top = max((score for _, _, score in joined), default=1.0)
     have = {(position, index) for position, index, _ in fused}
+    if scope.direct:
+        # A named entity's fact naming a target of the one relation followed tells of that relation:
+        # it counts as the best of the answer (at least), before the target's own facts.
+        told = _telling(entities, named, scope.direct)
+        joined = [(position, index, max(score, top) if (position, index) in told else score)
+                  for position, index, score in joined]
+        joined += [(position, index, top) for position, index in sorted(told - have)]
+        have |= told
     wanted = [*scope.targets] if asks else [*scope.targets, *scope.named]
     for rank, name in enumerate(wanted):
         for position, entity in enumerate(entities):
@@ -409,6 +419,17 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
                 break
     joined.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
     return joined
+
+
+def _telling(entities: Sequence[Any], named: AbstractSet[str], direct: Sequence[str]) -> set[tuple[int, int]]:
+    """The facts of the named entities that name one of the `direct` targets (scope guarantee 5)."""
+    found: set[tuple[int, int]] = set()
+    for position, entity in enumerate(entities):
+        if entity["name"] in named:
+            for index, observation in enumerate(entity["observations"]):
+                if scopes.mentions({"observations": [observation]}, direct):
+                    found.add((position, index))
+    return found
 
 
 NEIGHBOUR_SHARE: Final = 0.35

@@ -25,6 +25,9 @@ Guarantees (for :func:`find`):
    without the words that named the relations followed. A name is no evidence for its own
    entity's facts, but it is for another named entity's fact that mentions it ("Alice's reason
    for visiting Lisbon": Alice's facts that name Lisbon): such a name's terms stay.
+5. When the question followed one relation, its targets are also the scope's `direct` ones: a
+   named entity's fact that names one ("Started a new job at Lumen Health", for "Who is my
+   employer now?") tells of the very relation asked about.
 """
 
 from __future__ import annotations
@@ -64,6 +67,25 @@ RELATION_WORDS: Final = {
 """The words of relation types a question's word names ("brother": a relation of type brother_of or
 sibling_of), beside the word itself."""
 
+COMPOSED: Final = {
+    "grandmother": ("parent", "mother"), "grandma": ("parent", "mother"), "granny": ("parent", "mother"),
+    "grandfather": ("parent", "father"), "grandpa": ("parent", "father"), "grandparent": ("parent", "parent"),
+    "grandson": ("child", "son"), "granddaughter": ("child", "daughter"), "grandchild": ("child", "child"),
+    "grandkid": ("child", "child"), "nephew": ("sibling", "son"), "niece": ("sibling", "daughter"),
+    "aunt": ("parent", "sister"), "uncle": ("parent", "brother"),
+}
+"""Kin two relations away, which a memory keeps as two ("my grandmother": the mother of a parent)."""
+
+INVERSE: Final = {
+    "mother": "child son daughter", "father": "child son daughter", "parent": "child son daughter",
+    "son": "parent mother father", "daughter": "parent mother father", "child": "parent mother father",
+    "brother": "sibling brother sister", "sister": "sibling brother sister", "sibling": "sibling brother sister",
+    "wife": "spouse wife husband partner married", "husband": "spouse wife husband partner married",
+    "spouse": "spouse wife husband partner married", "partner": "spouse wife husband partner married",
+    "married": "spouse wife husband partner married",
+}
+"""What a relation ``A mother_of B`` makes B of A (a child): a kin type read from its other end."""
+
 Opened = Callable[[Sequence[str]], Mapping[str, Any]]
 """The entities of some names (those that exist) and the relations touching them: open_nodes."""
 
@@ -76,6 +98,19 @@ def _kinds() -> dict[str, frozenset[str]]:
         for term in ranking.terms(word):
             kinds[term] = kinds.get(term, frozenset()) | frozenset(ranking.terms(named))
     return kinds
+
+
+@cache
+def _composed() -> dict[str, tuple[str, str]]:
+    """Stemmed: a question's term -> the two words of the relations it names, in turn."""
+    return {term: (ranking.terms(first)[0], ranking.terms(second)[0])
+            for word, (first, second) in COMPOSED.items() for term in ranking.terms(word)}
+
+
+@cache
+def _inverse() -> dict[str, frozenset[str]]:
+    """Stemmed: a kin type's term -> the terms of what it makes the relation's other end."""
+    return {term: frozenset(ranking.terms(named)) for word, named in INVERSE.items() for term in ranking.terms(word)}
 
 
 @dataclass(frozen=True)
@@ -95,6 +130,8 @@ class Scope:
     """The scope's entity objects, by name."""
     relations: list[Any] = field(default_factory=list)
     """The relations touching the named entities and the targets."""
+    direct: tuple[str, ...] = ()
+    """The targets when the question followed one relation only (guarantee 5)."""
 
 
 def _name_terms(name: str) -> tuple[str, ...]:
@@ -119,10 +156,18 @@ def speaks_of_user(query: str) -> bool:
     return _FIRST_PERSON.search(query) is not None
 
 
-def _names_relation(term: str, relation_type: str, other_type: str) -> bool:
+_OF: Final = re.compile(r"(?:^|[\W_])of$", re.I)
+
+
+def _names_relation(term: str, relation_type: str, other_type: str, other_is_from: bool = True) -> bool:
     """Whether the question's term names this relation: a term of its type, a type's term the word
-    names (RELATION_WORDS), or a term of the type of the entity at its other end."""
-    held = ranking.fact_terms(relation_type)
+    names (RELATION_WORDS), or a term of the type of the entity at its other end. A kin type read
+    from its other end names what it makes that end (``Helen mother_of Sam``, from Helen: a child)."""
+    held = frozenset(ranking.fact_terms(relation_type))
+    if not other_is_from and _OF.search(relation_type.strip()):
+        kin = [_inverse()[term_held] for term_held in held if term_held in _inverse()]
+        if kin:
+            held = frozenset().union(*kin)
     return term in held or not _kinds().get(term, frozenset()).isdisjoint(held) or term in ranking.fact_terms(other_type)
 
 
@@ -165,23 +210,33 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     views.update((entity["name"], entity) for entity in around["entities"])
     # "my brother's wife": the first word naming a relation of the named entity is the first hop,
     # a later one naming a relation of where that led, the second.
-    ordered = [(word, term) for word in rest_words for term in ranking.query_terms(word, question_words=False)]
+    # A kin word two relations away ("grandmother") is two steps of one word, the second taken
+    # only where the first led.
+    steps = [(word, step, part) for word in rest_words for term in ranking.query_terms(word, question_words=False)
+             for part, step in enumerate(_composed().get(term, (term,)))]
     used: set[str] = set()
     targets: list[str] = []
     hop, reached = list(named), []
-    for word, term in ordered:
-        if len(used) == 2 or word in used:
+    hops = 0
+    for word, term, part in steps:
+        if hops == 2 or (word in used and part == 0):
             break
+        if part and word not in used:
+            continue
         found = [other for relation in relations for name in hop if name in (relation["from"], relation["to"])
                  and (other := _other(relation, name)) in views and other not in named and other not in reached
-                 and _names_relation(term, relation["relationType"], views[other]["entityType"])]
+                 and _names_relation(term, relation["relationType"], views[other]["entityType"],
+                                     other == relation["from"])]
         if not found:
+            if part:
+                break  # (the kin word's second step found nothing: no other word is a hop from here)
             continue
         used.add(word)
+        hops += 1
         reached += found
         hop = list(dict.fromkeys(found))
         targets = hop + [target for target in targets if target not in hop]
-        if len(used) == 1:
+        if hops == 1:
             second = opened(hop)
             further = [relation for relation in second["relations"] if relation not in relations]
             ends = {_other(relation, name) for relation in further for name in hop
@@ -193,7 +248,8 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     asked = " ".join(rest_words)
     if not ranking.query_terms(rest):
         rest = asked  # "What is Jordan's job?": the word that led to the employer still asks about Jordan
-    return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations)
+    direct = tuple(targets) if hops == 1 else ()
+    return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations, direct)
 
 
 def mentions(entity: Mapping[str, Any], named: Sequence[str]) -> bool:
