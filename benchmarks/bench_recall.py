@@ -7,6 +7,7 @@ Run from the repository root (on demand; pytest does not collect it):
     .venv/bin/python benchmarks/bench_recall.py --locomo DIR --servers none      # in-process rankers only
     .venv/bin/python benchmarks/bench_recall.py --personal tuning                # a personal memory, by category
     .venv/bin/python benchmarks/bench_recall.py --personal held-out              # (never tune on held-out)
+    .venv/bin/python benchmarks/bench_recall.py --personal second                # another memory, written apart
 
 Memories:
 
@@ -599,8 +600,8 @@ RANKERS = {"plain": (ranking.PLAIN, (1, 1)), "default": (ranking.DEFAULT, rankin
 def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--locomo", type=Path, help="directory holding LoCoMo's conversation *.json files")
-    parser.add_argument("--personal", choices=("tuning", "held-out"),
-                        help="only the personal memory (benchmarks/personal_memory.py) with this question set, "
+    parser.add_argument("--personal", choices=("tuning", "held-out", "second"),
+                        help="only a personal memory (personal_memory.py, or personal_memory_second.py) and this question set, "
                              "per category: the answering fact within the first 1,000 characters")
     parser.add_argument("--show-misses", action="store_true", help="with --personal: print the questions missed")
     parser.add_argument("--mappings", default=",".join(MAPPINGS), help=f"LoCoMo turn mappings ({', '.join(MAPPINGS)})")
@@ -639,9 +640,12 @@ def personal(options: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     import personal_memory
+    import personal_memory_second
 
-    asked = personal_memory.SETS[options.personal]
-    records = personal_memory.memory(datetime.now(UTC).date())
+    # "second": another memory and its own questions, written apart from the ranking code
+    source = personal_memory_second if options.personal == "second" else personal_memory
+    asked = source.SETS[options.personal]
+    records = source.memory(datetime.now(UTC).date())
     memory = Memory(f"personal/{options.personal}", records,
                     [Question(item.text, frozenset(), item.fact) for item in asked])
     entities = sum(1 for record in records if record["type"] == "entity")
@@ -666,7 +670,7 @@ def personal(options: argparse.Namespace) -> int:
                                                                                   options.timeout)))
                 except BenchError as error:
                     print(f"reference not run: {error}", flush=True)
-            print(f"{'asker':<24} " + " ".join(f"{category:>10}" for category in personal_memory.CATEGORIES)
+            print(f"{'asker':<24} " + " ".join(f"{category:>10}" for category in source.CATEGORIES)
                   + f" {'overall':>8} {'median B':>9}", flush=True)
             for label, ask in askers:
                 work = root / "run"
@@ -675,7 +679,7 @@ def personal(options: argparse.Namespace) -> int:
                 answers = ask(work)
                 passed = [personal_passes(item.fact, answer) for item, answer in zip(asked, answers, strict=True)]
                 cells = []
-                for category in personal_memory.CATEGORIES:
+                for category in source.CATEGORIES:
                     mine = [ok for item, ok in zip(asked, passed, strict=True) if item.category == category]
                     cells.append(f"{sum(mine):>3}/{len(mine):<2} {sum(mine) / len(mine):4.0%}" if mine else "")
                 sizes = sorted(answer.size for answer in answers)
