@@ -260,17 +260,18 @@ KIN_RELATIONS = [relation("Helen", "default_user", "mother_of"), relation("Richa
                  relation("Leo", "Tom", "son_of"), relation("default_user", "Acme", "works_at")]
 
 
-def kin_scope(query: str, relations: list[dict[str, Any]] = KIN_RELATIONS) -> Any:
+def kin_scope(query: str, relations: list[dict[str, Any]] = KIN_RELATIONS,
+              entities: list[dict[str, Any]] = KIN) -> Any:
     from memory_server.retrieval import scope
 
-    by_name = {item["name"]: item for item in KIN}
+    by_name = {item["name"]: item for item in entities}
 
     def opened(names: Any) -> dict[str, Any]:
         wanted = set(names)
         return {"entities": [by_name[name] for name in names if name in by_name],
                 "relations": [item for item in relations if item["from"] in wanted or item["to"] in wanted]}
 
-    return scope.find(query, KIN, opened)
+    return scope.find(query, entities, opened)
 
 
 @pytest.mark.parametrize(("question", "targets"), [
@@ -314,3 +315,47 @@ def test_a_named_persons_fact_that_names_the_relations_target_answers_first(
     for question in ("Who is my employer now?", "Where do I work?"):
         shown = facts(client.ok("search_nodes", {"query": question}))
         assert shown[0] == ("default_user", "Started a new job as a staff engineer at Lumen Health"), (question, shown)
+
+
+WORK = [entity("default_user", "person", ["Name is Nell"]), entity("Callum", "person", ["Nell's husband"]),
+        entity("Kirsty", "person", ["Callum's younger sister", "Works as a sommelier"]),
+        entity("Leila", "person", ["Works as a radio producer at BBC Bristol"]),
+        entity("Owen", "person", ["Keeps racing pigeons"]), entity("Kestrel", "company", ["Makes games"]),
+        entity("BBC_Bristol", "company", ["Broadcaster"])]
+WORK_RELATIONS = [relation("Callum", "default_user", "husband_of"), relation("Kirsty", "Callum", "sibling_of"),
+                  relation("default_user", "Owen", "reports_to"), relation("default_user", "Kestrel", "works_for"),
+                  relation("Leila", "BBC_Bristol", "works_for")]
+
+
+@pytest.mark.parametrize(("question", "targets"), [
+    # the relations named after the possessor come first: the husband's sister, then her job
+    ("What job does my husband's sister have?", ("Kirsty",)),
+    ("What's my manager's hobby?", ("Owen",)),  # a manager is whom one reports to
+    ("What does Leila do for a living?", ("BBC_Bristol",)),  # a living is a relation of work
+])
+def test_the_relations_a_question_names_are_read_as_people_ask(question: str, targets: tuple[str, ...]) -> None:
+    found = kin_scope(question, WORK_RELATIONS, WORK)
+    assert found is not None and found.targets[:len(targets)] == targets, found
+
+
+def test_a_fact_dated_within_the_window_asked_needs_less_of_the_meaning(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "Where did we go on holiday last summer?": no word of the trip's fact, and a similarity (0.24)
+    # under the scope's floor; its date answers the question's when.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    today = datetime.now(UTC).date()
+    summer = next(start for year in (today.year, today.year - 1)
+                  for start, end in [when.season_span("summer", year)] if end.date() <= today)
+    client.ok("create_entities", {"entities": [entity("default_user", "person", ["Name is Nell"]),
+                                               entity("Finn", "person", ["Nell's son"])]})
+    client.ok("create_relations", {"relations": [relation("default_user", "Finn", "parent_of")]})
+    client.ok("add_observations", {"observations": [  # (a neighbour's fact of that summer, more alike: 0.25)
+        {"entityName": "Finn", "contents": ["Goes to Little Acorns nursery three days a week"],
+         "happenedOn": (summer + timedelta(days=55)).date().isoformat()}]})
+    for fact, day in (("Spent a fortnight on the Isle of Skye at Moira's B&B", summer + timedelta(days=50)),
+                      ("Went to Hannah's hen weekend in Dublin", summer - timedelta(days=40)),
+                      ("Hosted a curry night for the choir", summer - timedelta(days=120))):
+        client.ok("add_observations", {"observations": [
+            {"entityName": "default_user", "contents": [fact], "happenedOn": day.date().isoformat()}]})
+    shown = facts(client.ok("search_nodes", {"query": "Where did we go on holiday last summer?"}))
+    assert shown[:1] == [("default_user", "Spent a fortnight on the Isle of Skye at Moira's B&B")], shown

@@ -235,7 +235,8 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
         found, entities, ranking.score_facts(found, coverage_of=covered), covered)
     meaning_query = scope.asked if scope is not None and ranking.query_terms(scope.asked) else query
     resemblance: dict[tuple[int, int], float] = {}
-    fused = _fused(scored, covered, entities, meaning_query, nearest, lookup, scope, len(terms), resemblance)
+    fused = _fused(scored, covered, entities, meaning_query, nearest, lookup, scope, len(terms), resemblance,
+                   window)
     joined: set[tuple[int, int]] = set()
     if scope is not None:
         fused = _with_scope(fused, entities, scope, bool(terms), resemblance, joined)
@@ -282,6 +283,10 @@ MEANING_ONE_WORD: Final = 0.27
 """... to a one-word question (``dog`` and "a border collie named Biscuit" are 0.37 apart)."""
 MEANING_SCOPED: Final = 0.25
 """... inside the scope of a named entity (its facts are few, and about what is asked)."""
+MEANING_WITHIN: Final = 0.2
+"""... for a fact within the window the question names: its date answers the question's when, so
+its meaning need answer only the rest ("Where did we go on holiday last summer?" and "Spent a
+fortnight on the Isle of Skye" are 0.24 apart)."""
 MARGIN: Final = 0.35
 """An entity is shown when its best fact scores at least this share of the answer's best."""
 TARGET_SHARE: Final = 0.6
@@ -333,11 +338,13 @@ def _told(entity: Mapping[str, Any], index: int) -> float:
 def _fused(scored: list[tuple[int, int, float]], covered: Mapping[tuple[int, int], float], entities: list[Any],
            query: str, nearest: Nearest | None, lookup: Callable[[str], Any | None] | None,
            scope: scopes.Scope | None, terms: int,
-           resemblance: dict[tuple[int, int], float] | None = None) -> list[tuple[int, int, float]]:
+           resemblance: dict[tuple[int, int], float] | None = None,
+           window: Span | None = None) -> list[tuple[int, int, float]]:
     """The facts that are evidence (guarantee 7), fused by score: each fact's word score as a
     share of the best, plus SEMANTIC_WEIGHT times its similarity as a share of the best, or, for a
     fact only meaning finds, MEANING_SHARE times that similarity's share; each cut by what it asks
-    (guarantee 11). Candidates of entities the words did not match are added to `entities`
+    (guarantee 11); within a `window`, MEANING_WITHIN is the floor for a fact it holds.
+    Candidates of entities the words did not match are added to `entities`
     (through `lookup`; in a scope, only its own). Each candidate's similarity goes to `resemblance`."""
     evidence = [(position, index, score * _told(entities[position], index)) for position, index, score in scored
                 if covered.get((position, index), 1.0) >= MIN_COVERAGE]
@@ -371,7 +378,8 @@ def _fused(scored: list[tuple[int, int, float]], covered: Mapping[tuple[int, int
             share = similarity / best_meaning * _told(entities[position], index)
             if fact in fused:
                 fused[fact] += SEMANTIC_WEIGHT * share
-            elif similarity >= floor:
+            elif similarity >= floor or (window is not None and similarity >= MEANING_WITHIN
+                                         and within(entities[position], index, window)):
                 fused[fact] = MEANING_SHARE * share if evidence else share
     return sorted(((position, index, score) for (position, index), score in fused.items()),
                   key=lambda fact: (-fact[2], fact[0], fact[1]))

@@ -55,8 +55,8 @@ RELATION_WORDS: Final = {
     "mother": "mother parent", "mom": "mother parent", "mum": "mother parent", "father": "father parent",
     "dad": "father parent", "parent": "parent mother father", "son": "son child", "daughter": "daughter child",
     "child": "child son daughter", "kid": "child son daughter",
-    "boss": "boss manager manage supervisor lead", "manager": "manager manage boss supervisor lead",
-    "supervisor": "supervisor manager manage boss", "colleague": "colleague coworker teammate",
+    "boss": "boss manager manage supervisor lead report", "manager": "manager manage boss supervisor lead report",
+    "supervisor": "supervisor manager manage boss report", "colleague": "colleague coworker teammate",
     "coworker": "coworker colleague teammate", "employer": "work employ employer",
     "company": "work employ employer company", "job": "work employ job", "work": "work employ",
     "team": "team member", "pet": "pet own", "dog": "pet own", "cat": "pet own",
@@ -85,6 +85,10 @@ INVERSE: Final = {
     "married": "spouse wife husband partner married",
 }
 """What a relation ``A mother_of B`` makes B of A (a child): a kin type read from its other end."""
+
+_IDIOMS: Final = ((re.compile(r"\bfor\s+a\s+living\b", re.I), "for work"),)
+"""Ways of asking that name a relation in other words ("What does Leila do for a living?": her work)."""
+_POSSESSING: Final = frozenset({"my", "our", "your", "his", "her", "their"})
 
 Opened = Callable[[Sequence[str]], Mapping[str, Any]]
 """The entities of some names (those that exist) and the relations touching them: open_nodes."""
@@ -187,6 +191,8 @@ def is_about_now(query: str) -> bool:
 def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> Scope | None:
     """The scope of the question (guarantees 1 to 4); None when it names no entity and the user's
     entity is not spoken of (or does not exist)."""
+    for idiom, meaning in _IDIOMS:
+        query = idiom.sub(meaning, query)
     named = named_in(query, entities)
     if not named and speaks_of_user(query):
         named = [USER]
@@ -200,8 +206,16 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     # (a name another named entity's facts mention links the two: its words rank those facts)
     name_terms = {term for name in named if not any(mentions(views[other], [name]) for other in named if other != name)
                   for term in _name_terms(name)}
-    rest_words = [word for word in _WORD.findall(query) if not name_terms.issuperset(ranking.terms(word))
-                  or not ranking.terms(word)]
+    every_word = _WORD.findall(query)
+    kept = [place for place, word in enumerate(every_word) if not name_terms.issuperset(ranking.terms(word))
+            or not ranking.terms(word)]
+    rest_words = [every_word[place] for place in kept]
+    # The relations are named after the possessor ("What job does my husband's sister have?": the
+    # husband's sister, then her job): words after the first "my" or named possessive come first.
+    anchor = next((place for place, word in enumerate(every_word) if word.lower() in _POSSESSING
+                   or (place not in kept and re.search(r"['’]s$", word))), -1)
+    hop_words = [every_word[place] for place in kept if place > anchor] + [
+        every_word[place] for place in kept if place <= anchor]
     relations = list(first["relations"])
     neighbours = {_other(relation, name) for relation in relations for name in named
                   if name in (relation["from"], relation["to"])}
@@ -212,7 +226,7 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     # a later one naming a relation of where that led, the second.
     # A kin word two relations away ("grandmother") is two steps of one word, the second taken
     # only where the first led.
-    steps = [(word, step, part) for word in rest_words for term in ranking.query_terms(word, question_words=False)
+    steps = [(word, step, part) for word in hop_words for term in ranking.query_terms(word, question_words=False)
              for part, step in enumerate(_composed().get(term, (term,)))]
     used: set[str] = set()
     targets: list[str] = []
