@@ -359,3 +359,28 @@ def test_a_fact_dated_within_the_window_asked_needs_less_of_the_meaning(
             {"entityName": "default_user", "contents": [fact], "happenedOn": day.date().isoformat()}]})
     shown = facts(client.ok("search_nodes", {"query": "Where did we go on holiday last summer?"}))
     assert shown[:1] == [("default_user", "Spent a fortnight on the Isle of Skye at Moira's B&B")], shown
+
+
+def test_a_window_in_which_nothing_found_is_of_whom_the_question_asks_shows_their_facts_of_that_time(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "Where did we take the children last fall?": the children (the relation followed) hold nothing
+    # of that autumn, and no word or likeness finds the user's trip; a colleague's fact of the time
+    # is no answer about us.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    today = datetime.now(UTC).date()
+    autumn = next(start for year in (today.year, today.year - 1)
+                  for start, end in [when.season_span("autumn", year)] if end.date() <= today)
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Name is Nell"]), entity("Finn", "person", ["Nell's son, born in 2021"]),
+        entity("Isla", "person", ["Nell's daughter, born in 2017"]), entity("Fatima", "person", ["Nell's colleague"])]})
+    client.ok("create_relations", {"relations": [relation("default_user", "Finn", "parent_of"),
+                                                 relation("default_user", "Isla", "parent_of"),
+                                                 relation("Fatima", "default_user", "colleague_of")]})
+    for name, fact, day in (("default_user", "Spent October half-term in a cabin in the Lake District", 50),
+                            ("default_user", "Took up road cycling on a gravel bike", -200),
+                            ("Fatima", "Is going on maternity leave soon", 60)):
+        client.ok("add_observations", {"observations": [
+            {"entityName": name, "contents": [fact], "happenedOn": (autumn + timedelta(days=day)).date().isoformat()}]})
+    shown = facts(client.ok("search_nodes", {"query": "Where did we take the children last fall?"}))
+    assert shown[:1] == [("default_user", "Spent October half-term in a cabin in the Lake District")], shown
+    assert ("default_user", "Took up road cycling on a gravel bike") not in shown

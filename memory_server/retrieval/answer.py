@@ -35,7 +35,8 @@ Guarantees:
 8. An entity is shown only when its best fact scores within :data:`MARGIN` of the answer's best.
 9. Versions of one kind of fact within an entity come newest first (:data:`VERSIONS_BAND`,
    :data:`CURRENT_BAND`).
-10. A window keeps the facts within it after 6 to 9 found and ranked them.
+10. A window keeps the facts within it after 6 to 9 found and ranked them; when none left is of the
+    scope's targets or named entities, their facts within it come first (:func:`_scope_within`).
 11. A fact that asks is weaker evidence than one that tells: its score, by words and by meaning, is
     cut by :data:`ASKING_CUT` times the share of its text in sentences that end in a question mark
     (:func:`asking`). "What sort of cars do you work on?" restates a question; it does not answer it.
@@ -242,6 +243,11 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
         fused = _with_scope(fused, entities, scope, bool(terms), resemblance, joined)
     if window is not None:
         fused = [fact for fact in fused if within(entities[fact[0]], fact[1], window)]
+        if scope is not None and not any(entities[position]["name"] in scope.named or
+                                         entities[position]["name"] in scope.targets for position, _, _ in fused):
+            # (nothing of whom the question is about: their facts of that time come first)
+            fused = _scope_within(entities, scope, window, resemblance) + [
+                (position, index, score * NEIGHBOUR_SHARE) for position, index, score in fused]
     fused = _plausible(fused)
     fused = _newest_first(fused, entities, current=scopes.is_about_now(query), joined=joined)
     by_entity: dict[int, list[int]] = {}
@@ -427,6 +433,27 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
                 break
     joined.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
     return joined
+
+
+def _scope_within(entities: Sequence[Any], scope: scopes.Scope, window: Span,
+                  resemblance: Mapping[tuple[int, int], float]) -> list[tuple[int, int, float]]:
+    """When nothing found within the window is of the entities the question is about, their facts
+    within it (the targets', else the named ones': "Where did we take the children last fall?"),
+    the most like the question first, then the newest (guarantee 10)."""
+    about = set(scope.targets) or set(scope.named)
+    held = [(position, index) for position, entity in enumerate(entities) if entity["name"] in about
+            for index in range(len(entity["observations"])) if within(entity, index, window)]
+    if not held and scope.targets:
+        named = set(scope.named)
+        held = [(position, index) for position, entity in enumerate(entities) if entity["name"] in named
+                for index in range(len(entity["observations"])) if within(entity, index, window)]
+    held.sort(key=lambda fact: (-resemblance.get(fact, 0.0), _newest_key(entities, fact)))
+    return [(position, index, 1.0 - place / (len(held) + 1)) for place, (position, index) in enumerate(held)]
+
+
+def _newest_key(entities: Sequence[Any], fact: tuple[int, int]) -> tuple[int, ...]:
+    """Sorts the newest first: the fact's date as negated code points."""
+    return tuple(-ord(character) for character in fact_date(entities[fact[0]], fact[1]))
 
 
 def _telling(entities: Sequence[Any], named: AbstractSet[str], direct: Sequence[str]) -> set[tuple[int, int]]:
