@@ -384,3 +384,23 @@ def test_a_window_in_which_nothing_found_is_of_whom_the_question_asks_shows_thei
     shown = facts(client.ok("search_nodes", {"query": "Where did we take the children last fall?"}))
     assert shown[:1] == [("default_user", "Spent October half-term in a cabin in the Lake District")], shown
     assert ("default_user", "Took up road cycling on a gravel bike") not in shown
+
+
+def test_a_question_about_a_person_answers_nothing_from_a_neighbour_only_meaning_finds(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "Which rugby team does Callum support?": nothing of Callum's says; his wife's netball is like
+    # the question (0.29) but no answer about him. A neighbour's fact the words find still is.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Plays goal defence in a Sunday netball league",
+                                          "Gave up netball after tearing a knee ligament",
+                                          "Callum: We are travelling to Lisbon in May for a week"]),
+        entity("Callum", "person", ["Works as a carpenter making oak furniture", "Plays the fiddle at ceilidhs"])]})
+    client.ok("create_relations", {"relations": [relation("Callum", "default_user", "husband_of")]})
+    answer = client.ok("search_nodes", {"query": "Which rugby team does Callum support?"})
+    assert sum(len(shown["observations"]) for shown in answer["entities"]) <= 1, answer
+    shown = facts(client.ok("search_nodes", {"query": "Which netball league does Callum watch?"}))
+    assert ("default_user", "Plays goal defence in a Sunday netball league") in shown, shown
+    # a neighbour's fact that names him is about him, by meaning alone too
+    shown = facts(client.ok("search_nodes", {"query": "Where is Callum going on a trip?"}))
+    assert ("default_user", "Callum: We are travelling to Lisbon in May for a week") in shown, shown

@@ -26,7 +26,9 @@ Guarantees:
 4. Every fact of the answer is on exactly one page; an entity of which a page does not show every
    observation carries ``"partial": "3 of 300 observations shown; open_nodes gives all"``.
 5. `limit` keeps the first `limit` entities (in the order of their best fact) and all their facts.
-6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts; a named
+6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts (when
+   nothing of the named entities or targets answers, a neighbour's fact only meaning finds is no
+   answer either); a named
    entity's fact that names the target of the one relation the question followed scores at least
    as the answer's best (:func:`_telling`).
 7. Only evidence answers (:data:`MIN_COVERAGE`, :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
@@ -241,6 +243,15 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
     joined: set[tuple[int, int]] = set()
     if scope is not None:
         fused = _with_scope(fused, entities, scope, bool(terms), resemblance, joined)
+        about = {*scope.named, *scope.targets}
+        if not any(entities[position]["name"] in about for position, _, _ in fused):
+            # Nothing of whom the question asks: a neighbour's fact only meaning finds is no answer
+            # about them ("Which rugby team does Callum support?" and his wife's netball), unless
+            # it names them ("Rosa: off to Lisbon next week", for "Where is Rosa going on a trip?").
+            by_words = {(position, index) for position, index, _ in scored
+                        if covered.get((position, index), 1.0) >= MIN_COVERAGE}
+            fused = [fact for fact in fused if (fact[0], fact[1]) in by_words or (fact[1] >= 0 and scopes.mentions(
+                {"observations": [entities[fact[0]]["observations"][fact[1]]]}, scope.named))]
     if window is not None:
         fused = [fact for fact in fused if within(entities[fact[0]], fact[1], window)]
         if scope is not None and not any(entities[position]["name"] in scope.named or
