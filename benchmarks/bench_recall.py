@@ -8,6 +8,7 @@ Run from the repository root (on demand; pytest does not collect it):
     .venv/bin/python benchmarks/bench_recall.py --personal tuning                # a personal memory, by category
     .venv/bin/python benchmarks/bench_recall.py --personal held-out              # (never tune on held-out)
     .venv/bin/python benchmarks/bench_recall.py --personal second                # another memory, written apart
+    .venv/bin/python benchmarks/bench_recall.py --personal third                 # and a third
 
 Memories:
 
@@ -600,8 +601,8 @@ RANKERS = {"plain": (ranking.PLAIN, (1, 1)), "default": (ranking.DEFAULT, rankin
 def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--locomo", type=Path, help="directory holding LoCoMo's conversation *.json files")
-    parser.add_argument("--personal", choices=("tuning", "held-out", "second"),
-                        help="only a personal memory (personal_memory.py, or personal_memory_second.py) and this question set, "
+    parser.add_argument("--personal", choices=("tuning", "held-out", "second", "third"),
+                        help="only a personal memory (personal_memory.py, _second.py or _third.py) and this question set, "
                              "per category: the answering fact within the first 1,000 characters")
     parser.add_argument("--show-misses", action="store_true", help="with --personal: print the questions missed")
     parser.add_argument("--mappings", default=",".join(MAPPINGS), help=f"LoCoMo turn mappings ({', '.join(MAPPINGS)})")
@@ -641,9 +642,10 @@ def personal(options: argparse.Namespace) -> int:
 
     import personal_memory
     import personal_memory_second
+    import personal_memory_third
 
-    # "second": another memory and its own questions, written apart from the ranking code
-    source = personal_memory_second if options.personal == "second" else personal_memory
+    # "second", "third": other memories, each with its own questions, written apart from the ranking code
+    source = {"second": personal_memory_second, "third": personal_memory_third}.get(options.personal, personal_memory)
     asked = source.SETS[options.personal]
     records = source.memory(datetime.now(UTC).date())
     memory = Memory(f"personal/{options.personal}", records,
