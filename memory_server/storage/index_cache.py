@@ -424,10 +424,23 @@ class ColdIndex:
         as the cache holds it (the whole memory's counts). `loaded`: see :meth:`subgraph`."""
         from ..index import ranking
 
+        terms = _CachedTerms(self)
+        wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
+        if loaded is not None:
+            # The loaded graph itself holds every candidate (guarantee 3 of retrieval/search.py: a
+            # superset): no part of tens of thousands of entities is made for a common word, only
+            # each holder checked to be where the cache says (C3). The postings read here are the
+            # ones the ranking reads (worked out once).
+            nodes, place = loaded.entities, self._places()
+            for term in wanted:
+                for name in terms.postings.holders(term) or ():
+                    node = nodes.get(name)
+                    if node is None or node.seq != place[name]:
+                        raise CacheMismatch(f"entity {name!r} is not where the cache says")
+            return replace(loaded, terms=terms)  # type: ignore[arg-type]
         place = self._places()
-        numbers = {place[name] for term in ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
-                   for name in self.holders(term) or ()}
-        return replace(self.subgraph(sorted(numbers), loaded), terms=_CachedTerms(self))  # type: ignore[arg-type]
+        numbers = {place[name] for term in wanted for name in self.holders(term) or ()}
+        return replace(self.subgraph(sorted(numbers)), terms=terms)  # type: ignore[arg-type]
 
     def subgraph(self, numbers: Sequence[int], loaded: Graph | None = None) -> Graph:
         """These entities (in graph order) and every relation touching one, as the graph holds them.
@@ -503,11 +516,20 @@ class _Lengths(Mapping[str, int]):
 
 
 class _Postings(Mapping[str, Mapping[str, int]]):
+    """The cache's postings, each term's decoded once for the one search these terms are made for."""
+
     def __init__(self, cold: ColdIndex) -> None:
         self._cold = cold
+        self._decoded: dict[str, dict[str, int] | None] = {}
+
+    def holders(self, term: str) -> dict[str, int] | None:
+        if term in self._decoded:
+            return self._decoded[term]
+        found = self._decoded[term] = self._cold.holders(term)
+        return found
 
     def __getitem__(self, term: str) -> Mapping[str, int]:
-        found = self._cold.holders(term)
+        found = self.holders(term)
         if not found:
             raise KeyError(term)
         return found
