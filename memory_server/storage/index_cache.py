@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import operator
 import sqlite3
 import threading
 from array import array
@@ -433,10 +434,13 @@ class ColdIndex:
             # ones the ranking reads (worked out once).
             nodes, place = loaded.entities, self._places()
             for term in wanted:
-                for name in terms.postings.holders(term) or ():
-                    node = nodes.get(name)
-                    if node is None or node.seq != place[name]:
-                        raise CacheMismatch(f"entity {name!r} is not where the cache says")
+                holders = terms.postings.holders(term) or {}
+                try:
+                    places = list(map(_seq, map(nodes.__getitem__, holders)))
+                except KeyError as missing:
+                    raise CacheMismatch(f"entity {missing} is not in the graph the cache is of") from None
+                if places != list(map(place.__getitem__, holders)):
+                    raise CacheMismatch(f"the holders of {term!r} are not where the cache says")
             return replace(loaded, terms=terms)  # type: ignore[arg-type]
         place = self._places()
         numbers = {place[name] for term in wanted for name in self.holders(term) or ()}
@@ -488,8 +492,17 @@ class ColdIndex:
         if number is None:
             return None
         start, end = self._postings_at[number], self._postings_at[number + 1]
-        names = self.names
-        return {names[n]: tf for n, tf in zip(self._postings[start:end], self._tfs[start:end], strict=True)}
+        return dict(zip(map(self.names.__getitem__, self._postings[start:end]), self._tfs[start:end], strict=True))
+
+    def lengths_by_name(self) -> dict[str, int]:
+        """Each entity's length in tokens, by name (the ranking reads one per holder of a term)."""
+        found: dict[str, int] | None = self._loaded.get("lengths by name")
+        if found is None:
+            found = self._loaded["lengths by name"] = dict(zip(self.names, self._lengths, strict=True))
+        return found
+
+
+_seq: Final = operator.attrgetter("seq")
 
 
 class _CachedTerms:
@@ -497,22 +510,8 @@ class _CachedTerms:
 
     def __init__(self, cold: ColdIndex) -> None:
         self.total = cold._total
-        self.lengths = _Lengths(cold)
+        self.lengths = cold.lengths_by_name()
         self.postings = _Postings(cold)
-
-
-class _Lengths(Mapping[str, int]):
-    def __init__(self, cold: ColdIndex) -> None:
-        self._cold = cold
-
-    def __getitem__(self, name: str) -> int:
-        return self._cold._lengths[self._cold._places()[name]]
-
-    def __len__(self) -> int:
-        return len(self._cold.names)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._cold.names)
 
 
 class _Postings(Mapping[str, Mapping[str, int]]):
