@@ -12,6 +12,7 @@ import heapq
 import json
 import math
 from collections import Counter
+from functools import partial
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -283,7 +284,7 @@ def test_entities_found_by_words_come_by_score_then_in_graph_order(
     assert graph.terms is not None
     scores = ranking.rank(graph.terms, question, ranking.DEFAULT, lambda name: graph.entities[name].text)
     expected = sorted((graph.entities[name] for name in scores), key=lambda node: (-scores[node.record.name], node.seq))
-    assert query.ranked_by_words(graph, question) == expected
+    assert list(query.ranked_by_words(graph, question)) == expected
 
 
 @SETTINGS
@@ -323,3 +324,113 @@ def test_each_page_shows_the_relations_touching_its_entities_in_graph_order(
         page = pager.next_page(cursor, "search_nodes", REQUEST)
     else:
         raise AssertionError("paging does not move on")
+
+
+# -- the ranking by words, ordered only as far as it is read (query.Ranked) ---------------------
+
+POOL = ["cello tea", "tea", "chess Lisbon", "dog collie run", "blue", "running dog", "allergic shellfish tea",
+        "Lisbon", "chess", "collie", "tea blue chess", "run run dog"]
+
+
+@st.composite
+def many_facts(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Entities drawn from a few observations (many alike: ties of score), some with many facts, so
+    that an answer's scored entities (answers.SCORED_FACTS) may stop before the matches do."""
+    if draw(st.booleans()):  # past answers.SCORED_FACTS facts
+        count, each = draw(st.integers(30, 45)), draw(st.sampled_from([400, 500]))
+    else:
+        count, each = draw(st.integers(1, 40)), draw(st.sampled_from([1, 3, 12, 160]))
+    seed = draw(st.integers(0, 2**16))
+    entities = []
+    for number in range(count):
+        picked = [POOL[(seed + number * 7 + step * step) % len(POOL)] for step in range(1 + (seed + number) % 5)]
+        observations = list(dict.fromkeys(picked)) + [f"{POOL[(seed + number + k) % len(POOL)]} {k % 97}"
+                                                     for k in range(each if number % 3 == 0 else each // 4)]
+        entities.append({"name": f"n{(number * 37 + seed) % 1000}-{number}", "entityType": "note",
+                         "observations": list(dict.fromkeys(observations))})
+    return entities
+
+
+def _pages(pager: Pager, facts: Any) -> list[tuple[dict[str, Any], list[str]]]:
+    """Every page of an answer and its notes, first and through its cursors, without the cursors
+    (they name the answer)."""
+    page = pager.first_facts("search_nodes", REQUEST, facts)
+    pages = []
+    while True:
+        value = json.loads(page.json)
+        cursor = value.pop("nextCursor", None)
+        pages.append((value, [note.replace(cursor or "-", "CURSOR") for note in page.notes]))
+        if cursor is None:
+            return pages
+        page = pager.next_page(cursor, "search_nodes", REQUEST)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(many_facts(), st.sampled_from(["tea", "dog running", "chess Lisbon tea", "blue collie", "n1 tea"]),
+       st.integers(1, 9),
+       st.lists(st.tuples(st.integers(0, 60), st.integers(-1, 4), st.sampled_from([0.3, 0.5, 0.9, 0.9])), max_size=12),
+       st.sampled_from([answers.MINIMUM_CHARACTERS, 1_500]), st.one_of(st.none(), st.integers(1, 4)),
+       st.data())
+def test_a_ranking_ordered_as_far_as_it_is_read_answers_as_the_whole_sort(
+        entities: list[dict[str, Any]], question: str, head: int, picks: list[tuple[int, int, float]],
+        characters: int, limit: int | None, data: st.DataObject) -> None:
+    """query.Ranked orders the best `head` entities by a threshold and the rest only when read: every
+    entity, slice and subset it gives is the whole sort's (by score, then place in the graph; ties
+    included), and the answer made of it (semantic candidates past the scored entities included)
+    has exactly the pages, first and through the cursors, of the answer made of the whole sort."""
+    graph = indexes.with_term_index(writes.create_entities(rules.EMPTY, entity_items(entities)).graph)
+    assert graph.terms is not None
+    scores = ranking.rank(graph.terms, question, ranking.DEFAULT, lambda name: graph.entities[name].text)
+    whole = sorted((graph.entities[name] for name in scores), key=lambda node: (-scores[node.record.name], node.seq))
+    ranked = query.ranked_by_words(graph, question, head=head)
+    assert len(ranked) == len(whole)
+    if whole:
+        at = data.draw(st.integers(-len(whole), len(whole) - 1))
+        stop = data.draw(st.integers(0, len(whole) + 2))
+        assert ranked[at] is whole[at]
+        assert ranked[:stop] == whole[:stop]
+    some = data.draw(st.sets(st.sampled_from([*graph.entities, "nobody"])))
+    assert query.Ranked.among(query.ranked_by_words(graph, question, head=head), some) == [
+        node for node in whole if node.record.name in some]
+    assert list(ranked) == whole
+    assert set(ranked.names) == {node.record.name for node in whole}
+
+    nearest = nearest_of(graph, picks)
+    lookup = partial(query.view_of, graph)
+    pager = Pager()
+    lazy = answers.shape(question, query.views_of(query.ranked_by_words(graph, question, head=head)),
+                         query.touching_in(graph), characters, limit=limit, nearest=nearest, lookup=lookup)
+    plain = answers.shape(question, [node.view for node in whole], query.touching_in(graph), characters,
+                          limit=limit, nearest=nearest, lookup=lookup)
+    assert _pages(pager, lazy) == _pages(pager, plain)
+    if lazy.words and limit is None:
+        # (the note counts every match, and the entities only meaning brought, as when all were held)
+        brought = {entity["name"] for entity in lazy.entities} - {node.record.name for node in whole}
+        assert len(lazy.entities) + lazy.unlisted == len(whole) + len(brought)
+
+
+def test_meaning_past_the_scored_entities_keeps_the_order_of_the_matches_among_equals() -> None:
+    """Two entities past those scored (answers.SCORED_FACTS), alike in every word, brought by meaning
+    at the same similarity: the one first among the matches (in graph order) comes first, as it did
+    when the answer held every match, though the ranking never ordered them."""
+    per = 200
+    count = answers.SCORED_FACTS // per + 5
+    entities = [{"name": f"e{number:02}", "entityType": "note", "observations": [f"tea {k}" for k in range(per)]}
+                for number in range(count)]
+    graph = indexes.with_term_index(writes.create_entities(rules.EMPTY, entity_items(entities)).graph)
+    last, before = f"e{count - 2:02}", f"e{count - 4:02}"
+
+    def nearest(question: str, k: int) -> list[tuple[str, int, float]]:
+        return [(last, 0, 0.9), (before, 0, 0.9)]
+
+    def names(facts: Any) -> list[tuple[str, int]]:
+        return [(facts.entities[position]["name"], index) for position, index in facts.order]
+
+    lazy = answers.shape("teas", query.views_of(query.ranked_by_words(graph, "teas", head=4)), query.touching_in(graph),
+                         1_500, nearest=nearest)
+    plain = answers.shape("teas", [graph.entities[entity["name"]].view for entity in entities], query.touching_in(graph),
+                          1_500, nearest=nearest)
+    shown = names(lazy)
+    assert shown == names(plain)
+    assert shown.index((before, 0)) < shown.index((last, 0))
+    assert len(lazy.entities) == answers.SCORED_FACTS // per + 2  # the scored ones and the two meaning brought

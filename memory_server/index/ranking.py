@@ -310,20 +310,32 @@ def rank(index: Terms, query: str, ranker: Ranker = DEFAULT,
     scores: dict[str, float] = {}
     weights: dict[str, float] = {}
     covered: dict[str, float] = {}
+    saturation, kept = k1 + 1.0, 1.0 - b
+    # The same sums in the same order as term by term and entity by entity, with what depends on
+    # an entity's length alone worked out once per distinct length (a memory has few), and each
+    # term's scores made in one pass: a word half the memory holds brings tens of thousands.
+    pull: dict[int, float] = {}
     for term in wanted:
         holders = index.postings.get(term)
         if not holders:
             continue
         idf = math.log(1.0 + (count - len(holders) + 0.5) / (len(holders) + 0.5))
         weights[term] = idf
-        for name, tf in holders.items():
-            norm = tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * lengths[name] / average))
-            scores[name] = scores.get(name, 0.0) + idf * norm
-            covered[name] = covered.get(name, 0.0) + idf
+        spans = list(map(lengths.__getitem__, holders))
+        for length in set(spans).difference(pull):
+            pull[length] = k1 * (kept + b * length / average)
+        term_scores = [idf * (tf * saturation / (tf + pull[length])) for tf, length in zip(holders.values(), spans)]
+        if not scores:
+            scores = dict(zip(holders, term_scores))
+            covered = dict.fromkeys(holders, idf)
+            continue
+        get, got = scores.get, covered.get
+        for name, score in zip(holders, term_scores):
+            scores[name] = get(name, 0.0) + score
+            covered[name] = got(name, 0.0) + idf
     if ranker.coverage and weights:
-        whole = sum(weights.values())
-        for name in scores:
-            scores[name] *= (covered[name] / whole) ** ranker.coverage
+        whole, power = sum(weights.values()), ranker.coverage
+        scores = {name: score * (covered[name] / whole) ** power for name, score in scores.items()}
     if ranker.phrase and text_of is not None and len(wanted) > 1:
         pairs = set(itertools.pairwise(wanted))
         best = heapq.nlargest(RERANKED, _at_least(scores, RERANKED), key=_score_then_name)

@@ -133,31 +133,49 @@ def shape(query: str, entities: Sequence[Any], touching: Touching, characters: i
     guarantee 3); `lookup`: an entity's object by name, for a candidate that no word of the query
     matched; `opened`: the entities and relations of some names (open_nodes), for the question's
     scope (guarantee 6); `window`: the time the answer's facts must fall in (guarantee 10)."""
-    entities = list(entities)
     words = not (entities and whole_query_matches(query, entities[0]))
     if not words:
-        if limit is not None:
-            entities = entities[:limit]
+        entities = list(entities) if limit is None else list(entities[:limit])
         order: Sequence[tuple[int, int]] = _contained_order(query, entities, characters)
         if window is not None:
             order = _kept_within(order, entities, window)
         return Facts(entities, order, touching, characters, words)
     entities_given = entities
-    entities, order = _word_order(query, list(entities), nearest, lookup, opened, window)
+    entities, order, unlisted = _word_order(query, entities, nearest, lookup, opened, window)
     if limit is not None:
         assert isinstance(order, FactOrder)
         order, kept = order.first_entities(limit)
         entities = [entities[position] for position in kept]
+        unlisted = 0
     if opened is None:
-        return Facts(entities, order, touching, characters, words)
-    given = {entity["name"] for entity in entities_given}
+        return Facts(entities, order, touching, characters, words, unlisted=unlisted)
+    given = _names_of(entities_given)
     if not (shown := {entities[position]["name"] for position, _ in order} - given):
-        return Facts(entities, order, touching, characters, words)
+        return Facts(entities, order, touching, characters, words, unlisted=unlisted)
     # Entities of a scope (or only meaning found) bring relations of their own: open_nodes gives
     # them, once, as the memory is now (a later page shows the memory as the first one did).
     own = [relation for relation in opened(sorted(shown))["relations"]
            if relation["from"] not in given and relation["to"] not in given]
-    return Facts(entities, order, partial(_with_own, touching, given, own), characters, words)
+    return Facts(entities, order, partial(_with_own, touching, given, own), characters, words, unlisted=unlisted)
+
+
+def _names_of(entities: Sequence[Any]) -> AbstractSet[str]:
+    """The names of the matched entities (of a ranking by words, as it holds them: query.Ranked)."""
+    names = getattr(entities, "names", None)
+    if isinstance(names, AbstractSet):
+        return names
+    return {entity["name"] for entity in entities}
+
+
+def _beyond(matched: Sequence[Any], start: int, names: Sequence[str]) -> list[Any]:
+    """The matched entities from `start` on that have these names, in the matches' order (of a
+    ranking by words, without ordering the rest of it: query.Ranked.among)."""
+    among = getattr(matched, "among", None)
+    if among is not None:
+        found: list[Any] = among(names)
+        return found
+    wanted = set(names)
+    return [entity for entity in matched[start:] if entity["name"] in wanted]
 
 
 def listed(relations: Sequence[Any]) -> Touching:
@@ -205,22 +223,24 @@ def _contained_order(query: str, entities: list[Any], characters: int) -> FactOr
     return FactOrder(range(len(entities)), picks, counts)
 
 
-def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
+def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
                 lookup: Callable[[str], Any | None] | None, opened: scopes.Opened | None = None,
-                window: Span | None = None) -> tuple[list[Any], FactOrder]:
-    """The facts answering a query taken as words (guarantees 2, 3, 6 to 9), and the entities
-    they refer to by position (the matches, or the question's scope)."""
+                window: Span | None = None) -> tuple[list[Any], FactOrder, int]:
+    """The facts answering a query taken as words (guarantees 2, 3, 6 to 9), the entities they
+    refer to by position (the matches scored and those meaning brought, or the question's scope),
+    and how many matches these leave out (none of their facts is in the answer)."""
     from ..index import ranking
 
-    scope = scopes.find(query, entities, opened) if opened is not None else None
+    scope = scopes.find(query, matched, opened) if opened is not None else None
     ranked_by = query
+    entities: Sequence[Any] = matched
     if scope is not None:
         # The question's scope (guarantee 6): its named entities, their targets, the rest, then
         # the matches whose observations name them; ranked by the question without the names.
         order_of = {name: number for number, name in enumerate((*scope.named, *scope.targets))}
         pool = sorted(scope.views.values(), key=lambda entity: (order_of.get(entity["name"], len(order_of)),
                                                                  entity["name"]))
-        pool += [entity for entity in entities[:scopes.NAMED_AMONG]
+        pool += [entity for entity in matched[:scopes.NAMED_AMONG]
                  if entity["name"] not in scope.names and scopes.mentions(entity, scope.named)]
         entities = pool
         ranked_by = scope.rest
@@ -231,6 +251,14 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
             break
         facts += len(entity["observations"])
         scored_entities += 1
+    beyond, unlisted = None, 0
+    if scope is None:
+        # The answer's entities: those scored, then those only meaning brings (the matches past
+        # them in their order, then others), never the rest of the matches: none of their facts is
+        # shown (and a ranking by words leaves them unordered). Their places keep the order of the
+        # matches, so facts of equal scores come as they would among all of them.
+        entities = list(matched[:scored_entities])
+        beyond = partial(_beyond, matched, scored_entities)
     covered: dict[tuple[int, int], float] = {}
     found = ranking.fact_hits(ranked_by, [(entity["name"], entity["entityType"], entity["observations"])
                                           for entity in entities[:scored_entities]])
@@ -238,8 +266,11 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
         found, entities, ranking.score_facts(found, coverage_of=covered), covered)
     meaning_query = scope.asked if scope is not None and ranking.query_terms(scope.asked) else query
     resemblance: dict[tuple[int, int], float] = {}
-    fused = _fused(scored, covered, entities, meaning_query, nearest, lookup, scope, len(terms), resemblance,
+    assert isinstance(entities, list)
+    fused = _fused(scored, covered, entities, meaning_query, nearest, lookup, scope, len(terms), resemblance, beyond,
                    window)
+    if beyond is not None:
+        unlisted = len(matched) - len(_names_of(entities) & _names_of(matched))
     joined: set[tuple[int, int]] = set()
     if scope is not None:
         fused = _with_scope(fused, entities, scope, bool(terms), resemblance, joined)
@@ -285,7 +316,7 @@ def _word_order(query: str, entities: list[Any], nearest: Nearest | None,
         else:
             positions.append(position)
             indexes.append(index)
-    return entities, FactOrder((), None, (), head=(positions, indexes))
+    return entities, FactOrder((), None, (), head=(positions, indexes)), unlisted
 
 
 # --------------------------------------------------------------------------------------------
@@ -356,13 +387,15 @@ def _fused(scored: list[tuple[int, int, float]], covered: Mapping[tuple[int, int
            query: str, nearest: Nearest | None, lookup: Callable[[str], Any | None] | None,
            scope: scopes.Scope | None, terms: int,
            resemblance: dict[tuple[int, int], float] | None = None,
+           beyond: Callable[[Sequence[str]], list[Any]] | None = None,
            window: Span | None = None) -> list[tuple[int, int, float]]:
     """The facts that are evidence (guarantee 7), fused by score: each fact's word score as a
     share of the best, plus SEMANTIC_WEIGHT times its similarity as a share of the best, or, for a
     fact only meaning finds, MEANING_SHARE times that similarity's share; each cut by what it asks
     (guarantee 11); within a `window`, MEANING_WITHIN is the floor for a fact it holds.
-    Candidates of entities the words did not match are added to `entities`
-    (through `lookup`; in a scope, only its own). Each candidate's similarity goes to `resemblance`."""
+    Candidates of entities the words did not match are added to `entities` (the matches past
+    those scored through `beyond`, in their order, then others through `lookup`; in a scope, only
+    its own). Each candidate's similarity goes to `resemblance`."""
     evidence = [(position, index, score * _told(entities[position], index)) for position, index, score in scored
                 if covered.get((position, index), 1.0) >= MIN_COVERAGE]
     found = None
@@ -379,6 +412,10 @@ def _fused(scored: list[tuple[int, int, float]], covered: Mapping[tuple[int, int
         floor = MEANING_SCOPED if scope is not None else MEANING_ONE_WORD if terms <= 1 else MEANING_ALONE
         best_meaning = max(similarity for _, _, similarity in found) or 1.0
         positions = {entity["name"]: position for position, entity in enumerate(entities)}
+        if beyond is not None:
+            for entity in beyond([name for name, _, _ in found if name not in positions]):
+                positions[entity["name"]] = len(entities)
+                entities.append(entity)
         for name, index, similarity in found:
             position = positions.get(name)
             if position is None:

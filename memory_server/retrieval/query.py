@@ -21,11 +21,14 @@ rules on a graph in memory alone (the command line, the benchmarks, the tests).
 
 from __future__ import annotations
 
+import heapq
 import importlib
+import itertools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
 
 from ..index import ranking
 from ..index.search import FIELD_SEPARATOR
@@ -41,6 +44,8 @@ if TYPE_CHECKING:
 
 _Match = TypeVar("_Match")
 _Ranked = TypeVar("_Ranked")
+_Item = TypeVar("_Item")
+_Other = TypeVar("_Other")
 
 MODEL_QUERY_CHARS: Final = 32_768
 """The start of a query the semantic model is given: it reads at most 256 tokens, and a token is
@@ -54,7 +59,7 @@ def search(graph: Graph, query: str, *, characters: int = answers.DEFAULT_CHARAC
     """The answer to a search_nodes call on the graph in memory: rules 1 to 3, semantic candidates
     included when ``retrieval/semantic`` and its model are installed. `ranked`: see :func:`matches`."""
     graph, nodes = matched_in(graph, query, ranked=ranked)
-    return answer_of(graph, query, [node.view for node in nodes], touching_in(graph), characters=characters,
+    return answer_of(graph, query, views_of(nodes), touching_in(graph), characters=characters,
                      limit=limit, window=window)
 
 
@@ -131,7 +136,7 @@ def matched_in(graph: Graph, query: str, ranker: Ranker | None = None, *,
                ranked: Callable[[Graph], Graph] | None = None) -> tuple[Graph, Sequence[Node]]:
     """Rules 1 and 2 on a graph: the entities matched, best first, and the graph they were found
     in (with its ranking index when the query was taken as words). See :func:`matches`."""
-    def by_words(words: str) -> list[Node]:
+    def by_words(words: str) -> Sequence[Node]:
         nonlocal graph
         if ranked is not None:
             graph = ranked(graph)
@@ -210,22 +215,127 @@ def _wordy(character: str) -> bool:
     return character.isalnum() or character == "_"
 
 
-def ranked_by_words(graph: Graph, query: str, ranker: Ranker | None = None) -> list[Node]:
+def ranked_by_words(graph: Graph, query: str, ranker: Ranker | None = None, *, head: int | None = None) -> Ranked[Node]:
     """The entities holding a term of the query, best first (ties in graph order); without the
-    graph's term index, one is made for this search. `ranker`: by default the server's."""
+    graph's term index, one is made for this search. `ranker`: by default the server's; `head`:
+    how many are ordered first (:data:`HEAD`; see :class:`Ranked`)."""
     terms = graph.terms if graph.terms is not None else indexes.with_term_index(graph).terms
     assert terms is not None
     entities = graph.entities
     scores = ranking.rank(terms, query, ranker or ranking.DEFAULT, lambda name: entities[name].text)
-    nodes = list(map(entities.__getitem__, scores))
-    # By place in the graph, then (a stable sort) by score: two sorts of plain numbers in C, where
-    # a key function would run Python code for each of the tens of thousands of entities a word
-    # half the memory holds brings.
-    places = list(map(_seq_of, nodes))
-    negated = list(map(operator.neg, scores.values()))
-    ranked = sorted(range(len(nodes)), key=places.__getitem__)
-    ranked.sort(key=negated.__getitem__)
-    return list(map(nodes.__getitem__, ranked))
+    return Ranked(_Order(scores, lambda name: entities[name].seq, HEAD if head is None else head), entities.__getitem__)
 
 
-_seq_of: Final = operator.attrgetter("seq")
+def views_of(nodes: Sequence[Node]) -> Sequence[Any]:
+    """The answer objects of matched entities, in their order (of a :class:`Ranked`, as lazily)."""
+    if isinstance(nodes, Ranked):
+        return nodes.with_items(_view_of)
+    return [node.view for node in nodes]
+
+
+_view_of: Final = operator.attrgetter("view")
+
+HEAD: Final = 512
+"""Entities a ranking by words orders first; four times as many each time more are read."""
+
+
+class _Order:
+    """The order of entities by score, highest first, ties by place in the graph, worked out only
+    as far as it is read (see :class:`Ranked`)."""
+
+    __slots__ = ("scores", "_place", "_first", "head", "_whole")
+
+    def __init__(self, scores: Mapping[str, float], place: Callable[[str], int], first: int = HEAD) -> None:
+        self.scores = scores
+        self._place = place
+        self._first = first
+        self.head: list[str] = []
+        """The names of the first len(head) entities of the whole order."""
+        self._whole = not scores
+
+    def ordered(self, names: Sequence[str]) -> list[str]:
+        """These names in the whole order: by place, then (a stable sort) by score, two sorts of
+        plain numbers in C (a key function would run Python code per entity)."""
+        places = list(map(self._place, names))
+        negated = [-self.scores[name] for name in names]
+        ranked = sorted(range(len(names)), key=places.__getitem__)
+        ranked.sort(key=negated.__getitem__)
+        return list(map(names.__getitem__, ranked))
+
+    def cover(self, count: int) -> list[str]:
+        """The names of at least the first `count` entities (all of them, when fewer), in order."""
+        if self._whole or count <= len(self.head):
+            return self.head
+        scores = self.scores
+        wanted = max(count, 4 * len(self.head), self._first)
+        if 4 * wanted >= len(scores):
+            self.head = self.ordered(list(scores))
+            self._whole = True
+            return self.head
+        least = heapq.nlargest(wanted, scores.values())[-1]
+        # Every entity scoring at least the wanted-th best score: all of them come before any other.
+        self.head = self.ordered(list(itertools.compress(scores, map(operator.le, itertools.repeat(least),
+                                                                    scores.values()))))
+        return self.head
+
+
+class Ranked(Sequence[_Item]):
+    """Entities ranked by words, best first (ties in graph order), ordered only as far as they are read.
+
+    The order is the sort of every entity by its score (highest first), then its place in the
+    graph; but only its first entities are worked out: the best `n` by a threshold (the `n`-th
+    best score, and every entity scoring at least that: exactly the first entities of the whole
+    order, ties included), sorted as the whole would be. An answer's facts are scored from the
+    first few hundred of tens of thousands (answer.SCORED_FACTS): a common word then costs the
+    entities' scores, not a sort of every entity holding it and a list of their objects. Reading
+    further orders four times as many, and past a quarter of them every entity, as before.
+
+    `item`: an entity's object by name (its node; :meth:`with_items` gives its view instead)."""
+
+    __slots__ = ("_order", "_item")
+
+    def __init__(self, order: _Order, item: Callable[[str], _Item]) -> None:
+        self._order = order
+        self._item = item
+
+    @property
+    def names(self) -> AbstractSet[str]:
+        """The names of every entity ranked, in no order."""
+        return self._order.scores.keys()
+
+    def with_items(self, item: Callable[[_Item], _Other]) -> Ranked[_Other]:
+        """The same ranking (ordered as far as this one is, and further with it), each entity given
+        as item(its object here)."""
+        own = self._item
+        return Ranked(self._order, lambda name: item(own(name)))
+
+    def among(self, names: Iterable[str]) -> list[_Item]:
+        """The entities of these names that are ranked here, once each, in the ranking's order."""
+        scores = self._order.scores
+        held = [name for name in dict.fromkeys(names) if name in scores]
+        return list(map(self._item, self._order.ordered(held)))
+
+    def __len__(self) -> int:
+        return len(self._order.scores)
+
+    @overload
+    def __getitem__(self, at: int) -> _Item: ...
+    @overload
+    def __getitem__(self, at: slice) -> list[_Item]: ...
+
+    def __getitem__(self, at: int | slice) -> _Item | list[_Item]:
+        if isinstance(at, slice):
+            _, stop, step = at.indices(len(self))
+            return list(map(self._item, self._order.cover(stop if step > 0 else len(self))[at]))
+        if at < 0:
+            at += len(self)
+        if not 0 <= at < len(self):
+            raise IndexError(at)
+        return self._item(self._order.cover(at + 1)[at])
+
+    def __iter__(self) -> Iterator[_Item]:
+        at = 0
+        while at < len(self):
+            head = self._order.cover(at + 1)
+            yield from map(self._item, head[at:])
+            at = len(head)

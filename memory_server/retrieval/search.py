@@ -181,7 +181,7 @@ def _matched(sources: Sequence[CandidateSource], query: str) -> tuple[CandidateS
         if candidates is None:
             continue
 
-        def by_words(words: str, source: CandidateSource = source) -> list[Node] | None:
+        def by_words(words: str, source: CandidateSource = source) -> Sequence[Node] | None:
             nonlocal candidates
             candidates = source.holding(words)
             return None if candidates is None else matching.ranked_by_words(candidates, words)
@@ -200,7 +200,7 @@ def facts(sources: Sequence[CandidateSource], query: str, characters: int, limit
     """Rules 1 to 3: the answer made of the facts of what rules 1 and 2 matched (all of it:
     `limit` applies to the facts' entities)."""
     source, candidates, matched = _matched(sources, query)
-    entities = [node.view for node in matched]
+    entities = matching.views_of(matched)
     # (a page asks for the relations of its own entities: an answer of thousands works out few)
     touching = matching.touching_in(candidates)
     if (graph := source.whole()) is not None:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import operator
 import sqlite3
 import threading
 from array import array
@@ -424,10 +425,26 @@ class ColdIndex:
         as the cache holds it (the whole memory's counts). `loaded`: see :meth:`subgraph`."""
         from ..index import ranking
 
+        terms = _CachedTerms(self)
+        wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
+        if loaded is not None:
+            # The loaded graph itself holds every candidate (guarantee 3 of retrieval/search.py: a
+            # superset): no part of tens of thousands of entities is made for a common word, only
+            # each holder checked to be where the cache says (C3). The postings read here are the
+            # ones the ranking reads (worked out once).
+            nodes, place = loaded.entities, self._places()
+            for term in wanted:
+                holders = terms.postings.holders(term) or {}
+                try:
+                    places = list(map(_seq, map(nodes.__getitem__, holders)))
+                except KeyError as missing:
+                    raise CacheMismatch(f"entity {missing} is not in the graph the cache is of") from None
+                if places != list(map(place.__getitem__, holders)):
+                    raise CacheMismatch(f"the holders of {term!r} are not where the cache says")
+            return replace(loaded, terms=terms)  # type: ignore[arg-type]
         place = self._places()
-        numbers = {place[name] for term in ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
-                   for name in self.holders(term) or ()}
-        return replace(self.subgraph(sorted(numbers), loaded), terms=_CachedTerms(self))  # type: ignore[arg-type]
+        numbers = {place[name] for term in wanted for name in self.holders(term) or ()}
+        return replace(self.subgraph(sorted(numbers)), terms=terms)  # type: ignore[arg-type]
 
     def subgraph(self, numbers: Sequence[int], loaded: Graph | None = None) -> Graph:
         """These entities (in graph order) and every relation touching one, as the graph holds them.
@@ -475,8 +492,17 @@ class ColdIndex:
         if number is None:
             return None
         start, end = self._postings_at[number], self._postings_at[number + 1]
-        names = self.names
-        return {names[n]: tf for n, tf in zip(self._postings[start:end], self._tfs[start:end], strict=True)}
+        return dict(zip(map(self.names.__getitem__, self._postings[start:end]), self._tfs[start:end], strict=True))
+
+    def lengths_by_name(self) -> dict[str, int]:
+        """Each entity's length in tokens, by name (the ranking reads one per holder of a term)."""
+        found: dict[str, int] | None = self._loaded.get("lengths by name")
+        if found is None:
+            found = self._loaded["lengths by name"] = dict(zip(self.names, self._lengths, strict=True))
+        return found
+
+
+_seq: Final = operator.attrgetter("seq")
 
 
 class _CachedTerms:
@@ -484,30 +510,25 @@ class _CachedTerms:
 
     def __init__(self, cold: ColdIndex) -> None:
         self.total = cold._total
-        self.lengths = _Lengths(cold)
+        self.lengths = cold.lengths_by_name()
         self.postings = _Postings(cold)
 
 
-class _Lengths(Mapping[str, int]):
-    def __init__(self, cold: ColdIndex) -> None:
-        self._cold = cold
-
-    def __getitem__(self, name: str) -> int:
-        return self._cold._lengths[self._cold._places()[name]]
-
-    def __len__(self) -> int:
-        return len(self._cold.names)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._cold.names)
-
-
 class _Postings(Mapping[str, Mapping[str, int]]):
+    """The cache's postings, each term's decoded once for the one search these terms are made for."""
+
     def __init__(self, cold: ColdIndex) -> None:
         self._cold = cold
+        self._decoded: dict[str, dict[str, int] | None] = {}
+
+    def holders(self, term: str) -> dict[str, int] | None:
+        if term in self._decoded:
+            return self._decoded[term]
+        found = self._decoded[term] = self._cold.holders(term)
+        return found
 
     def __getitem__(self, term: str) -> Mapping[str, int]:
-        found = self._cold.holders(term)
+        found = self.holders(term)
         if not found:
             raise KeyError(term)
         return found

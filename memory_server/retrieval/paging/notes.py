@@ -56,7 +56,7 @@ def _facts_note(facts: Facts, fill: _FactFill, start: int, more: bool, partial: 
     how = "best first" if facts.words else "entities holding the query, most relevant first"
     lines = [f"search_nodes: {_count(shown, 'observation')} of {_count(len(fill.shown), 'entity')}, {how} "
              f"(facts {start + 1:,}-{fill.end:,} of {len(facts.order):,}, from "
-             f"{_count(len(facts.entities), 'matching entity')})."]
+             f"{_count(len(facts.entities) + facts.unlisted, 'matching entity')})."]
     if facts.remark:
         lines.insert(0, facts.remark)
     if partial:

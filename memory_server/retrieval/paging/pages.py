@@ -145,6 +145,9 @@ class Facts:
     """Whether the query was taken as words (False: entities containing the whole query)."""
     remark: str = ""
     """What every page's note says first about how the query was taken (empty: nothing)."""
+    unlisted: int = 0
+    """Matching entities not in `entities`: none of their facts is in the answer (those past the
+    facts scored, answer.SCORED_FACTS), so it does not hold them; the note still counts them."""
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """What its pages work out once for all of them (the relations' sizes, the last page's relations)."""
 
