@@ -28,7 +28,7 @@ class Asked:
     fact: str | None
 
 
-def _season_start(today: date, first_month: int, *, year_back: int = 0) -> date:
+def season_start(today: date, first_month: int, *, year_back: int = 0) -> date:
     """The start of the latest season beginning in `first_month` that has ended by today."""
     year = today.year
     while True:
@@ -41,14 +41,46 @@ def _season_start(today: date, first_month: int, *, year_back: int = 0) -> date:
     return date(start.year - year_back, start.month, 1)
 
 
+def month_start(today: date, month: int) -> date:
+    """The first day of the latest month `month` (1 to 12) that has ended by today: "in May"."""
+    year = today.year
+    while date(year + month // 12, month % 12 + 1, 1) > today:
+        year -= 1
+    return date(year, month, 1)
+
+
+def entity_records(entities: list[tuple[str, str, list[tuple[str, str | None]]]],
+                   fillers: list[tuple[str, str, list[str]]], filler_day: str) -> list[dict[str, Any]]:
+    """The entities' records, each observation dated (happenedOn, recorded the day it happened),
+    then the small fillers', recorded on `filler_day` with no date of their own."""
+    records: list[dict[str, Any]] = []
+    for name, kind, facts in entities:
+        records.append({"type": "entity", "name": name, "entityType": kind,
+                        "observations": [text for text, _ in facts],
+                        "createdAt": f"{min(day for _, day in facts if day)}T12:00:00.000Z",
+                        "updatedAt": f"{max(day for _, day in facts if day)}T12:00:00.000Z",
+                        "recordedAt": [f"{day}T12:00:00.000Z" if day else None for _, day in facts],
+                        "happenedOn": [day for _, day in facts]})
+    for name, kind, observations in fillers:
+        records.append({"type": "entity", "name": name, "entityType": kind, "observations": observations,
+                        "createdAt": f"{filler_day}T12:00:00.000Z", "updatedAt": f"{filler_day}T12:00:00.000Z",
+                        "recordedAt": [f"{filler_day}T12:00:00.000Z"] * len(observations)})
+    return records
+
+
+def relation_records(relations: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    return [{"type": "relation", "from": source, "to": target, "relationType": kind}
+            for source, target, kind in relations]
+
+
 def memory(today: date) -> list[dict[str, Any]]:
     """The memory's records (entities with observation dates, then relations) as of `today`."""
     def ago(days: int) -> str:
         return (today - timedelta(days=days)).isoformat()
 
-    spring = _season_start(today, 3) + timedelta(days=45)   # mid-April of the last spring
-    summer = _season_start(today, 6) + timedelta(days=50)
-    winter = _season_start(today, 12) + timedelta(days=40)  # January of the last winter
+    spring = season_start(today, 3) + timedelta(days=45)   # mid-April of the last spring
+    summer = season_start(today, 6) + timedelta(days=50)
+    winter = season_start(today, 12) + timedelta(days=40)  # January of the last winter
     last_month_first = (today.replace(day=1) - timedelta(days=1)).replace(day=1)
     last_month = last_month_first + timedelta(days=11)
     entities: list[tuple[str, str, list[tuple[str, str | None]]]] = [
@@ -280,18 +312,7 @@ def memory(today: date) -> list[dict[str, Any]]:
         ("Tram_28", "transport", ["Historic tram line through Lisbon"]),
         ("Japan_Trip", "plan", ["Idea for a future spring"]),
     ]
-    records: list[dict[str, Any]] = []
-    for name, kind, facts in entities:
-        records.append({"type": "entity", "name": name, "entityType": kind,
-                        "observations": [text for text, _ in facts],
-                        "createdAt": f"{min(day for _, day in facts if day)}T12:00:00.000Z",
-                        "updatedAt": f"{max(day for _, day in facts if day)}T12:00:00.000Z",
-                        "recordedAt": [f"{day}T12:00:00.000Z" if day else None for _, day in facts],
-                        "happenedOn": [day for _, day in facts]})
-    for name, kind, observations in fillers:
-        records.append({"type": "entity", "name": name, "entityType": kind, "observations": observations,
-                        "createdAt": f"{ago(300)}T12:00:00.000Z", "updatedAt": f"{ago(300)}T12:00:00.000Z",
-                        "recordedAt": [f"{ago(300)}T12:00:00.000Z"] * len(observations)})
+    records = entity_records(entities, fillers, ago(300))
     relations = [
         ("default_user", "Jordan_Lee", "partner_of"), ("Maria_Rivera", "default_user", "sister_of"),
         ("Tom_Rivera", "default_user", "brother_of"), ("Tom_Rivera", "Anna_Rivera", "married_to"),
@@ -313,8 +334,7 @@ def memory(today: date) -> list[dict[str, Any]]:
         ("Carlos_Mendes", "Tasca_do_Carlos", "owns"), ("Rosa_Alvarez", "Care_Home", "lives_in"),
         ("Biscuit", "Foothills_Animal_Clinic", "treated_at"), ("Dr_Patel", "Boulder_Medical_Center", "works_at"),
     ]
-    records += [{"type": "relation", "from": source, "to": target, "relationType": kind}
-                for source, target, kind in relations]
+    records += relation_records(relations)
     return records
 
 

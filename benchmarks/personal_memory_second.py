@@ -23,53 +23,29 @@ memory never says, the answer should be empty or one line).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-CATEGORIES = ("direct", "paraphrase", "keyword", "person", "temporal", "current", "relation", "absent")
+from personal_memory import (  # (the shapes are the first memory's: only the life differs)
+    CATEGORIES,
+    Asked,
+    entity_records,
+    month_start,
+    relation_records,
+    season_start,
+)
 
-
-@dataclass(frozen=True)
-class Asked:
-    category: str
-    text: str
-    fact: str | None
-
-
-def _season_start(today: date, first_month: int, *, year_back: int = 0) -> date:
-    """The start of the latest season beginning in `first_month` that has ended by today."""
-    year = today.year
-    while True:
-        start = date(year, first_month, 1)
-        end_month = first_month + 3
-        end = date(year + (end_month - 1) // 12, (end_month - 1) % 12 + 1, 1)
-        if end <= today:
-            break
-        year -= 1
-    return date(start.year - year_back, start.month, 1)
-
-
-def _month_start(today: date, month: int) -> date:
-    """The first day of the latest month `month` (1-12) that has ended by today: "in May"."""
-    year = today.year
-    while True:
-        start = date(year, month, 1)
-        end = date(year + month // 12, month % 12 + 1, 1)
-        if end <= today:
-            return start
-        year -= 1
-
+__all__ = ["CATEGORIES", "SETS", "Asked", "memory"]
 
 def memory(today: date) -> list[dict[str, Any]]:
     """The memory's records (entities with observation dates, then relations) as of `today`."""
     def ago(days: int) -> str:
         return (today - timedelta(days=days)).isoformat()
 
-    summer = _season_start(today, 6) + timedelta(days=50)   # late July of the last summer
-    autumn = _season_start(today, 9) + timedelta(days=50)   # October half-term of the last autumn
-    winter = _season_start(today, 12) + timedelta(days=40)  # January of the last winter
-    in_may = _month_start(today, 5) + timedelta(days=16)    # the latest May
+    summer = season_start(today, 6) + timedelta(days=50)   # late July of the last summer
+    autumn = season_start(today, 9) + timedelta(days=50)   # October half-term of the last autumn
+    winter = season_start(today, 12) + timedelta(days=40)  # January of the last winter
+    in_may = month_start(today, 5) + timedelta(days=16)    # the latest May
     last_month_first = (today.replace(day=1) - timedelta(days=1)).replace(day=1)
     last_month = last_month_first + timedelta(days=11)
     entities: list[tuple[str, str, list[tuple[str, str | None]]]] = [
@@ -321,18 +297,7 @@ def memory(today: date) -> list[dict[str, Any]]:
         ("Darts", "thing", ["Tungsten 22 gram darts"]),
         ("Theory_Test_Centre", "place", ["Test centre on Wellington Street in Leeds"]),
     ]
-    records: list[dict[str, Any]] = []
-    for name, kind, facts in entities:
-        records.append({"type": "entity", "name": name, "entityType": kind,
-                        "observations": [text for text, _ in facts],
-                        "createdAt": f"{min(day for _, day in facts if day)}T12:00:00.000Z",
-                        "updatedAt": f"{max(day for _, day in facts if day)}T12:00:00.000Z",
-                        "recordedAt": [f"{day}T12:00:00.000Z" if day else None for _, day in facts],
-                        "happenedOn": [day for _, day in facts]})
-    for name, kind, observations in fillers:
-        records.append({"type": "entity", "name": name, "entityType": kind, "observations": observations,
-                        "createdAt": f"{ago(300)}T12:00:00.000Z", "updatedAt": f"{ago(300)}T12:00:00.000Z",
-                        "recordedAt": [f"{ago(300)}T12:00:00.000Z"] * len(observations)})
+    records = entity_records(entities, fillers, ago(300))
     relations = [
         # Family: husband and children, parents and grandfather, aunt, brother's family, in-laws.
         ("default_user", "Callum_Reid", "married_to"),
@@ -367,8 +332,7 @@ def memory(today: date) -> list[dict[str, Any]]:
         ("Kirsty_Reid", "Edinburgh", "lives_in"), ("Arthur_Whitaker", "Cromer", "lives_in"),
         ("Isla_Reid", "Riverside_Primary", "attends"), ("Finn_Reid", "Little_Acorns_Nursery", "attends"),
     ]
-    records += [{"type": "relation", "from": source, "to": target, "relationType": kind}
-                for source, target, kind in relations]
+    records += relation_records(relations)
     return records
 
 

@@ -21,42 +21,19 @@ observation that answers it (None: the memory never says, the answer should be e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-CATEGORIES = ("direct", "paraphrase", "keyword", "person", "temporal", "current", "relation", "absent")
+from personal_memory import (  # (the shapes are the first memory's: only the life differs)
+    CATEGORIES,
+    Asked,
+    entity_records,
+    month_start,
+    relation_records,
+    season_start,
+)
 
-
-@dataclass(frozen=True)
-class Asked:
-    category: str
-    text: str
-    fact: str | None
-
-
-def _season_start(today: date, first_month: int, *, year_back: int = 0) -> date:
-    """The start of the latest season beginning in `first_month` that has ended by today."""
-    year = today.year
-    while True:
-        start = date(year, first_month, 1)
-        end_month = first_month + 3
-        end = date(year + (end_month - 1) // 12, (end_month - 1) % 12 + 1, 1)
-        if end <= today:
-            break
-        year -= 1
-    return date(start.year - year_back, start.month, 1)
-
-
-def _month_start(today: date, month: int) -> date:
-    """The first day of the latest `month` (1 to 12) that has ended by today: "in November"."""
-    year = today.year
-    while True:
-        end = date(year + month // 12, month % 12 + 1, 1)
-        if end <= today:
-            return date(year, month, 1)
-        year -= 1
-
+__all__ = ["CATEGORIES", "SETS", "Asked", "memory"]
 
 def memory(today: date) -> list[dict[str, Any]]:
     """The memory's records (entities with observation dates, then relations) as of `today`."""
@@ -66,11 +43,11 @@ def memory(today: date) -> list[dict[str, Any]]:
     def on(day: date, plus: int = 0) -> str:
         return (day + timedelta(days=plus)).isoformat()
 
-    spring = _season_start(today, 3) + timedelta(days=45)   # mid-April of the last spring
-    summer = _season_start(today, 6) + timedelta(days=50)   # late July of the last summer
-    autumn = _season_start(today, 9) + timedelta(days=40)   # mid-October of the last autumn
-    winter = _season_start(today, 12) + timedelta(days=40)  # January of the last winter
-    november = _month_start(today, 11) + timedelta(days=13)  # the latest November that has ended
+    spring = season_start(today, 3) + timedelta(days=45)   # mid-April of the last spring
+    summer = season_start(today, 6) + timedelta(days=50)   # late July of the last summer
+    autumn = season_start(today, 9) + timedelta(days=40)   # mid-October of the last autumn
+    winter = season_start(today, 12) + timedelta(days=40)  # January of the last winter
+    november = month_start(today, 11) + timedelta(days=13)  # the latest November that has ended
     last_month_first = (today.replace(day=1) - timedelta(days=1)).replace(day=1)
     last_month = last_month_first + timedelta(days=11)
     entities: list[tuple[str, str, list[tuple[str, str | None]]]] = [
@@ -312,18 +289,7 @@ def memory(today: date) -> list[dict[str, Any]]:
         ("Kidney_Diet", "food", ["Prescription dog food, low in phosphorus"]),
         ("Sibelius", "composer", ["Finnish composer of Finlandia"]),
     ]
-    records: list[dict[str, Any]] = []
-    for name, kind, facts in entities:
-        records.append({"type": "entity", "name": name, "entityType": kind,
-                        "observations": [text for text, _ in facts],
-                        "createdAt": f"{min(day for _, day in facts if day)}T12:00:00.000Z",
-                        "updatedAt": f"{max(day for _, day in facts if day)}T12:00:00.000Z",
-                        "recordedAt": [f"{day}T12:00:00.000Z" if day else None for _, day in facts],
-                        "happenedOn": [day for _, day in facts]})
-    for name, kind, observations in fillers:
-        records.append({"type": "entity", "name": name, "entityType": kind, "observations": observations,
-                        "createdAt": f"{ago(300)}T12:00:00.000Z", "updatedAt": f"{ago(300)}T12:00:00.000Z",
-                        "recordedAt": [f"{ago(300)}T12:00:00.000Z"] * len(observations)})
+    records = entity_records(entities, fillers, ago(300))
     relations = [
         ("default_user", "Matti_Lehtinen", "married_to"), ("default_user", "Pekka_Virtanen", "divorced_from"),
         ("default_user", "Sanna_Niemi", "is_parent_of"), ("default_user", "Eero_Virtanen", "is_parent_of"),
@@ -349,8 +315,7 @@ def memory(today: date) -> list[dict[str, Any]]:
         ("Ville_Niemi", "Tampere_Pirkkala_Airport", "works_at"), ("Onni_Niemi", "Vatiala_School", "attends"),
         ("Elsa_Berg", "Uppsala_University", "studies_at"), ("Eero_Virtanen", "Berlin", "lives_in"),
     ]
-    records += [{"type": "relation", "from": source, "to": target, "relationType": kind}
-                for source, target, kind in relations]
+    records += relation_records(relations)
     return records
 
 
