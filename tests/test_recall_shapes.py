@@ -27,13 +27,24 @@ DATED = {"MEMORY_DATES": "on"}
 ERA = "modern"
 
 
+def last_season_day(season: str, today: date, day: int) -> str:
+    """The `day`-th day (from 0) of the latest `season` (northern) that has ended by today."""
+    for year in (today.year, today.year - 1):
+        start, end = when.season_span(season, year)
+        if end.date() <= today:
+            return (start + timedelta(days=day)).date().isoformat()
+    raise AssertionError(f"a {season} ends every year")
+
+
 def last_spring_day(today: date) -> str:
     """A day in the middle of the latest spring (northern) that has ended by today."""
-    for year in (today.year, today.year - 1):
-        start, end = when.season_span("spring", year)
-        if end.date() <= today:
-            return (start + timedelta(days=40)).date().isoformat()
-    raise AssertionError("a spring ends every year")
+    return last_season_day("spring", today, 40)
+
+
+def add_dated(client: MemoryClient, facts: list[tuple[str, str, str]]) -> None:
+    """Each (entity, fact, happenedOn) added on its own, as a model tells them."""
+    for name, fact, day in facts:
+        client.ok("add_observations", {"observations": [{"entityName": name, "contents": [fact], "happenedOn": day}]})
 
 
 def write_memory(client: MemoryClient) -> None:
@@ -236,11 +247,10 @@ def test_a_relations_target_shows_first_its_fact_most_like_the_question(
         entity("Priya_Nair", "person", ["Sam's manager at Lumen Health", "Former Google engineer"]),
         entity("Platform_Team", "team", []),
     ]})
-    for fact, day in (("Owns the API gateway and the job queue", "2026-01-10"), ("Has seven engineers", "2026-02-10"),
-                      ("Is migrating from Kafka to Postgres queues", "2026-09-10"),
-                      ("On-call rotation changes every Monday", "2026-06-10")):
-        client.ok("add_observations", {"observations": [
-            {"entityName": "Platform_Team", "contents": [fact], "happenedOn": day}]})
+    add_dated(client, [("Platform_Team", fact, day) for fact, day in (
+        ("Owns the API gateway and the job queue", "2026-01-10"), ("Has seven engineers", "2026-02-10"),
+        ("Is migrating from Kafka to Postgres queues", "2026-09-10"),
+        ("On-call rotation changes every Monday", "2026-06-10"))])
     client.ok("create_relations", {"relations": [relation("Priya_Nair", "default_user", "manager_of"),
                                                  relation("Priya_Nair", "Platform_Team", "leads")]})
     shown = facts(client.ok("search_nodes", {"query": "How big is my manager's team?"}))
@@ -306,10 +316,8 @@ def test_a_named_persons_fact_that_names_the_relations_target_answers_first(
         entity("Lumen_Health", "company", ["Health software company in Denver", "Makes scheduling software"]),
         entity("Acme_Robotics", "company", ["Warehouse robotics company in Cambridge"]),
     ]})
-    for fact, day in (("Worked as a backend engineer at Acme Robotics", "2024-02-01"),
-                      ("Started a new job as a staff engineer at Lumen Health", "2026-04-16")):
-        client.ok("add_observations", {"observations": [
-            {"entityName": "default_user", "contents": [fact], "happenedOn": day}]})
+    add_dated(client, [("default_user", "Worked as a backend engineer at Acme Robotics", "2024-02-01"),
+                       ("default_user", "Started a new job as a staff engineer at Lumen Health", "2026-04-16")])
     client.ok("create_relations", {"relations": [relation("default_user", "Lumen_Health", "works_at"),
                                                  relation("default_user", "Acme_Robotics", "worked_at")]})
     for question in ("Who is my employer now?", "Where do I work?"):
@@ -344,19 +352,14 @@ def test_a_fact_dated_within_the_window_asked_needs_less_of_the_meaning(
     # under the scope's floor; its date answers the question's when.
     client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
     today = datetime.now(UTC).date()
-    summer = next(start for year in (today.year, today.year - 1)
-                  for start, end in [when.season_span("summer", year)] if end.date() <= today)
     client.ok("create_entities", {"entities": [entity("default_user", "person", ["Name is Nell"]),
                                                entity("Finn", "person", ["Nell's son"])]})
     client.ok("create_relations", {"relations": [relation("default_user", "Finn", "parent_of")]})
-    client.ok("add_observations", {"observations": [  # (a neighbour's fact of that summer, more alike: 0.25)
-        {"entityName": "Finn", "contents": ["Goes to Little Acorns nursery three days a week"],
-         "happenedOn": (summer + timedelta(days=55)).date().isoformat()}]})
-    for fact, day in (("Spent a fortnight on the Isle of Skye at Moira's B&B", summer + timedelta(days=50)),
-                      ("Went to Hannah's hen weekend in Dublin", summer - timedelta(days=40)),
-                      ("Hosted a curry night for the choir", summer - timedelta(days=120))):
-        client.ok("add_observations", {"observations": [
-            {"entityName": "default_user", "contents": [fact], "happenedOn": day.date().isoformat()}]})
+    add_dated(client, [  # (a neighbour's fact of that summer, more alike: 0.25)
+        ("Finn", "Goes to Little Acorns nursery three days a week", last_season_day("summer", today, 55)),
+        ("default_user", "Spent a fortnight on the Isle of Skye at Moira's B&B", last_season_day("summer", today, 50)),
+        ("default_user", "Went to Hannah's hen weekend in Dublin", last_season_day("summer", today, -40)),
+        ("default_user", "Hosted a curry night for the choir", last_season_day("summer", today, -120))])
     shown = facts(client.ok("search_nodes", {"query": "Where did we go on holiday last summer?"}))
     assert shown[:1] == [("default_user", "Spent a fortnight on the Isle of Skye at Moira's B&B")], shown
 
@@ -368,19 +371,16 @@ def test_a_window_in_which_nothing_found_is_of_whom_the_question_asks_shows_thei
     # is no answer about us.
     client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
     today = datetime.now(UTC).date()
-    autumn = next(start for year in (today.year, today.year - 1)
-                  for start, end in [when.season_span("autumn", year)] if end.date() <= today)
     client.ok("create_entities", {"entities": [
         entity("default_user", "person", ["Name is Nell"]), entity("Finn", "person", ["Nell's son, born in 2021"]),
         entity("Isla", "person", ["Nell's daughter, born in 2017"]), entity("Fatima", "person", ["Nell's colleague"])]})
     client.ok("create_relations", {"relations": [relation("default_user", "Finn", "parent_of"),
                                                  relation("default_user", "Isla", "parent_of"),
                                                  relation("Fatima", "default_user", "colleague_of")]})
-    for name, fact, day in (("default_user", "Spent October half-term in a cabin in the Lake District", 50),
-                            ("default_user", "Took up road cycling on a gravel bike", -200),
-                            ("Fatima", "Is going on maternity leave soon", 60)):
-        client.ok("add_observations", {"observations": [
-            {"entityName": name, "contents": [fact], "happenedOn": (autumn + timedelta(days=day)).date().isoformat()}]})
+    add_dated(client, [(name, fact, last_season_day("autumn", today, day)) for name, fact, day in (
+        ("default_user", "Spent October half-term in a cabin in the Lake District", 50),
+        ("default_user", "Took up road cycling on a gravel bike", -200),
+        ("Fatima", "Is going on maternity leave soon", 60))])
     shown = facts(client.ok("search_nodes", {"query": "Where did we take the children last fall?"}))
     assert shown[:1] == [("default_user", "Spent October half-term in a cabin in the Lake District")], shown
     assert ("default_user", "Took up road cycling on a gravel bike") not in shown

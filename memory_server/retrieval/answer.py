@@ -26,11 +26,10 @@ Guarantees:
 4. Every fact of the answer is on exactly one page; an entity of which a page does not show every
    observation carries ``"partial": "3 of 300 observations shown; open_nodes gives all"``.
 5. `limit` keeps the first `limit` entities (in the order of their best fact) and all their facts.
-6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts (when
-   nothing of the named entities or targets answers, a neighbour's fact only meaning finds is no
-   answer either); a named
+6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts. A named
    entity's fact that names the target of the one relation the question followed scores at least
-   as the answer's best (:func:`_telling`).
+   as the answer's best (:func:`_telling`); when nothing of the named entities or targets answers,
+   a neighbour's fact only meaning finds is no answer either, unless it names them.
 7. Only evidence answers (:data:`MIN_COVERAGE`, :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
    :data:`MEANING_SCOPED`): a question about something never said answers empty arrays;
    a small entity's facts are evidence by what the entity, read as one, covers (guarantee 2).
@@ -274,19 +273,17 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
     joined: set[tuple[int, int]] = set()
     if scope is not None:
         fused = _with_scope(fused, entities, scope, bool(terms), resemblance, joined)
-        about = {*scope.named, *scope.targets}
-        if not any(entities[position]["name"] in about for position, _, _ in fused):
+        if not _about(fused, entities, scope):
             # Nothing of whom the question asks: a neighbour's fact only meaning finds is no answer
             # about them ("Which rugby team does Callum support?" and his wife's netball), unless
             # it names them ("Rosa: off to Lisbon next week", for "Where is Rosa going on a trip?").
             by_words = {(position, index) for position, index, _ in scored
                         if covered.get((position, index), 1.0) >= MIN_COVERAGE}
-            fused = [fact for fact in fused if (fact[0], fact[1]) in by_words or (fact[1] >= 0 and scopes.mentions(
-                {"observations": [entities[fact[0]]["observations"][fact[1]]]}, scope.named))]
+            fused = [fact for fact in fused if (fact[0], fact[1]) in by_words
+                     or (fact[1] >= 0 and scopes.names(entities[fact[0]]["observations"][fact[1]], scope.named))]
     if window is not None:
         fused = [fact for fact in fused if within(entities[fact[0]], fact[1], window)]
-        if scope is not None and not any(entities[position]["name"] in scope.named or
-                                         entities[position]["name"] in scope.targets for position, _, _ in fused):
+        if scope is not None and not _about(fused, entities, scope):
             # (nothing of whom the question is about: their facts of that time come first)
             fused = _scope_within(entities, scope, window, resemblance) + [
                 (position, index, score * NEIGHBOUR_SHARE) for position, index, score in fused]
@@ -460,10 +457,10 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
     joined = [(position, index, score * weight[position]) for position, index, score in fused]
     top = max((score for _, _, score in joined), default=1.0)
     have = {(position, index) for position, index, _ in fused}
-    if scope.direct:
+    if scope.hops == 1:
         # A named entity's fact naming a target of the one relation followed tells of that relation:
         # it counts as the best of the answer (at least), before the target's own facts.
-        told = _telling(entities, named, scope.direct)
+        told = _telling(entities, named, scope.targets)
         joined = [(position, index, max(score, top) if (position, index) in told else score)
                   for position, index, score in joined]
         joined += [(position, index, top) for position, index in sorted(told - have)]
@@ -488,31 +485,30 @@ def _scope_within(entities: Sequence[Any], scope: scopes.Scope, window: Span,
     """When nothing found within the window is of the entities the question is about, their facts
     within it (the targets', else the named ones': "Where did we take the children last fall?"),
     the most like the question first, then the newest (guarantee 10)."""
-    about = set(scope.targets) or set(scope.named)
-    held = [(position, index) for position, entity in enumerate(entities) if entity["name"] in about
-            for index in range(len(entity["observations"])) if within(entity, index, window)]
-    if not held and scope.targets:
-        named = set(scope.named)
-        held = [(position, index) for position, entity in enumerate(entities) if entity["name"] in named
-                for index in range(len(entity["observations"])) if within(entity, index, window)]
-    held.sort(key=lambda fact: (-resemblance.get(fact, 0.0), _newest_key(entities, fact)))
+    held = _facts_of(entities, set(scope.targets), lambda entity, index: within(entity, index, window))
+    if not held:
+        held = _facts_of(entities, set(scope.named), lambda entity, index: within(entity, index, window))
+    held.sort(key=lambda fact: fact_date(entities[fact[0]], fact[1]), reverse=True)
+    held.sort(key=lambda fact: -resemblance.get(fact, 0.0))  # (stable: the newest first among equals)
     return [(position, index, 1.0 - place / (len(held) + 1)) for place, (position, index) in enumerate(held)]
 
 
-def _newest_key(entities: Sequence[Any], fact: tuple[int, int]) -> tuple[int, ...]:
-    """Sorts the newest first: the fact's date as negated code points."""
-    return tuple(-ord(character) for character in fact_date(entities[fact[0]], fact[1]))
+def _about(fused: Sequence[tuple[int, int, float]], entities: Sequence[Any], scope: scopes.Scope) -> bool:
+    """Whether some fact of the answer is of whom the question asks (its named entities or targets)."""
+    return any(entities[position]["name"] in scope.named or entities[position]["name"] in scope.targets
+               for position, _, _ in fused)
 
 
-def _telling(entities: Sequence[Any], named: AbstractSet[str], direct: Sequence[str]) -> set[tuple[int, int]]:
-    """The facts of the named entities that name one of the `direct` targets (scope guarantee 5)."""
-    found: set[tuple[int, int]] = set()
-    for position, entity in enumerate(entities):
-        if entity["name"] in named:
-            for index, observation in enumerate(entity["observations"]):
-                if scopes.mentions({"observations": [observation]}, direct):
-                    found.add((position, index))
-    return found
+def _facts_of(entities: Sequence[Any], names: AbstractSet[str],
+              keep: Callable[[Any, int], bool]) -> list[tuple[int, int]]:
+    """The facts (position, index) of the entities of these names that `keep` keeps, in order."""
+    return [(position, index) for position, entity in enumerate(entities) if entity["name"] in names
+            for index in range(len(entity["observations"])) if keep(entity, index)]
+
+
+def _telling(entities: Sequence[Any], named: AbstractSet[str], targets: Sequence[str]) -> set[tuple[int, int]]:
+    """The facts of the named entities that name one of the `targets` (scope guarantee 5)."""
+    return set(_facts_of(entities, named, lambda entity, index: scopes.names(entity["observations"][index], targets)))
 
 
 NEIGHBOUR_SHARE: Final = 0.35

@@ -25,9 +25,9 @@ Guarantees (for :func:`find`):
    without the words that named the relations followed. A name is no evidence for its own
    entity's facts, but it is for another named entity's fact that mentions it ("Alice's reason
    for visiting Lisbon": Alice's facts that name Lisbon): such a name's terms stay.
-5. When the question followed one relation, its targets are also the scope's `direct` ones: a
-   named entity's fact that names one ("Started a new job at Lumen Health", for "Who is my
-   employer now?") tells of the very relation asked about.
+5. `hops` counts the relations followed: when it is one, a named entity's fact that names a target
+   ("Started a new job at Lumen Health", for "Who is my employer now?") tells of the very relation
+   asked about.
 """
 
 from __future__ import annotations
@@ -134,8 +134,8 @@ class Scope:
     """The scope's entity objects, by name."""
     relations: list[Any] = field(default_factory=list)
     """The relations touching the named entities and the targets."""
-    direct: tuple[str, ...] = ()
-    """The targets when the question followed one relation only (guarantee 5)."""
+    hops: int = 0
+    """How many relations the question followed to reach the targets (guarantee 5)."""
 
 
 def _name_terms(name: str) -> tuple[str, ...]:
@@ -207,15 +207,15 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     name_terms = {term for name in named if not any(mentions(views[other], [name]) for other in named if other != name)
                   for term in _name_terms(name)}
     every_word = _WORD.findall(query)
-    kept = [place for place, word in enumerate(every_word) if not name_terms.issuperset(ranking.terms(word))
-            or not ranking.terms(word)]
-    rest_words = [every_word[place] for place in kept]
+    kept = {place for place, word in enumerate(every_word) if not name_terms.issuperset(ranking.terms(word))
+            or not ranking.terms(word)}
+    rest_words = [word for place, word in enumerate(every_word) if place in kept]
     # The relations are named after the possessor ("What job does my husband's sister have?": the
     # husband's sister, then her job): words after the first "my" or named possessive come first.
     anchor = next((place for place, word in enumerate(every_word) if word.lower() in _POSSESSING
                    or (place not in kept and re.search(r"['’]s$", word))), -1)
-    hop_words = [every_word[place] for place in kept if place > anchor] + [
-        every_word[place] for place in kept if place <= anchor]
+    hop_words = [word for place, word in enumerate(every_word) if place in kept and place > anchor] + [
+        word for place, word in enumerate(every_word) if place in kept and place <= anchor]
     relations = list(first["relations"])
     neighbours = {_other(relation, name) for relation in relations for name in named
                   if name in (relation["from"], relation["to"])}
@@ -262,18 +262,19 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     asked = " ".join(rest_words)
     if not ranking.query_terms(rest):
         rest = asked  # "What is Jordan's job?": the word that led to the employer still asks about Jordan
-    direct = tuple(targets) if hops == 1 else ()
-    return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations, direct)
+    return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations, hops)
 
 
 def mentions(entity: Mapping[str, Any], named: Sequence[str]) -> bool:
-    """Whether one of the entity's observations holds every term of a named entity's name."""
-    for name in named:
-        terms = set(_name_terms(name))
-        if terms and any(terms.issubset(ranking.fact_terms(observation)) for observation in entity["observations"]):
-            return True
-    return False
+    """Whether one of the entity's observations names a named entity (:func:`names`)."""
+    return any(names(observation, named) for observation in entity["observations"])
 
 
-__all__ = ["NAMED_AMONG", "RELATION_WORDS", "USER", "Opened", "Scope", "find", "mentions", "named_in",
+def names(observation: str, named: Sequence[str]) -> bool:
+    """Whether the observation holds every term of a named entity's name."""
+    held = ranking.fact_terms(observation)
+    return any((terms := set(_name_terms(name))) and terms.issubset(held) for name in named)
+
+
+__all__ = ["NAMED_AMONG", "RELATION_WORDS", "USER", "Opened", "Scope", "find", "mentions", "named_in", "names",
            "speaks_of_user"]
