@@ -346,6 +346,25 @@ def test_the_relations_a_question_names_are_read_as_people_ask(question: str, ta
     assert found is not None and found.targets[:len(targets)] == targets, found
 
 
+PLACES = [entity("default_user", "person", ["Name is Ines"]),
+          entity("Harbour_Library", "place", ["Closed on Sundays"]),
+          entity("St_Anne_Clinic", "place", ["Open every day"]), entity("Bo", "dog", ["A beagle"])]
+PLACE_RELATIONS = [relation("default_user", "St_Anne_Clinic", "worked_at"),
+                   relation("default_user", "Harbour_Library", "volunteers_at"), relation("default_user", "Bo", "owns")]
+
+
+@pytest.mark.parametrize(("question", "targets"), [
+    # "place" names both relations by the type at their end; "volunteer" names one by its own type
+    ("Which day is the place I volunteer at closed?", ("Harbour_Library",)),
+    ("When does the place I volunteer at shut?", ("Harbour_Library",)),
+    ("What breed is my dog?", ("Bo",)),  # named only by the type at the end, and nothing else names one
+])
+def test_a_word_naming_a_relation_by_its_type_leads_before_one_naming_only_what_is_at_its_end(
+        question: str, targets: tuple[str, ...]) -> None:
+    found = kin_scope(question, PLACE_RELATIONS, PLACES)
+    assert found is not None and found.targets == targets, found
+
+
 def test_a_fact_dated_within_the_window_asked_needs_less_of_the_meaning(
         memory_servers: MemoryServers, tmp_path: Path) -> None:
     # "Where did we go on holiday last summer?": no word of the trip's fact, and a similarity (0.24)

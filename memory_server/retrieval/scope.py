@@ -19,7 +19,9 @@ Guarantees (for :func:`find`):
    entities one relation further: "my brother's wife" follows, from the named entity, the
    relations the first such word names (its stemmed word in the relation's type, a type word
    :data:`RELATION_WORDS` gives it, or the type of the entity at the other end: "dog"), then from
-   where they led those a later word names. The entities so reached are the scope's targets,
+   where they led those a later word names. A word naming a relation only by the type at its
+   other end yields to a later word naming a relation of the same entity by its own type ("the
+   place I volunteer at": ``volunteers_at``, not every relation to a place). The entities so reached are the scope's targets,
    the last hop's first.
 4. The words left to rank the scope's facts are the question without the names' terms and
    without the words that named the relations followed. A name is no evidence for its own
@@ -163,16 +165,25 @@ def speaks_of_user(query: str) -> bool:
 _OF: Final = re.compile(r"(?:^|[\W_])of$", re.I)
 
 
-def _names_relation(term: str, relation_type: str, other_type: str, other_is_from: bool = True) -> bool:
-    """Whether the question's term names this relation: a term of its type, a type's term the word
-    names (RELATION_WORDS), or a term of the type of the entity at its other end. A kin type read
-    from its other end names what it makes that end (``Helen mother_of Sam``, from Helen: a child)."""
+BY_TYPE: Final = 2
+"""How a term names a relation: by the relation's own type (or a word :data:`RELATION_WORDS` gives it) ..."""
+BY_END: Final = 1
+"""... or only by the type of the entity at its other end ("place", "dog")."""
+
+
+def _names_relation(term: str, relation_type: str, other_type: str, other_is_from: bool = True) -> int:
+    """How the question's term names this relation (0: not at all): a term of its type, a type's
+    term the word names (RELATION_WORDS), else a term of the type of the entity at its other end.
+    A kin type read from its other end names what it makes that end (``Helen mother_of Sam``, from
+    Helen: a child)."""
     held = frozenset(ranking.fact_terms(relation_type))
     if not other_is_from and _OF.search(relation_type.strip()):
         kin = [_inverse()[term_held] for term_held in held if term_held in _inverse()]
         if kin:
             held = frozenset().union(*kin)
-    return term in held or not _kinds().get(term, frozenset()).isdisjoint(held) or term in ranking.fact_terms(other_type)
+    if term in held or not _kinds().get(term, frozenset()).isdisjoint(held):
+        return BY_TYPE
+    return BY_END if term in ranking.fact_terms(other_type) else 0
 
 
 def _other(relation: Mapping[str, Any], name: str) -> str:
@@ -232,15 +243,25 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     targets: list[str] = []
     hop, reached = list(named), []
     hops = 0
-    for word, term, part in steps:
+    def naming(term: str, at_least: int = BY_END) -> list[str]:
+        """The entities one relation from the hop that the term names the relation to (guarantee 3)."""
+        return [other for relation in relations for name in hop if name in (relation["from"], relation["to"])
+                and (other := _other(relation, name)) in views and other not in named and other not in reached
+                and _names_relation(term, relation["relationType"], views[other]["entityType"],
+                                    other == relation["from"]) >= at_least]
+
+    for number, (word, term, part) in enumerate(steps):
         if hops == 2 or (word in used and part == 0):
             break
         if part and word not in used:
             continue
-        found = [other for relation in relations for name in hop if name in (relation["from"], relation["to"])
-                 and (other := _other(relation, name)) in views and other not in named and other not in reached
-                 and _names_relation(term, relation["relationType"], views[other]["entityType"],
-                                     other == relation["from"])]
+        found = naming(term)
+        if found and not part and not naming(term, BY_TYPE) and any(
+                naming(later_term, BY_TYPE) for later_word, later_term, later_part in steps[number + 1:]
+                if not later_part and later_word != word):
+            # A word naming only what is at the other end ("the place I volunteer at") yields to a
+            # later one naming the relation itself: that is the relation asked about.
+            continue
         if not found:
             if part:
                 break  # (the kin word's second step found nothing: no other word is a hop from here)
