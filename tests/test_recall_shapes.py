@@ -423,3 +423,45 @@ def test_a_question_about_a_person_answers_nothing_from_a_neighbour_only_meaning
     # a neighbour's fact that names him is about him, by meaning alone too
     shown = facts(client.ok("search_nodes", {"query": "Where is Callum going on a trip?"}))
     assert ("default_user", "Callum: We are travelling to Lisbon in May for a week") in shown, shown
+
+
+FAMILY = [entity("default_user", "person", ["Name is Rui"]), entity("Park_Sora", "person", ["Rui's older sister"]),
+          entity("Kim_Dohyun", "person", ["Sora's husband", "Paramedic with the Daegu ambulance service",
+                                          "Grows chillies on the balcony"]),
+          entity("Daegu_Ambulance_Service", "organization", ["Runs 40 ambulances"]),
+          entity("Lina", "person", ["Rui's ex-wife"]), entity("Odile", "person", ["Lina's mother"]),
+          entity("Marta", "person", ["Rui's mother"]), entity("Han_Jisoo", "person", ["Rui's friend from school"]),
+          entity("Tomas", "person", ["Jisoo's friend", "Sells vintage bicycles"]),
+          entity("Wendy", "person", ["Rui's manager"]), entity("Night_Shift", "team", ["Has nine nurses"])]
+FAMILY_RELATIONS = [relation("Park_Sora", "default_user", "sister_of"), relation("Kim_Dohyun", "Park_Sora", "married_to"),
+                    relation("Kim_Dohyun", "Daegu_Ambulance_Service", "works_for"),
+                    relation("default_user", "Lina", "divorced_from"), relation("Odile", "Lina", "mother_of"),
+                    relation("Marta", "default_user", "mother_of"), relation("Han_Jisoo", "default_user", "friend_of"),
+                    relation("Tomas", "Han_Jisoo", "friend_of"), relation("Wendy", "default_user", "manages"),
+                    relation("Wendy", "Night_Shift", "leads")]
+
+
+@pytest.mark.parametrize(("question", "named", "last"), [
+    ("What does Dohyun grow?", ("Kim_Dohyun",), ()),  # a name written family name first: its last term
+    ("What does my sister's husband do for work?", ("default_user",), ("Daegu_Ambulance_Service",)),  # three
+    ("How many nurses are on my boss's shift?", ("default_user",), ("Night_Shift",)),  # by its name
+    ("What does my friend Jisoo's friend sell?", ("Han_Jisoo",), ("Tomas",)),  # not me: Jisoo's friend
+    ("Where does my former mother-in-law live?", ("default_user",), ("Odile",)),  # the mother of my ex
+    ("Where does my mother-in-law live?", ("default_user",), ()),  # no spouse: no mother-in-law
+    ("What does my ex do?", ("default_user",), ("Lina",)),
+])
+def test_relations_are_followed_as_people_name_them(question: str, named: tuple[str, ...],
+                                                    last: tuple[str, ...]) -> None:
+    found = kin_scope(question, FAMILY_RELATIONS, FAMILY)
+    assert found is not None and (found.named, found.last) == (named, last), found
+
+
+def test_the_fact_that_names_where_the_last_relation_led_answers_first(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "What does my sister's husband do for a living?": sister, husband, then his work; his fact
+    # naming the service he works for tells it, though the question shares no word with it.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": FAMILY})
+    client.ok("create_relations", {"relations": FAMILY_RELATIONS})
+    shown = facts(client.ok("search_nodes", {"query": "What does my sister's husband do for a living?"}))
+    assert shown[0] == ("Kim_Dohyun", "Paramedic with the Daegu ambulance service"), shown

@@ -26,10 +26,11 @@ Guarantees:
 4. Every fact of the answer is on exactly one page; an entity of which a page does not show every
    observation carries ``"partial": "3 of 300 observations shown; open_nodes gives all"``.
 5. `limit` keeps the first `limit` entities (in the order of their best fact) and all their facts.
-6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts. A named
-   entity's fact that names the target of the one relation the question followed scores at least
-   as the answer's best (:func:`_telling`); when nothing of the named entities or targets answers,
-   a neighbour's fact only meaning finds is no answer either, unless it names them.
+6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts. A fact
+   naming where the last relation the question followed led, of whom it was followed from, scores
+   above the answer's best (:func:`_telling`, :data:`TOLD_ABOVE`); the entities that relation
+   reached count double, those it passed through as the named; when nothing of the named entities
+   or targets answers, a neighbour's fact only meaning finds is no answer either, unless it names them.
 7. Only evidence answers (:data:`MIN_COVERAGE`, :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
    :data:`MEANING_SCOPED`): a question about something never said answers empty arrays;
    a small entity's facts are evidence by what the entity, read as one, covers (guarantee 2).
@@ -450,20 +451,21 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
     one most like the question first (`resemblance`, the similarities the model gave; else in the
     order they were written), and are added to `joined_here`; a question with nothing but names
     (`asks` false) answers with the named entities' facts."""
-    named, targets = set(scope.named), set(scope.targets)
-    # (an entity that only mentions a named one, as a place a person went, is no more than a neighbour)
-    weight = [2.0 if entity["name"] in targets else 1.0 if entity["name"] in named else NEIGHBOUR_SHARE
-              for entity in entities]
+    named, targets, last = set(scope.named), set(scope.targets), set(scope.last)
+    # (an entity that only mentions a named one, as a place a person went, is no more than a neighbour;
+    # one a relation passed through on the way is as the named)
+    weight = [2.0 if entity["name"] in last else 1.0 if entity["name"] in named or entity["name"] in targets
+              else NEIGHBOUR_SHARE for entity in entities]
     joined = [(position, index, score * weight[position]) for position, index, score in fused]
     top = max((score for _, _, score in joined), default=1.0)
     have = {(position, index) for position, index, _ in fused}
-    if scope.hops == 1:
-        # A named entity's fact naming a target of the one relation followed tells of that relation:
-        # it counts as the best of the answer (at least), before the target's own facts.
-        told = _telling(entities, named, scope.targets)
-        joined = [(position, index, max(score, top) if (position, index) in told else score)
+    if scope.last:
+        # A fact naming where the last relation followed led, of whom it was followed from, tells of
+        # that relation: it counts as the best of the answer (at least), before the target's own facts.
+        told = _telling(entities, set(scope.tellers), scope.last)
+        joined = [(position, index, max(score, top) * TOLD_ABOVE if (position, index) in told else score)
                   for position, index, score in joined]
-        joined += [(position, index, top) for position, index in sorted(told - have)]
+        joined += [(position, index, top * TOLD_ABOVE) for position, index in sorted(told - have)]
         have |= told
     wanted = [*scope.targets] if asks else [*scope.targets, *scope.named]
     for rank, name in enumerate(wanted):
@@ -506,11 +508,13 @@ def _facts_of(entities: Sequence[Any], names: AbstractSet[str],
             for index in range(len(entity["observations"])) if keep(entity, index)]
 
 
-def _telling(entities: Sequence[Any], named: AbstractSet[str], targets: Sequence[str]) -> set[tuple[int, int]]:
-    """The facts of the named entities that name one of the `targets` (scope guarantee 5)."""
-    return set(_facts_of(entities, named, lambda entity, index: scopes.names(entity["observations"][index], targets)))
+def _telling(entities: Sequence[Any], tellers: AbstractSet[str], targets: Sequence[str]) -> set[tuple[int, int]]:
+    """The facts of the `tellers` that name one of the `targets` (scope guarantee 5)."""
+    return set(_facts_of(entities, tellers, lambda entity, index: scopes.names(entity["observations"][index], targets)))
 
 
+TOLD_ABOVE: Final = 1.01
+"""A fact that tells of the relation asked about comes before the best of the rest (guarantee 6)."""
 NEIGHBOUR_SHARE: Final = 0.35
 """What a fact of an entity one relation from the named one counts, against the named entity's
 own: the question is about the named entity; its neighbours answer through a relation."""

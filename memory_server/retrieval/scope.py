@@ -9,7 +9,8 @@ Guarantees (for :func:`find`):
 
 1. An entity is named when every term of its name is a term of the question, or when its name
    has several terms and the question holds the first one as a capitalised word ("Maria" for
-   ``Maria_Garcia``). Only the first :data:`NAMED_AMONG` matched entities are looked at (they are
+   ``Maria_Garcia``), or the last one when no other of these names ends with it ("Jaewon" for
+   ``Lee_Jaewon``: names written family name first). Only the first :data:`NAMED_AMONG` matched entities are looked at (they are
    ranked with a name term counting three times, so a named entity is among them).
 2. A question that names no entity but speaks in the first person (I, my, me, mine, we, our,
    us) names :data:`USER`, the entity the README's prompt tells the model to keep the user in,
@@ -18,7 +19,8 @@ Guarantees (for :func:`find`):
    observations name them (among those matched), and, past a relation the question names, the
    entities one relation further: "my brother's wife" follows, from the named entity, the
    relations the first such word names (its stemmed word in the relation's type, a type word
-   :data:`RELATION_WORDS` gives it, or the type of the entity at the other end: "dog"), then from
+   :data:`RELATION_WORDS` gives it, or the type or a name term of the entity at the other end:
+   "dog", "my boss's fleet"), then from
    where they led those a later word names. A word naming a relation only by the type at its
    other end yields to a later word naming a relation of the same entity by its own type ("the
    place I volunteer at": ``volunteers_at``, not every relation to a place). The entities so reached are the scope's targets,
@@ -27,14 +29,17 @@ Guarantees (for :func:`find`):
    without the words that named the relations followed. A name is no evidence for its own
    entity's facts, but it is for another named entity's fact that mentions it ("Alice's reason
    for visiting Lisbon": Alice's facts that name Lisbon): such a name's terms stay.
-5. `hops` counts the relations followed: when it is one, a named entity's fact that names a target
-   ("Started a new job at Lumen Health", for "Who is my employer now?") tells of the very relation
-   asked about.
+5. At most :data:`MAX_HOPS` relations are followed. A fact of the entities the last relation was
+   followed from (`tellers`: the named ones, after one) that names an entity it reached (`last`)
+   tells of the very relation asked about: "Started a new job at Lumen Health", for "Who is my
+   employer now?"; "Firefighter with the Changwon fire department", for "What does my sister's
+   husband do for work?".
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -44,6 +49,8 @@ from ..index import ranking
 
 USER: Final = "default_user"
 NAMED_AMONG: Final = 200
+MAX_HOPS: Final = 3
+"""Relations followed at most ("what my sister's husband does for work": sister, husband, work)."""
 _FIRST_PERSON: Final = re.compile(r"\b(?:i|my|me|mine|myself|we|our|ours|us)\b", re.I)
 _WORD: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 """A word, with what follows its apostrophe ("Jordan's" is one word, not "Jordan" and a stray "s"
@@ -64,7 +71,7 @@ RELATION_WORDS: Final = {
     "team": "team member", "pet": "pet own", "dog": "pet own", "cat": "pet own",
     "home": "home live resident", "house": "house home live", "vet": "vet treat", "doctor": "doctor patient treat",
     "dentist": "dentist patient", "friend": "friend", "neighbour": "neighbour neighbor",
-    "neighbor": "neighbour neighbor",
+    "neighbor": "neighbour neighbor", "exspouse": "divorced divorce ex former separated",
 }
 """The words of relation types a question's word names ("brother": a relation of type brother_of or
 sibling_of), beside the word itself."""
@@ -75,6 +82,9 @@ COMPOSED: Final = {
     "grandson": ("child", "son"), "granddaughter": ("child", "daughter"), "grandchild": ("child", "child"),
     "grandkid": ("child", "child"), "nephew": ("sibling", "son"), "niece": ("sibling", "daughter"),
     "aunt": ("parent", "sister"), "uncle": ("parent", "brother"),
+    "motherinlaw": ("spouse", "mother"), "fatherinlaw": ("spouse", "father"), "parentinlaw": ("spouse", "parent"),
+    "exmotherinlaw": ("exspouse", "mother"), "exfatherinlaw": ("exspouse", "father"),
+    "exparentinlaw": ("exspouse", "parent"),
 }
 """Kin two relations away, which a memory keeps as two ("my grandmother": the mother of a parent)."""
 
@@ -88,8 +98,16 @@ INVERSE: Final = {
 }
 """What a relation ``A mother_of B`` makes B of A (a child): a kin type read from its other end."""
 
-_IDIOMS: Final = ((re.compile(r"\bfor\s+a\s+living\b", re.I), "for work"),)
-"""Ways of asking that name a relation in other words ("What does Leila do for a living?": her work)."""
+_IDIOMS: Final = (
+    (re.compile(r"\bfor\s+a\s+living\b", re.I), "for work"),
+    (re.compile(r"\b(?:ex|former)[-\s]+(mother|father|parent)s?[-\s]+in[-\s]+law\b", re.I), r"ex\1inlaw"),
+    (re.compile(r"\b(mother|father|parent)s?[-\s]+in[-\s]+law\b", re.I), r"\1inlaw"),
+    (re.compile(r"\b(?:ex|former)[-\s]+in[-\s]+laws\b", re.I), "exparentinlaw"),
+    (re.compile(r"\bin[-\s]+laws\b", re.I), "parentinlaw"),
+    (re.compile(r"\b(?:ex|former)[-\s]+(?:wife|husband|spouse|partner|girlfriend|boyfriend)\b|\bex\b", re.I), "exspouse"),
+)
+"""Ways of asking that name a relation in other words ("What does Leila do for a living?": her
+work; "my mother-in-law": my spouse's mother; "my ex", "my former wife": whom I divorced)."""
 _POSSESSING: Final = frozenset({"my", "our", "your", "his", "her", "their"})
 
 Opened = Callable[[Sequence[str]], Mapping[str, Any]]
@@ -137,7 +155,12 @@ class Scope:
     relations: list[Any] = field(default_factory=list)
     """The relations touching the named entities and the targets."""
     hops: int = 0
-    """How many relations the question followed to reach the targets (guarantee 5)."""
+    """How many relations the question followed to reach the targets."""
+    last: tuple[str, ...] = ()
+    """The targets the last relation followed reached: whom the question asks about."""
+    tellers: tuple[str, ...] = ()
+    """Those the last relation was followed from: their facts naming the last targets tell of that
+    relation (guarantee 5)."""
 
 
 def _name_terms(name: str) -> tuple[str, ...]:
@@ -150,11 +173,14 @@ def named_in(query: str, entities: Sequence[Mapping[str, Any]]) -> list[str]:
     if not wanted:
         return []
     capitalised = {term for word in _WORD.findall(query) if word[:1].isupper() for term in ranking.terms(word)}
+    among = [(entity["name"], _name_terms(entity["name"])) for entity in entities[:NAMED_AMONG]]
+    # (a last name term is a given name where it comes last, "Lee_Jaewon", when no other name ends so)
+    endings = Counter(terms[-1] for _, terms in among if len(terms) > 1)
     named = []
-    for entity in entities[:NAMED_AMONG]:
-        terms = _name_terms(entity["name"])
-        if terms and (wanted.issuperset(terms) or (len(terms) > 1 and terms[0] in capitalised)):
-            named.append(entity["name"])
+    for name, terms in among:
+        if terms and (wanted.issuperset(terms) or (len(terms) > 1 and (
+                terms[0] in capitalised or (terms[-1] in capitalised and endings[terms[-1]] == 1)))):
+            named.append(name)
     return named
 
 
@@ -171,9 +197,11 @@ BY_END: Final = 1
 """... or only by the type of the entity at its other end ("place", "dog")."""
 
 
-def _names_relation(term: str, relation_type: str, other_type: str, other_is_from: bool = True) -> int:
+def _names_relation(term: str, relation_type: str, other_type: str, other_is_from: bool = True,
+                    other_name: str = "") -> int:
     """How the question's term names this relation (0: not at all): a term of its type, a type's
-    term the word names (RELATION_WORDS), else a term of the type of the entity at its other end.
+    term the word names (RELATION_WORDS), else a term of the type or the name of the entity at its
+    other end ("my boss's fleet": ``Fleet_737``).
     A kin type read from its other end names what it makes that end (``Helen mother_of Sam``, from
     Helen: a child)."""
     held = frozenset(ranking.fact_terms(relation_type))
@@ -183,7 +211,7 @@ def _names_relation(term: str, relation_type: str, other_type: str, other_is_fro
             held = frozenset().union(*kin)
     if term in held or not _kinds().get(term, frozenset()).isdisjoint(held):
         return BY_TYPE
-    return BY_END if term in ranking.fact_terms(other_type) else 0
+    return BY_END if term in ranking.fact_terms(other_type) or term in _name_terms(other_name) else 0
 
 
 def _other(relation: Mapping[str, Any], name: str) -> str:
@@ -202,6 +230,7 @@ def is_about_now(query: str) -> bool:
 def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> Scope | None:
     """The scope of the question (guarantees 1 to 4); None when it names no entity and the user's
     entity is not spoken of (or does not exist)."""
+    said = query
     for idiom, meaning in _IDIOMS:
         query = idiom.sub(meaning, query)
     named = named_in(query, entities)
@@ -221,10 +250,14 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     kept = {place for place, word in enumerate(every_word) if not name_terms.issuperset(ranking.terms(word))
             or not ranking.terms(word)}
     rest_words = [word for place, word in enumerate(every_word) if place in kept]
+    # (the meaning is asked in the question's own words: an idiom rewritten is for the relations)
+    said_words = [word for word in _WORD.findall(said)
+                  if not name_terms.issuperset(ranking.terms(word)) or not ranking.terms(word)]
     # The relations are named after the possessor ("What job does my husband's sister have?": the
-    # husband's sister, then her job): words after the first "my" or named possessive come first.
-    anchor = next((place for place, word in enumerate(every_word) if word.lower() in _POSSESSING
-                   or (place not in kept and re.search(r"['’]s$", word))), -1)
+    # husband's sister, then her job): words after the last "my" or named possessive come first
+    # ("my friend Jisung's friend": Jisung is the friend; the hop is his friend).
+    anchor = max((place for place, word in enumerate(every_word) if word.lower() in _POSSESSING
+                  or (place not in kept and re.search(r"['’]s$", word))), default=-1)
     hop_words = [word for place, word in enumerate(every_word) if place in kept and place > anchor] + [
         word for place, word in enumerate(every_word) if place in kept and place <= anchor]
     relations = list(first["relations"])
@@ -239,6 +272,8 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     # only where the first led.
     steps = [(word, step, part) for word in hop_words for term in ranking.query_terms(word, question_words=False)
              for part, step in enumerate(_composed().get(term, (term,)))]
+    # ("my friend Jisung's friend" is not me: one who asks in the first person is no target)
+    asker = {USER} if USER not in named and speaks_of_user(query) else set()
     used: set[str] = set()
     targets: list[str] = []
     hop, reached = list(named), []
@@ -247,11 +282,13 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
         """The entities one relation from the hop that the term names the relation to (guarantee 3)."""
         return [other for relation in relations for name in hop if name in (relation["from"], relation["to"])
                 and (other := _other(relation, name)) in views and other not in named and other not in reached
+                and other not in asker
                 and _names_relation(term, relation["relationType"], views[other]["entityType"],
-                                    other == relation["from"]) >= at_least]
+                                    other == relation["from"], other) >= at_least]
 
+    tellers: list[str] = []
     for number, (word, term, part) in enumerate(steps):
-        if hops == 2 or (word in used and part == 0):
+        if hops == MAX_HOPS or (word in used and part == 0):
             break
         if part and word not in used:
             continue
@@ -269,9 +306,9 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
         used.add(word)
         hops += 1
         reached += found
-        hop = list(dict.fromkeys(found))
+        tellers, hop = hop, list(dict.fromkeys(found))
         targets = hop + [target for target in targets if target not in hop]
-        if hops == 1:
+        if hops < MAX_HOPS:
             second = opened(hop)
             further = [relation for relation in second["relations"] if relation not in relations]
             ends = {_other(relation, name) for relation in further for name in hop
@@ -280,10 +317,12 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
             views.update((entity["name"], entity) for entity in more["entities"])
             relations += further
     rest = " ".join(word for word in rest_words if word not in used)
-    asked = " ".join(rest_words)
+    asked = " ".join(said_words)
     if not ranking.query_terms(rest):
         rest = asked  # "What is Jordan's job?": the word that led to the employer still asks about Jordan
-    return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations, hops)
+    last = tuple(hop) if hops else ()
+    return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations, hops,
+                 last, tuple(tellers) if hops else ())
 
 
 def mentions(entity: Mapping[str, Any], named: Sequence[str]) -> bool:
