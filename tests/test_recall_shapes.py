@@ -465,16 +465,3 @@ def test_the_fact_that_names_where_the_last_relation_led_answers_first(
     client.ok("create_relations", {"relations": FAMILY_RELATIONS})
     shown = facts(client.ok("search_nodes", {"query": "What does my sister's husband do for a living?"}))
     assert shown[0] == ("Kim_Dohyun", "Paramedic with the Daegu ambulance service"), shown
-
-
-@pytest.mark.parametrize(("observation", "named"), [
-    ("Took Haeun and Doyun to the cherry blossom festival", True),  # the name as people say it
-    ("Met Seo Doyun at the airport", True),
-    ("Doyun: I lost a tooth", True),
-    ("Bought a doyun-flavoured snack", False),  # not written as a name
-    ("Took Haeun to the festival", False),
-])
-def test_a_fact_names_a_person_by_the_name_people_call_them(observation: str, named: bool) -> None:
-    from memory_server.retrieval import scope
-
-    assert scope.names(observation, ["Seo_Doyun"]) is named

@@ -331,24 +331,9 @@ def mentions(entity: Mapping[str, Any], named: Sequence[str]) -> bool:
 
 
 def names(observation: str, named: Sequence[str]) -> bool:
-    """Whether the observation holds every term of a named entity's name, or, of a name of several
-    terms, the first or the last as a capitalised word ("Took Haeun and Doyun to the festival"
-    names ``Seo_Doyun``), as a question names them (guarantee 1)."""
+    """Whether the observation holds every term of a named entity's name."""
     held = ranking.fact_terms(observation)
-    capitalised: set[str] | None = None
-    for name in named:
-        terms = _name_terms(name)
-        if not terms:
-            continue
-        if set(terms).issubset(held):
-            return True
-        if len(terms) > 1 and (terms[0] in held or terms[-1] in held):
-            if capitalised is None:
-                capitalised = {term for word in _WORD.findall(observation) if word[:1].isupper()
-                               for term in ranking.terms(word)}
-            if terms[0] in capitalised or terms[-1] in capitalised:
-                return True
-    return False
+    return any((terms := set(_name_terms(name))) and terms.issubset(held) for name in named)
 
 
 __all__ = ["NAMED_AMONG", "RELATION_WORDS", "USER", "Opened", "Scope", "find", "mentions", "named_in", "names",
