@@ -465,3 +465,36 @@ def test_the_fact_that_names_where_the_last_relation_led_answers_first(
     client.ok("create_relations", {"relations": FAMILY_RELATIONS})
     shown = facts(client.ok("search_nodes", {"query": "What does my sister's husband do for a living?"}))
     assert shown[0] == ("Kim_Dohyun", "Paramedic with the Daegu ambulance service"), shown
+
+
+@pytest.mark.parametrize(("rest", "news"), [
+    ("What happened to recently", True), ("How is my doing these days", True), ("What's new with", True),
+    ("What has been up to lately", True),
+    ("Where do I now", False),  # (the relation followed, work, is what it asks)
+    ("What happened at the wedding", False), ("What is my latest position at work", False),
+])
+def test_a_question_asking_only_what_is_new_is_told_apart(rest: str, news: bool) -> None:
+    from memory_server.retrieval import scope
+
+    assert scope.asks_for_news(rest) is news
+
+
+def test_what_is_new_with_a_person_is_their_facts_newest_first(memory_servers: MemoryServers, tmp_path: Path) -> None:
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [entity("default_user", "person", ["Name is Rui"]),
+                                               entity("Park_Sora", "person", []), entity("Kim_Dohyun", "person", [])]})
+    add_dated(client, [("Kim_Dohyun", "Paramedic with the Daegu ambulance service", "2025-02-20"),
+                       ("Kim_Dohyun", "Was hurt in a crash on the motorway and is on leave", "2026-09-23"),
+                       ("Kim_Dohyun", "Grows chillies on the balcony", "2025-10-28"),
+                       ("Park_Sora", "Teaches maths at a middle school", "2025-01-11"),
+                       ("Park_Sora", "Became head of the maths department", "2026-05-16"),
+                       ("default_user", "Sold the old Kia", "2026-11-01")])
+    client.ok("create_relations", {"relations": [relation("Park_Sora", "default_user", "sister_of"),
+                                                 relation("Kim_Dohyun", "Park_Sora", "married_to")]})
+    shown = facts(client.ok("search_nodes", {"query": "What happened to Dohyun recently?"}))
+    assert shown[:3] == [("Kim_Dohyun", "Was hurt in a crash on the motorway and is on leave"),
+                         ("Kim_Dohyun", "Grows chillies on the balcony"),
+                         ("Kim_Dohyun", "Paramedic with the Daegu ambulance service")], shown
+    shown = facts(client.ok("search_nodes", {"query": "How is my sister doing these days?"}))
+    assert shown == [("Park_Sora", "Became head of the maths department"),
+                     ("Park_Sora", "Teaches maths at a middle school")], shown

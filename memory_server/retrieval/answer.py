@@ -451,6 +451,8 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
     one most like the question first (`resemblance`, the similarities the model gave; else in the
     order they were written), and are added to `joined_here`; a question with nothing but names
     (`asks` false) answers with the named entities' facts."""
+    if scope.news:
+        return _news(entities, scope, joined_here)
     named, targets, last = set(scope.named), set(scope.targets), set(scope.last)
     # (an entity that only mentions a named one, as a place a person went, is no more than a neighbour;
     # one a relation passed through on the way is as the named)
@@ -480,6 +482,15 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
                 break
     joined.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
     return joined
+
+
+def _news(entities: Sequence[Any], scope: scopes.Scope, joined_here: set[tuple[int, int]]) -> list[tuple[int, int, float]]:
+    """What is new with whom the question asks about (the last relation's targets, else the named
+    entities): their facts, newest first (scope guarantee 6)."""
+    held = _facts_of(entities, set(scope.last or scope.named), lambda entity, index: True)
+    held.sort(key=lambda fact: fact_date(entities[fact[0]], fact[1]), reverse=True)
+    joined_here.update(held)
+    return [(position, index, 1.0 - place / (len(held) + 1)) for place, (position, index) in enumerate(held)]
 
 
 def _scope_within(entities: Sequence[Any], scope: scopes.Scope, window: Span,

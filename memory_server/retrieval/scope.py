@@ -34,6 +34,9 @@ Guarantees (for :func:`find`):
    tells of the very relation asked about: "Started a new job at Lumen Health", for "Who is my
    employer now?"; "Firefighter with the Changwon fire department", for "What does my sister's
    husband do for work?".
+6. A question that asks nothing of whom it names but what is new with them ("What happened to
+   Jaewon recently?", "How is my sister doing?") has no words left to rank by (`news`): their
+   facts come newest first.
 """
 
 from __future__ import annotations
@@ -161,6 +164,8 @@ class Scope:
     tellers: tuple[str, ...] = ()
     """Those the last relation was followed from: their facts naming the last targets tell of that
     relation (guarantee 5)."""
+    news: bool = False
+    """Whether the question asks only what is new with whom it names (guarantee 6)."""
 
 
 def _name_terms(name: str) -> tuple[str, ...]:
@@ -220,6 +225,18 @@ def _other(relation: Mapping[str, Any], name: str) -> str:
 
 _NOW_WORDS: Final = re.compile(r"\b(?:now|currently|current|latest|still|these\s+days|nowadays|at\s+the\s+moment|"
                                r"at\s+present|any\s*more|most\s+recent|recently|newest)\b", re.I)
+
+
+_NEWS_WORDS: Final = re.compile(r"\b(?:happen(?:ed|ing|s)?|new|news|going\s+on|doing|been\s+up\s+to|up\s+to|"
+                                r"lately|update[sd]?|how\s+is|how's)\b", re.I)
+
+
+def asks_for_news(rest: str) -> bool:
+    """Whether what is left of a question once its names are taken asks only what is new with them
+    ("What happened to Jaewon recently?", "How is my sister doing these days?")."""
+    if _NEWS_WORDS.search(rest) is None:
+        return False  # ("Where do I work now?": the relation followed is what it asks)
+    return not ranking.query_terms(_NEWS_WORDS.sub(" ", _NOW_WORDS.sub(" ", rest)))
 
 
 def is_about_now(query: str) -> bool:
@@ -318,11 +335,14 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
             relations += further
     rest = " ".join(word for word in rest_words if word not in used)
     asked = " ".join(said_words)
-    if not ranking.query_terms(rest):
+    news = asks_for_news(rest)
+    if news:
+        rest = ""  # (nothing to rank by: whom it names, newest first)
+    elif not ranking.query_terms(rest):
         rest = asked  # "What is Jordan's job?": the word that led to the employer still asks about Jordan
     last = tuple(hop) if hops else ()
     return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations, hops,
-                 last, tuple(tellers) if hops else ())
+                 last, tuple(tellers) if hops else (), news)
 
 
 def mentions(entity: Mapping[str, Any], named: Sequence[str]) -> bool:
