@@ -498,3 +498,34 @@ def test_what_is_new_with_a_person_is_their_facts_newest_first(memory_servers: M
     shown = facts(client.ok("search_nodes", {"query": "How is my sister doing these days?"}))
     assert shown == [("Park_Sora", "Became head of the maths department"),
                      ("Park_Sora", "Teaches maths at a middle school")], shown
+
+
+def test_a_question_asking_only_a_time_is_paged_a_glance_at_a_time(memory_servers: MemoryServers,
+                                                                 tmp_path: Path) -> None:
+    # "What did I do last month?" on a busy memory: every fact of the month, in pages of the
+    # glance's size, each fact once, then nothing more.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    today = datetime.now(UTC).date()
+    month = (today.replace(day=1) - timedelta(days=1)).replace(day=1)
+    client.ok("create_entities", {"entities": [entity(f"Friend_{number}", "person", []) for number in range(12)]
+              + [entity("default_user", "person", ["Name is Rui"])]})
+    facts_of_month = [(f"Friend_{number % 12}", f"Went climbing at crag number {number} with a long rope",
+                       (month + timedelta(days=number % 28)).isoformat()) for number in range(60)]
+    add_dated(client, facts_of_month)
+    from memory_server.retrieval.paging.fact_pages import STRETCH
+
+    read: list[tuple[str, str]] = []
+    pages = 0
+    page = client.call("search_nodes", {"query": "What did I do last month?"})
+    while True:
+        pages += 1
+        # (a glance, stretched as every page of facts is to show a few entities)
+        assert len(page["content"][0]["text"].encode()) <= STRETCH * 1_500, page
+        shown = page["structuredContent"]
+        for item in shown["entities"]:
+            read += [(item["name"], text) for text in item["observations"] if text != "Name is Rui"]
+        if "nextCursor" not in shown:
+            break
+        page = client.call("search_nodes", {"query": "What did I do last month?", "cursor": shown["nextCursor"]})
+    assert sorted(read) == sorted((name, text) for name, text, _ in facts_of_month), read
+    assert pages > 1

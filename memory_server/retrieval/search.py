@@ -34,7 +34,7 @@ from contextlib import suppress
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import msgspec
 
@@ -131,10 +131,12 @@ def _timed(sources: Sequence[CandidateSource], request: SearchRequest, character
     if window is not None:
         if not when.content_terms(words):
             # Nothing asked but a time ("what did I do last week?"): every fact within it.
-            within = _within(sources, query, words, window, explicit=explicit is not None, limit=limit)
-            if within is not None and (within["entities"] or explicit is not None):
-                return within
-            remark = "" if within is None else when.nothing_within(window)
+            # (paged as facts, a glance at a time: a month of a memory is thousands of them)
+            timed = _within(sources, query, words, window, explicit=explicit is not None, limit=limit,
+                            characters=characters)
+            if timed is not None and (timed.order or explicit is not None):
+                return timed
+            remark = "" if timed is None else when.nothing_within(window)
         else:
             whole = facts(sources, query, characters, limit)
             if not whole.words:
@@ -214,13 +216,27 @@ def facts(sources: Sequence[CandidateSource], query: str, characters: int, limit
                          lookup=lookup, opened=source.open_nodes, window=window)
 
 
+@overload
 def _within(sources: Sequence[CandidateSource], query: str, words: str, window: Span, *, explicit: bool,
-            limit: int | None) -> dict[str, Any] | None:
-    """when.search on the first source that gives its candidates (None: answered as without a window)."""
+            limit: int | None, characters: None = None) -> dict[str, Any] | None: ...
+
+
+@overload
+def _within(sources: Sequence[CandidateSource], query: str, words: str, window: Span, *, explicit: bool,
+            limit: int | None, characters: int) -> Facts | None: ...
+
+
+def _within(sources: Sequence[CandidateSource], query: str, words: str, window: Span, *, explicit: bool,
+            limit: int | None, characters: int | None = None) -> dict[str, Any] | Facts | None:
+    """when.search on the first source that gives its candidates (None: answered as without a
+    window); with `characters`, as facts paged at that size (when.facts_within)."""
     topic = words if when.content_terms(words) else None
     for source in sources:
         candidates = source.dated(query, topic)
         if candidates is not None:
+            if characters is not None:
+                return when.facts_within(candidates, query, words, window, explicit=explicit, limit=limit,
+                                         characters=characters)
             return when.search(candidates, query, words, window, explicit=explicit, limit=limit)
     raise _Unanswerable
 

@@ -41,7 +41,8 @@ Guarantees (for :func:`search`):
    have happened, within the window are the matches: an observation answers when it holds the
    words (the whole of them, or a term of them, by the rule that matched), or any within the
    window when the entity's name or type holds them. Each shows its answering observations, most
-   recent first, and is marked ``partial`` when it holds others.
+   recent first, and is marked ``partial`` when it holds others. A query that asks nothing but a
+   time is paged as facts are (:func:`facts_within`: a glance a page, a cursor for the rest).
 3. Order: the word rules' relevance first; recency (the latest date within the window) breaks
    ties, then graph order.
 4. A window named by the query's own words (not `since`/`until`) within which nothing answers
@@ -64,6 +65,7 @@ from ..model.dates import Span
 
 if TYPE_CHECKING:
     from ..model.graph import Graph, Node
+    from .paging.pages import Facts
 
 MAX_PHRASE_QUERY: Final = 500
 """Characters of a query beyond which no time phrase is looked for (each pattern is a pass over it)."""
@@ -372,6 +374,45 @@ def search(graph: Graph, query: str, words: str, window: Span, *, explicit: bool
            limit: int | None = None) -> dict[str, Any] | None:
     """search_nodes within a window (guarantees 1 to 3); None when guarantee 1 says the query is
     answered as without one. `words`: the query without its time phrase."""
+    from . import query as retrieval
+
+    found = _kept(graph, query, words, window, explicit=explicit, limit=limit)
+    if found is None:
+        return None
+    kept, within = found
+    return {"entities": [shown_within(node, within[node.record.name]) for node in kept],
+            "relations": retrieval.found(graph, kept)["relations"]}
+
+
+def facts_within(graph: Graph, query: str, words: str, window: Span, *, explicit: bool, characters: int,
+                 limit: int | None = None) -> Facts | None:
+    """The same answer as :func:`search`, as facts paged at `characters` a page (a glance, and a
+    cursor for the rest), each entity's facts of the window most recent first."""
+    from . import query as retrieval
+    from .paging.pages import FactOrder, Facts
+
+    found = _kept(graph, query, words, window, explicit=explicit, limit=limit)
+    if found is None:
+        return None
+    kept, within = found
+    positions: list[int] = []
+    indexes: list[int] = []
+    for position, node in enumerate(kept):
+        shown = _newest_first(node, within[node.record.name])
+        positions += [position] * len(shown)
+        indexes += shown
+    return Facts([node.view for node in kept], FactOrder((), None, (), head=(positions, indexes)),
+                 retrieval.touching_in(graph), characters, True)
+
+
+def _newest_first(node: Node, indexes: Sequence[int]) -> list[int]:
+    return sorted(indexes, key=lambda index: dates.latest(node.record, [index]), reverse=True)
+
+
+def _kept(graph: Graph, query: str, words: str, window: Span, *, explicit: bool,
+          limit: int | None = None) -> tuple[list[Node], dict[str, list[int]]] | None:
+    """The entities answering within the window, in order, and the indexes of their answering
+    observations (guarantees 1 to 3); None: answered as without a window."""
     from ..index import ranking
     from ..model import indexes
     from . import query as retrieval
@@ -415,8 +456,7 @@ def search(graph: Graph, query: str, words: str, window: Span, *, explicit: bool
         kept.sort(key=lambda node: primary[node.record.name])
     if limit is not None:
         kept = kept[:limit]
-    return {"entities": [shown_within(node, within[node.record.name]) for node in kept],
-            "relations": retrieval.found(graph, kept)["relations"]}
+    return kept, within
 
 
 def nothing_within(window: Span) -> str:
@@ -436,7 +476,7 @@ def nothing_answers_within(window: Span) -> str:
 def shown_within(node: Node, indexes: Sequence[int]) -> dict[str, Any]:
     """The entity as a windowed answer shows it: its observations within the window, most recent first."""
     record = node.record
-    order = sorted(indexes, key=lambda index: dates.latest(record, [index]), reverse=True)
+    order = _newest_first(node, indexes)
     shown: dict[str, Any] = {"name": record.name, "entityType": record.entityType,
                              "observations": [record.observations[index] for index in order],
                              **dates.answer_dates(record, order), **authors.answer_authors(record, order)}
