@@ -529,3 +529,35 @@ def test_a_question_asking_only_a_time_is_paged_a_glance_at_a_time(memory_server
         page = client.call("search_nodes", {"query": "What did I do last month?", "cursor": shown["nextCursor"]})
     assert sorted(read) == sorted((name, text) for name, text, _ in facts_of_month), read
     assert pages > 1
+
+
+def test_a_neighbours_fact_sharing_one_common_word_is_no_answer_about_the_person(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "How much do I earn a year?": nothing says; the neighbours' "years" hold a word of the
+    # question, not what it asks (one holding most of it still answers: the netball test above).
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Name is Rui", "Flies about 75 hours a month"]),
+        entity("Lina", "person", ["Was married to Rui for fourteen years", "Plays tennis on Wednesday evenings"]),
+        entity("Dr_Ahn", "person", ["Said the ringing in the ears is from years of engine noise"]),
+        entity("Old_Airline", "company", ["Rui flew jets there for eleven years"])]})
+    client.ok("create_relations", {"relations": [relation("default_user", "Lina", "divorced_from"),
+                                                 relation("Dr_Ahn", "default_user", "treats"),
+                                                 relation("default_user", "Old_Airline", "worked_at")]})
+    answer = client.ok("search_nodes", {"query": "How much do I earn a year?"})
+    assert sum(len(shown["observations"]) for shown in answer["entities"]) <= 1, answer
+
+
+def test_a_long_question_no_fact_holds_much_of_is_answered_by_the_facts_holding_most_of_it() -> None:
+    # Nine words to rank by, and the answering turn holds three (24% of the question's rarity):
+    # under the 40% bar, yet far more of the question than any other fact holds. By words alone
+    # (the pure answer, no model), so that meaning cannot be what finds it.
+    from memory_server.retrieval import answer as answers
+
+    turns = [entity("turn_1", "dialog_turn", ["Audrey: I cooked garlic prawns for Andrew, his favourite"]),
+             entity("turn_2", "dialog_turn", ["Andrew: The weather was lovely"]),
+             entity("turn_3", "dialog_turn", ["Audrey: I am reading a book about volcanoes"]),
+             entity("turn_4", "dialog_turn", ["Andrew: My sister visited in spring"])]
+    question = "Which dish with garlic, lemon and thyme did Audrey share with Andrew on the holiday weekend?"
+    shown = answers.shape(question, turns, answers.listed([]), 1_500)
+    assert [turns[position]["name"] for position, _ in shown.order] == ["turn_1"], shown.order

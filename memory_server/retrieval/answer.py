@@ -29,9 +29,12 @@ Guarantees:
 6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts. A fact
    naming where the last relation the question followed led, of whom it was followed from, scores
    above the answer's best (:func:`_telling`, :data:`TOLD_ABOVE`); the entities that relation
-   reached count double, those it passed through as the named; when nothing of the named entities
-   or targets answers, a neighbour's fact only meaning finds is no answer either, unless it names them.
-7. Only evidence answers (:data:`MIN_COVERAGE`, :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
+   reached count double, those it passed through as the named; a neighbour's fact the words find
+   is evidence when it holds :data:`NEIGHBOUR_COVERAGE` of the question, is like it, or names them;
+   when nothing of the named entities or targets answers, a neighbour's fact only meaning finds is
+   no answer either, unless it names them.
+7. Only evidence answers (:data:`MIN_COVERAGE`, or within a fifth of the best coverage when no
+   fact reaches it, :data:`RELATIVE_COVERAGE`; :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
    :data:`MEANING_SCOPED`): a question about something never said answers empty arrays;
    a small entity's facts are evidence by what the entity, read as one, covers (guarantee 2).
 8. An entity is shown only when its best fact scores within :data:`MARGIN` of the answer's best.
@@ -274,12 +277,21 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
     joined: set[tuple[int, int]] = set()
     if scope is not None:
         fused = _with_scope(fused, entities, scope, bool(terms), resemblance, joined)
+        # A neighbour's fact the words find is evidence about whom the question names when it holds
+        # most of the question, names them, or is like it: "year" in a neighbour's "eleven years"
+        # says nothing of "How much do I earn a year?".
+        around = {position for position, entity in enumerate(entities)
+                  if entity["name"] not in scope.named and entity["name"] not in scope.targets}
+        fused = [fact for fact in fused if fact[0] not in around or (fact[0], fact[1]) not in covered
+                 or covered[fact[0], fact[1]] >= NEIGHBOUR_COVERAGE
+                 or resemblance.get((fact[0], fact[1]), 0.0) >= MEANING_SCOPED
+                 or (fact[1] >= 0 and scopes.names(entities[fact[0]]["observations"][fact[1]], scope.named))]
         if not _about(fused, entities, scope):
             # Nothing of whom the question asks: a neighbour's fact only meaning finds is no answer
             # about them ("Which rugby team does Callum support?" and his wife's netball), unless
             # it names them ("Rosa: off to Lisbon next week", for "Where is Rosa going on a trip?").
             by_words = {(position, index) for position, index, _ in scored
-                        if covered.get((position, index), 1.0) >= MIN_COVERAGE}
+                        if covered.get((position, index), 1.0) >= _coverage_bar(covered)}
             fused = [fact for fact in fused if (fact[0], fact[1]) in by_words
                      or (fact[1] >= 0 and scopes.names(entities[fact[0]]["observations"][fact[1]], scope.named))]
     if window is not None:
@@ -323,6 +335,19 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
 
 MIN_COVERAGE: Final = 0.4
 """A fact is evidence by words when it holds at least this share of the question's rarity."""
+RELATIVE_COVERAGE: Final = 0.8
+LOW_COVERAGE: Final = 0.2
+"""A question no fact covers MIN_COVERAGE of (a long one: "What dish that includes garlic did
+Audrey share with Andrew on 3 July?") is answered by the facts within a fifth of the best
+coverage (RELATIVE_COVERAGE), never by one holding under LOW_COVERAGE of it."""
+
+
+def _coverage_bar(covered: Mapping[tuple[int, int], float]) -> float:
+    """The share of the question's rarity a fact holds to be evidence by words (guarantee 7)."""
+    best = max(covered.values(), default=1.0)
+    return min(MIN_COVERAGE, max(LOW_COVERAGE, RELATIVE_COVERAGE * best))
+
+
 MEANING_ALONE: Final = 0.45
 """A fact no word reaches is evidence by meaning at this cosine similarity to the question."""
 MEANING_ONE_WORD: Final = 0.27
@@ -394,8 +419,9 @@ def _fused(scored: list[tuple[int, int, float]], covered: Mapping[tuple[int, int
     Candidates of entities the words did not match are added to `entities` (the matches past
     those scored through `beyond`, in their order, then others through `lookup`; in a scope, only
     its own). Each candidate's similarity goes to `resemblance`."""
+    bar = _coverage_bar(covered)
     evidence = [(position, index, score * _told(entities[position], index)) for position, index, score in scored
-                if covered.get((position, index), 1.0) >= MIN_COVERAGE]
+                if covered.get((position, index), 1.0) >= bar]
     found = None
     if nearest is not None:
         try:
@@ -526,6 +552,9 @@ def _telling(entities: Sequence[Any], tellers: AbstractSet[str], targets: Sequen
 
 TOLD_ABOVE: Final = 1.01
 """A fact that tells of the relation asked about comes before the best of the rest (guarantee 6)."""
+NEIGHBOUR_COVERAGE: Final = 0.6
+"""The share of the question's rarity a neighbour's fact found by words holds to be evidence about
+whom the question names, unless it names them or is like the question (guarantee 6)."""
 NEIGHBOUR_SHARE: Final = 0.35
 """What a fact of an entity one relation from the named one counts, against the named entity's
 own: the question is about the named entity; its neighbours answer through a relation."""
