@@ -432,13 +432,14 @@ FAMILY = [entity("default_user", "person", ["Name is Rui"]), entity("Park_Sora",
           entity("Lina", "person", ["Rui's ex-wife"]), entity("Odile", "person", ["Lina's mother"]),
           entity("Marta", "person", ["Rui's mother"]), entity("Han_Jisoo", "person", ["Rui's friend from school"]),
           entity("Tomas", "person", ["Jisoo's friend", "Sells vintage bicycles"]),
-          entity("Wendy", "person", ["Rui's manager"]), entity("Night_Shift", "team", ["Has nine nurses"])]
+          entity("Wendy", "person", ["Rui's manager"]), entity("Night_Shift", "team", ["Has nine nurses"]),
+          entity("Mina", "person", ["Potter with a studio by the sea"])]
 FAMILY_RELATIONS = [relation("Park_Sora", "default_user", "sister_of"), relation("Kim_Dohyun", "Park_Sora", "married_to"),
                     relation("Kim_Dohyun", "Daegu_Ambulance_Service", "works_for"),
                     relation("default_user", "Lina", "divorced_from"), relation("Odile", "Lina", "mother_of"),
                     relation("Marta", "default_user", "mother_of"), relation("Han_Jisoo", "default_user", "friend_of"),
                     relation("Tomas", "Han_Jisoo", "friend_of"), relation("Wendy", "default_user", "manages"),
-                    relation("Wendy", "Night_Shift", "leads")]
+                    relation("Wendy", "Night_Shift", "leads"), relation("default_user", "Mina", "dating")]
 
 
 @pytest.mark.parametrize(("question", "named", "last"), [
@@ -449,6 +450,7 @@ FAMILY_RELATIONS = [relation("Park_Sora", "default_user", "sister_of"), relation
     ("Where does my former mother-in-law live?", ("default_user",), ("Odile",)),  # the mother of my ex
     ("Where does my mother-in-law live?", ("default_user",), ()),  # no spouse: no mother-in-law
     ("What does my ex do?", ("default_user",), ("Lina",)),
+    ("Who is my girlfriend?", ("default_user",), ("Mina",)),  # whom one is dating
 ])
 def test_relations_are_followed_as_people_name_them(question: str, named: tuple[str, ...],
                                                     last: tuple[str, ...]) -> None:

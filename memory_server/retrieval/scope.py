@@ -62,8 +62,10 @@ _WORD: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 RELATION_WORDS: Final = {
     "brother": "brother sibling", "sister": "sister sibling", "sibling": "sibling brother sister",
     "wife": "wife spouse married marry", "husband": "husband spouse married marry",
-    "spouse": "spouse wife husband married marry", "partner": "partner spouse married girlfriend boyfriend",
-    "girlfriend": "girlfriend partner", "boyfriend": "boyfriend partner",
+    "spouse": "spouse wife husband married marry", "partner": "partner spouse married girlfriend boyfriend dating relationship engaged",
+    "girlfriend": "girlfriend partner dating relationship engaged",
+    "boyfriend": "boyfriend partner dating relationship engaged",
+    "fiance": "fiance fiancee engaged", "fiancee": "fiance fiancee engaged",
     "mother": "mother parent", "mom": "mother parent", "mum": "mother parent", "father": "father parent",
     "dad": "father parent", "parent": "parent mother father", "son": "son child", "daughter": "daughter child",
     "child": "child son daughter", "kid": "child son daughter",
