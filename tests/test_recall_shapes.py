@@ -433,13 +433,15 @@ FAMILY = [entity("default_user", "person", ["Name is Rui"]), entity("Park_Sora",
           entity("Marta", "person", ["Rui's mother"]), entity("Han_Jisoo", "person", ["Rui's friend from school"]),
           entity("Tomas", "person", ["Jisoo's friend", "Sells vintage bicycles"]),
           entity("Wendy", "person", ["Rui's manager"]), entity("Night_Shift", "team", ["Has nine nurses"]),
-          entity("Mina", "person", ["Potter with a studio by the sea"])]
+          entity("Mina", "person", ["Potter with a studio by the sea"]),
+          entity("Old_Service", "organization", ["Ran the night buses"]), entity("Old_Van", "car", ["A white van"])]
 FAMILY_RELATIONS = [relation("Park_Sora", "default_user", "sister_of"), relation("Kim_Dohyun", "Park_Sora", "married_to"),
                     relation("Kim_Dohyun", "Daegu_Ambulance_Service", "works_for"),
                     relation("default_user", "Lina", "divorced_from"), relation("Odile", "Lina", "mother_of"),
                     relation("Marta", "default_user", "mother_of"), relation("Han_Jisoo", "default_user", "friend_of"),
                     relation("Tomas", "Han_Jisoo", "friend_of"), relation("Wendy", "default_user", "manages"),
-                    relation("Wendy", "Night_Shift", "leads"), relation("default_user", "Mina", "dating")]
+                    relation("Wendy", "Night_Shift", "leads"), relation("default_user", "Mina", "dating"),
+                    relation("default_user", "Old_Service", "worked_for"), relation("default_user", "Old_Van", "used_to_drive")]
 
 
 @pytest.mark.parametrize(("question", "named", "last"), [
@@ -451,6 +453,7 @@ FAMILY_RELATIONS = [relation("Park_Sora", "default_user", "sister_of"), relation
     ("Where does my mother-in-law live?", ("default_user",), ()),  # no spouse: no mother-in-law
     ("What does my ex do?", ("default_user",), ("Lina",)),
     ("Who is my girlfriend?", ("default_user",), ("Mina",)),  # whom one is dating
+    ("Which service did I use to work for?", ("default_user",), ("Old_Service",)),  # once: no relation of use
 ])
 def test_relations_are_followed_as_people_name_them(question: str, named: tuple[str, ...],
                                                     last: tuple[str, ...]) -> None:
@@ -563,3 +566,30 @@ def test_a_long_question_no_fact_holds_much_of_is_answered_by_the_facts_holding_
     question = "Which dish with garlic, lemon and thyme did Audrey share with Andrew on the holiday weekend?"
     shown = answers.shape(question, turns, answers.listed([]), 1_500)
     assert [turns[position]["name"] for position, _ in shown.order] == ["turn_1"], shown.order
+
+
+def test_a_question_asking_nothing_but_a_name_and_a_time_answers_their_facts_of_that_time_first(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "What did I do in 2025?" answers the user's 2025 first though a friend's news is later;
+    # "What did Jisoo do in 2025?" all of Jisoo's 2025, newest first, before whoever mentions him;
+    # "Tell me about Bo" (nothing asked but the name) Bo's facts.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [entity("default_user", "person", ["Name is Rui"]),
+                                               entity("Han_Jisoo", "person", []), entity("Tomas", "person", []),
+                                               entity("Bo", "dog", ["A beagle", "Scared of thunder"])]})
+    add_dated(client, [("default_user", "Ran a marathon in Seoul", "2025-03-16"),
+                       ("default_user", "Moved to Busan", "2025-06-10"),
+                       ("Han_Jisoo", "Friend from flight school", "2025-01-01"),
+                       ("Han_Jisoo", "Flies cargo jets out of Anchorage", "2025-04-11"),
+                       ("Han_Jisoo", "Visits Korea every Christmas", "2025-12-27"),
+                       ("Tomas", "Jisoo's friend, met at a Christmas dinner", "2025-12-27")])
+    client.ok("create_relations", {"relations": [relation("Han_Jisoo", "default_user", "friend_of"),
+                                                 relation("Tomas", "Han_Jisoo", "friend_of"),
+                                                 relation("default_user", "Bo", "owns")]})
+    shown = facts(client.ok("search_nodes", {"query": "What did I do in 2025?"}))
+    assert [name for name, _ in shown[:2]] == ["default_user", "default_user"], shown
+    shown = facts(client.ok("search_nodes", {"query": "What did Jisoo do in 2025?"}))
+    assert shown[:3] == [("Han_Jisoo", "Visits Korea every Christmas"), ("Han_Jisoo", "Flies cargo jets out of Anchorage"),
+                         ("Han_Jisoo", "Friend from flight school")], shown
+    shown = facts(client.ok("search_nodes", {"query": "Tell me about Bo"}))
+    assert {fact for fact in shown[:2]} == {("Bo", "A beagle"), ("Bo", "Scared of thunder")}, shown

@@ -63,6 +63,7 @@ import msgspec
 from ..index.search import FIELD_SEPARATOR
 from ..model.dates import Span
 from . import scope as scopes
+from . import when as when_rules
 from .paging.pages import FactOrder, Facts, Touching
 
 if TYPE_CHECKING:  # (ranking itself is imported with the first search by words)
@@ -276,7 +277,9 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
         unlisted = len(matched) - len(_names_of(entities) & _names_of(matched))
     joined: set[tuple[int, int]] = set()
     if scope is not None:
-        fused = _with_scope(fused, entities, scope, bool(terms), resemblance, joined)
+        # (what is left but filler, "Tell me about Bori", asks nothing of them but who they are)
+        asks = bool(terms) and bool(when_rules.content_terms(scope.rest))
+        fused = _with_scope(fused, entities, scope, asks, resemblance, joined, dated=window is not None)
         # A neighbour's fact the words find is evidence about whom the question names when it holds
         # most of the question, names them, or is like it: "year" in a neighbour's "eleven years"
         # says nothing of "How much do I earn a year?".
@@ -470,13 +473,13 @@ best (the best such fact ranks with a word match 0.6 as good as the best)."""
 
 def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], scope: scopes.Scope,
                 asks: bool, resemblance: Mapping[tuple[int, int], float],
-                joined_here: set[tuple[int, int]]) -> list[tuple[int, int, float]]:
+                joined_here: set[tuple[int, int]], *, dated: bool = False) -> list[tuple[int, int, float]]:
     """The facts of a scope, weighed by where they stand (guarantee 6): the named entities' as they
     scored, the targets' doubled, the other neighbours' and those that mention a named entity at
     NEIGHBOUR_SHARE. A target's facts that nothing else brings join at TARGET_SHARE of the best, the
     one most like the question first (`resemblance`, the similarities the model gave; else in the
     order they were written), and are added to `joined_here`; a question with nothing but names
-    (`asks` false) answers with the named entities' facts."""
+    (`asks` false) answers with the named entities' facts first (within a window, `dated`, the newest first)."""
     if scope.news:
         return _news(entities, scope, joined_here)
     named, targets, last = set(scope.named), set(scope.targets), set(scope.last)
@@ -495,7 +498,25 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
                   for position, index, score in joined]
         joined += [(position, index, top * TOLD_ABOVE) for position, index in sorted(told - have)]
         have |= told
-    wanted = [*scope.targets] if asks else [*scope.targets, *scope.named]
+    if not asks:
+        # A question asking nothing but whom it names ("Who is Seoyeon?", "What did Jisung do in
+        # 2025?"): their facts first, the most like it first (within a window, the newest), then
+        # what else was found (the user's "Started dating Kang Seoyeon").
+        whose = set(scope.last or scope.named)
+        mine = [(position, index) for position, entity in enumerate(entities) if entity["name"] in whose
+                for index in (range(len(entity["observations"])) if entity["observations"] else [-1])]
+        if dated:
+            mine.sort(key=lambda fact: fact_date(entities[fact[0]], fact[1]), reverse=True)
+        else:
+            mine.sort(key=lambda fact: -resemblance.get(fact, 0.0))  # (stable: written order)
+        taken = set(mine)
+        joined = [fact for fact in joined if (fact[0], fact[1]) not in taken] + [
+            (position, index, top * TOLD_ABOVE * (1 - place / (10 * len(mine) + 10)))
+            for place, (position, index) in enumerate(mine)]
+        joined_here.update(taken)
+        joined.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
+        return joined
+    wanted = [*scope.targets]
     for rank, name in enumerate(wanted):
         for position, entity in enumerate(entities):
             if entity["name"] == name:

@@ -62,7 +62,8 @@ _WORD: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 RELATION_WORDS: Final = {
     "brother": "brother sibling", "sister": "sister sibling", "sibling": "sibling brother sister",
     "wife": "wife spouse married marry", "husband": "husband spouse married marry",
-    "spouse": "spouse wife husband married marry", "partner": "partner spouse married girlfriend boyfriend dating relationship engaged",
+    "spouse": "spouse wife husband married marry",
+    "partner": "partner spouse married girlfriend boyfriend dating relationship engaged",
     "girlfriend": "girlfriend partner dating relationship engaged",
     "boyfriend": "boyfriend partner dating relationship engaged",
     "fiance": "fiance fiancee engaged", "fiancee": "fiance fiancee engaged",
@@ -105,6 +106,7 @@ INVERSE: Final = {
 
 _IDIOMS: Final = (
     (re.compile(r"\bfor\s+a\s+living\b", re.I), "for work"),
+    (re.compile(r"\b(?:used|use)\s+to\b", re.I), " "),  # ("did I use to work for": once, no relation of use)
     (re.compile(r"\b(?:ex|former)[-\s]+(mother|father|parent)s?[-\s]+in[-\s]+law\b", re.I), r"ex\1inlaw"),
     (re.compile(r"\b(mother|father|parent)s?[-\s]+in[-\s]+law\b", re.I), r"\1inlaw"),
     (re.compile(r"\b(?:ex|former)[-\s]+in[-\s]+laws\b", re.I), "exparentinlaw"),

@@ -405,6 +405,16 @@ def facts_within(graph: Graph, query: str, words: str, window: Span, *, explicit
                  retrieval.touching_in(graph), characters, True)
 
 
+def _named(query: str, kept: Sequence[Node]) -> list[str]:
+    """The entities among `kept` the query names, else the user's when it speaks in the first person."""
+    from . import scope
+
+    names = scope.named_in(query, [node.view for node in kept[:scope.NAMED_AMONG]])
+    if not names and scope.speaks_of_user(query):
+        names = [scope.USER]
+    return names
+
+
 def _newest_first(node: Node, indexes: Sequence[int]) -> list[int]:
     return sorted(indexes, key=lambda index: dates.latest(node.record, [index]), reverse=True)
 
@@ -454,6 +464,11 @@ def _kept(graph: Graph, query: str, words: str, window: Span, *, explicit: bool,
     kept.sort(key=lambda node: recency[node.record.name], reverse=True)  # stable: graph order in ties
     if primary:
         kept.sort(key=lambda node: primary[node.record.name])
+    else:
+        # Nothing asked but a time: whom the question names (or the user, for "What did I do in
+        # 2025?") first, then the others, each most recent first.
+        first = set(_named(query, kept))
+        kept.sort(key=lambda node: node.record.name not in first)
     if limit is not None:
         kept = kept[:limit]
     return kept, within
