@@ -243,6 +243,16 @@ def asks_for_news(rest: str) -> bool:
     return not ranking.query_terms(_NEWS_WORDS.sub(" ", _NOW_WORDS.sub(" ", rest)))
 
 
+_FILLER: Final = ("tell told say said mention mentioned talk talked discuss discussed happen happened "
+                  "remember note noted record recorded learn learned add added anything something stuff thing things "
+                  "me us we you i")
+
+
+def content_terms(words: str) -> list[str]:
+    filler = set(ranking.query_terms(_FILLER))
+    return [term for term in ranking.query_terms(words) if term not in filler]
+
+
 def is_about_now(query: str) -> bool:
     """Whether the question asks about the present ("Where do I live now?")."""
     return _NOW_WORDS.search(query) is not None

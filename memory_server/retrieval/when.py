@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..model import authors, dates
 from ..model.dates import Span
+from .scope import content_terms
 
 if TYPE_CHECKING:
     from ..model.graph import Graph, Node
@@ -358,18 +359,6 @@ def both(first: Span | None, second: Span | None) -> Span | None:
 # The search within a window
 # --------------------------------------------------------------------------------------------
 
-_FILLER: Final = ("tell told say said mention mentioned talk talked discuss discussed happen happened "
-                  "remember note noted record recorded learn learned add added anything something stuff thing things "
-                  "me us we you i")
-
-
-def content_terms(words: str) -> list[str]:
-    from ..index import ranking
-
-    filler = set(ranking.query_terms(_FILLER))
-    return [term for term in ranking.query_terms(words) if term not in filler]
-
-
 def search(graph: Graph, query: str, words: str, window: Span, *, explicit: bool,
            limit: int | None = None) -> dict[str, Any] | None:
     """search_nodes within a window (guarantees 1 to 3); None when guarantee 1 says the query is
@@ -405,12 +394,16 @@ def facts_within(graph: Graph, query: str, words: str, window: Span, *, explicit
                  retrieval.touching_in(graph), characters, True)
 
 
+_TELLING: Final = re.compile(r"\b(?:tell|told|say|said|mention(?:ed)?|talk(?:ed)?|discuss(?:ed)?)\b", re.I)
+
+
 def _named(query: str, kept: Sequence[Node]) -> list[str]:
-    """The entities among `kept` the query names, else the user's when it speaks in the first person."""
+    """The entities among `kept` the query names, else the user's when it speaks in the first person
+    of what they did ("What did I do in 2025?"; "What did I tell you last week?" asks all that was told)."""
     from . import scope
 
     names = scope.named_in(query, [node.view for node in kept[:scope.NAMED_AMONG]])
-    if not names and scope.speaks_of_user(query):
+    if not names and scope.speaks_of_user(query) and _TELLING.search(query) is None:
         names = [scope.USER]
     return names
 
