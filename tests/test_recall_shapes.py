@@ -593,3 +593,19 @@ def test_a_question_asking_nothing_but_a_name_and_a_time_answers_their_facts_of_
                          ("Han_Jisoo", "Friend from flight school")], shown
     shown = facts(client.ok("search_nodes", {"query": "Tell me about Bo"}))
     assert {fact for fact in shown[:2]} == {("Bo", "A beagle"), ("Bo", "Scared of thunder")}, shown
+
+
+@pytest.mark.parametrize(("observation", "told"), [
+    ("Divorce from Lina Park was finalised", True),  # names her
+    ("Divorce from Lina was finalised; they share the children", True),  # the relation's word, and her name
+    ("Took Lina to the airport", False),  # her name, not the relation
+    ("The divorce rate is rising", False),  # the relation's word, not her
+])
+def test_a_fact_tells_of_the_relation_followed_by_naming_its_end_or_by_its_word_and_a_name(
+        observation: str, told: bool) -> None:
+    from memory_server.retrieval import scope
+
+    found = kin_scope("When did I get divorced?", [relation("default_user", "Lina_Park", "divorced_from")],
+                      [entity("default_user", "person", ["Name is Rui"]), entity("Lina_Park", "person", [])])
+    assert found.last == ("Lina_Park",)
+    assert scope.tells(observation, found.last, found.naming_last) is told

@@ -492,7 +492,7 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
     if scope.last:
         # A fact naming where the last relation followed led, of whom it was followed from, tells of
         # that relation: it counts as the best of the answer (at least), before the target's own facts.
-        told = _telling(entities, set(scope.tellers), scope.last)
+        told = _telling(entities, set(scope.tellers), scope.last, scope.naming_last)
         joined = [(position, index, max(score, top) * TOLD_ABOVE if (position, index) in told else score)
                   for position, index, score in joined]
         joined += [(position, index, top * TOLD_ABOVE) for position, index in sorted(told - have)]
@@ -565,9 +565,13 @@ def _facts_of(entities: Sequence[Any], names: AbstractSet[str],
             for index in range(len(entity["observations"])) if keep(entity, index)]
 
 
-def _telling(entities: Sequence[Any], tellers: AbstractSet[str], targets: Sequence[str]) -> set[tuple[int, int]]:
-    """The facts of the `tellers` that name one of the `targets` (scope guarantee 5)."""
-    return set(_facts_of(entities, tellers, lambda entity, index: scopes.names(entity["observations"][index], targets)))
+def _telling(entities: Sequence[Any], tellers: AbstractSet[str], targets: Sequence[str],
+             naming: Sequence[str] = ()) -> set[tuple[int, int]]:
+    """The facts of the `tellers` that tell of the relation to one of the `targets` (scope guarantee 5)."""
+    def telling(entity: Any, index: int) -> bool:
+        return scopes.tells(entity["observations"][index], targets, naming)
+
+    return set(_facts_of(entities, tellers, telling))
 
 
 TOLD_ABOVE: Final = 1.01

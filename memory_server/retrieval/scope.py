@@ -30,8 +30,9 @@ Guarantees (for :func:`find`):
    entity's facts, but it is for another named entity's fact that mentions it ("Alice's reason
    for visiting Lisbon": Alice's facts that name Lisbon): such a name's terms stay.
 5. At most :data:`MAX_HOPS` relations are followed. A fact of the entities the last relation was
-   followed from (`tellers`: the named ones, after one) that names an entity it reached (`last`)
-   tells of the very relation asked about: "Started a new job at Lumen Health", for "Who is my
+   followed from (`tellers`: the named ones, after one) that names an entity it reached (`last`),
+   or holds the word that named that relation and calls the entity by its first or last name
+   (:func:`tells`), tells of the very relation asked about: "Started a new job at Lumen Health", for "Who is my
    employer now?"; "Firefighter with the Changwon fire department", for "What does my sister's
    husband do for work?".
 6. A question that asks nothing of whom it names but what is new with them ("What happened to
@@ -170,6 +171,8 @@ class Scope:
     relation (guarantee 5)."""
     news: bool = False
     """Whether the question asks only what is new with whom it names (guarantee 6)."""
+    naming_last: tuple[str, ...] = ()
+    """The terms of the word that named the last relation followed (guarantee 5)."""
 
 
 def _name_terms(name: str) -> tuple[str, ...]:
@@ -318,6 +321,7 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
                                     other == relation["from"], other) >= at_least]
 
     tellers: list[str] = []
+    naming_last: tuple[str, ...] = ()
     for number, (word, term, part) in enumerate(steps):
         if hops == MAX_HOPS or (word in used and part == 0):
             break
@@ -335,6 +339,7 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
                 break  # (the kin word's second step found nothing: no other word is a hop from here)
             continue
         used.add(word)
+        naming_last = tuple(ranking.query_terms(word, question_words=False))
         hops += 1
         reached += found
         tellers, hop = hop, list(dict.fromkeys(found))
@@ -356,7 +361,7 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
         rest = asked  # "What is Jordan's job?": the word that led to the employer still asks about Jordan
     last = tuple(hop) if hops else ()
     return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations, hops,
-                 last, tuple(tellers) if hops else (), news)
+                 last, tuple(tellers) if hops else (), news, naming_last)
 
 
 def mentions(entity: Mapping[str, Any], named: Sequence[str]) -> bool:
@@ -368,6 +373,20 @@ def names(observation: str, named: Sequence[str]) -> bool:
     """Whether the observation holds every term of a named entity's name."""
     held = ranking.fact_terms(observation)
     return any((terms := set(_name_terms(name))) and terms.issubset(held) for name in named)
+
+
+def tells(observation: str, targets: Sequence[str], naming: Sequence[str]) -> bool:
+    """Whether the observation tells of the relation to a target (guarantee 5): it names one
+    (:func:`names`), or it holds the word that named the relation and calls one by the first or
+    the last term of its name, written as a name ("Divorce from Hyejin was finalised", for "When
+    did I get divorced?" and ``Yoon_Hyejin``)."""
+    if names(observation, targets):
+        return True
+    held = ranking.fact_terms(observation)
+    if not naming or not set(naming) & set(held):
+        return False
+    called = {term for word in _WORD.findall(observation) if word[:1].isupper() for term in ranking.terms(word)}
+    return any(len(terms := _name_terms(name)) > 1 and (terms[0] in called or terms[-1] in called) for name in targets)
 
 
 __all__ = ["NAMED_AMONG", "RELATION_WORDS", "USER", "Opened", "Scope", "find", "mentions", "named_in", "names",
