@@ -609,3 +609,17 @@ def test_a_fact_tells_of_the_relation_followed_by_naming_its_end_or_by_its_word_
                       [entity("default_user", "person", ["Name is Rui"]), entity("Lina_Park", "person", [])])
     assert found.last == ("Lina_Park",)
     assert scope.tells(observation, found.last, found.naming_last) is told
+
+
+@pytest.mark.parametrize(("question", "asks"), [
+    ("What is my dog called?", False), ("What is my dog's name?", False),  # who it is: its facts
+    ("Tell me about Bo", False), ("What breed is my dog?", True), ("What does Bo eat?", True),
+])
+def test_a_question_asking_only_who_they_are_is_told_apart(question: str, asks: bool) -> None:
+    found = kin_scope(question, PLACE_RELATIONS, PLACES)
+    assert found is not None and found.asks is asks, found
+
+
+def test_family_and_relatives_are_the_kin_relations() -> None:
+    found = kin_scope("Who in my family is a nurse?")
+    assert found is not None and set(found.last) == {"Helen", "Richard", "Tom"}, found

@@ -277,7 +277,7 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
     joined: set[tuple[int, int]] = set()
     if scope is not None:
         # (what is left but filler, "Tell me about Bori", asks nothing of them but who they are)
-        asks = bool(terms) and bool(scopes.content_terms(scope.rest))
+        asks = bool(terms) and scope.asks
         fused = _with_scope(fused, entities, scope, asks, resemblance, joined, dated=window is not None)
         # A neighbour's fact the words find is evidence about whom the question names when it holds
         # most of the question, names them, or is like it: "year" in a neighbour's "eleven years"

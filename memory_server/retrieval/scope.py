@@ -32,12 +32,14 @@ Guarantees (for :func:`find`):
 5. At most :data:`MAX_HOPS` relations are followed. A fact of the entities the last relation was
    followed from (`tellers`: the named ones, after one) that names an entity it reached (`last`),
    or holds the word that named that relation and calls the entity by its first or last name
-   (:func:`tells`), tells of the very relation asked about: "Started a new job at Lumen Health", for "Who is my
-   employer now?"; "Firefighter with the Changwon fire department", for "What does my sister's
-   husband do for work?".
+   (:func:`tells`), tells of the very relation asked about: "Started a new job at Lumen Health",
+   for "Who is my employer now?"; "Firefighter with the Changwon fire department", for "What does
+   my sister's husband do for work?".
 6. A question that asks nothing of whom it names but what is new with them ("What happened to
    Jaewon recently?", "How is my sister doing?") has no words left to rank by (`news`): their
    facts come newest first.
+7. `asks` is false when the words left are filler ("Tell me about Bo") or, past a relation, only a
+   name asked ("What is my dog called?"): the question asks who they are.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ RELATION_WORDS: Final = {
     "home": "home live resident", "house": "house home live", "vet": "vet treat", "doctor": "doctor patient treat",
     "dentist": "dentist patient", "friend": "friend", "neighbour": "neighbour neighbor",
     "neighbor": "neighbour neighbor", "exspouse": "divorced divorce ex former separated",
+    "family": "mother father parent son daughter child brother sister sibling wife husband spouse married cousin",
+    "relative": "mother father parent son daughter child brother sister sibling wife husband spouse cousin",
 }
 """The words of relation types a question's word names ("brother": a relation of type brother_of or
 sibling_of), beside the word itself."""
@@ -173,6 +177,9 @@ class Scope:
     """Whether the question asks only what is new with whom it names (guarantee 6)."""
     naming_last: tuple[str, ...] = ()
     """The terms of the word that named the last relation followed (guarantee 5)."""
+    asks: bool = True
+    """Whether the words left ask something of whom the question is about (not only filler, nor,
+    past a relation, their name): else it asks who they are, and their facts answer (guarantee 7)."""
 
 
 def _name_terms(name: str) -> tuple[str, ...]:
@@ -254,6 +261,11 @@ _FILLER: Final = ("tell told say said mention mentioned talk talked discuss disc
 def content_terms(words: str) -> list[str]:
     filler = set(ranking.query_terms(_FILLER))
     return [term for term in ranking.query_terms(words) if term not in filler]
+
+
+@cache
+def _naming() -> frozenset[str]:
+    return frozenset(ranking.query_terms("name names named called call"))
 
 
 def is_about_now(query: str) -> bool:
@@ -360,8 +372,10 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     elif not ranking.query_terms(rest):
         rest = asked  # "What is Jordan's job?": the word that led to the employer still asks about Jordan
     last = tuple(hop) if hops else ()
+    # ("What are my kids' names?": past a relation, a name asked is who they are)
+    asks = any(term not in _naming() for term in content_terms(rest)) if hops else bool(content_terms(rest))
     return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations, hops,
-                 last, tuple(tellers) if hops else (), news, naming_last)
+                 last, tuple(tellers) if hops else (), news, naming_last, asks)
 
 
 def mentions(entity: Mapping[str, Any], named: Sequence[str]) -> bool:
