@@ -73,6 +73,45 @@ def relation_records(relations: list[tuple[str, str, str]]) -> list[dict[str, An
             for source, target, kind in relations]
 
 
+def check_memory(records: list[dict[str, Any]], asked: list[Asked], today: date, *, per_category: int) -> None:
+    """That a memory and its questions hold together on `today` (AssertionError naming what does
+    not): names, observations, relations and questions once each; relations between entities;
+    nothing dated after `today`; `per_category` questions in each category; each answer an
+    observation that no other holds (the benchmark looks for its text in the answer), absent
+    questions and only they without one."""
+    entities = [record for record in records if record["type"] == "entity"]
+    relations = [record for record in records if record["type"] == "relation"]
+    names = [entity["name"] for entity in entities]
+    assert len(names) == len(set(names)), f"duplicate names: {sorted({n for n in names if names.count(n) > 1})}"
+    texts = [text for entity in entities for text in entity["observations"]]
+    assert len(texts) == len(set(texts)), f"duplicate observations: {sorted({t for t in texts if texts.count(t) > 1})}"
+    for entity in entities:
+        days = [day for day in entity.get("happenedOn", []) if day]
+        days += [stamp[:10] for stamp in entity.get("recordedAt", []) if stamp]
+        days += [entity["createdAt"][:10], entity["updatedAt"][:10]]
+        for day in days:
+            assert date.fromisoformat(day) <= today, f"{entity['name']}: {day} is after {today}"
+        assert len(entity.get("recordedAt", entity["observations"])) == len(entity["observations"])
+    known = set(names)
+    for relation in relations:
+        assert relation["from"] in known and relation["to"] in known, f"relation to no entity: {relation}"
+    triples = [(r["from"], r["to"], r["relationType"]) for r in relations]
+    assert len(triples) == len(set(triples)), "duplicate relations"
+    questions = [item.text for item in asked]
+    assert len(questions) == len(set(questions)), "duplicate questions"
+    assert all(item.category in CATEGORIES for item in asked)
+    for category in CATEGORIES:
+        count = sum(1 for item in asked if item.category == category)
+        assert count == per_category, f"{category}: {count} questions, not {per_category}"
+    for item in asked:
+        assert (item.fact is None) == (item.category == "absent"), f"absent or not: {item.text!r}"
+        if item.fact is None:
+            continue
+        assert item.fact in texts, f"{item.text!r}: answer {item.fact!r} is no observation"
+        holders = [text for text in texts if item.fact in text and text != item.fact]
+        assert not holders, f"{item.fact!r} is inside {holders}"
+
+
 def memory(today: date) -> list[dict[str, Any]]:
     """The memory's records (entities with observation dates, then relations) as of `today`."""
     def ago(days: int) -> str:

@@ -18,7 +18,15 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
-from personal_memory import CATEGORIES, Asked, entity_records, month_start, relation_records, season_start
+from personal_memory import (
+    CATEGORIES,
+    Asked,
+    check_memory,
+    entity_records,
+    month_start,
+    relation_records,
+    season_start,
+)
 
 __all__ = ["CATEGORIES", "SETS", "Asked", "memory"]
 
@@ -427,24 +435,7 @@ SETS = {"fourth": FOURTH}
 
 def check(today: date) -> None:
     """The memory as of `today` holds every answer, every relation's ends, and nothing dated later."""
-    records = memory(today)
-    entities = {record["name"]: record for record in records if record["type"] == "entity"}
-    assert len(entities) == sum(1 for record in records if record["type"] == "entity"), "a name twice"
-    said = [text for record in entities.values() for text in record["observations"]]
-    assert len(said) == len(set(said)), "an observation twice"
-    for record in records:
-        if record["type"] == "relation":
-            assert record["from"] in entities and record["to"] in entities, record
-            continue
-        days = [day[:10] for day in record.get("recordedAt", []) if day] + [
-            day for day in record.get("happenedOn", []) if day] + [record["createdAt"][:10], record["updatedAt"][:10]]
-        assert all(date.fromisoformat(day) <= today for day in days), (record["name"], today)
-    counts = {category: 0 for category in CATEGORIES}
-    for item in FOURTH:
-        counts[item.category] += 1
-        assert item.fact is None or item.fact in said, item
-    assert all(count == 8 for count in counts.values()), counts
-    assert len({item.text for item in FOURTH}) == len(FOURTH), "a question twice"
+    check_memory(memory(today), FOURTH, today, per_category=8)
 
 
 if __name__ == "__main__":
