@@ -99,13 +99,17 @@ def nearest_of(graph: rules.Graph, picks: list[tuple[int, int, float]]) -> answe
 
 
 def best_evidence(question: str, entities: list[Any]) -> dict[int, float]:
-    """Each entity's best fact score by words among its facts that are evidence (MIN_COVERAGE)."""
+    """Each entity's best fact score by words among its facts that are evidence: MIN_COVERAGE of the
+    question's rarity or RELATIVE_COVERAGE of the best coverage, whichever is less, and at least
+    LOW_COVERAGE."""
     coverage: dict[tuple[int, int], float] = {}
     scored = ranking.rank_facts(question, [(entity["name"], entity["entityType"], entity["observations"])
                                            for entity in entities], coverage_of=coverage)
+    widest = max(coverage.values(), default=0.0)
+    bar = max(answers.LOW_COVERAGE, min(answers.MIN_COVERAGE, answers.RELATIVE_COVERAGE * widest))
     best: dict[int, float] = {}
     for position, index, score in scored:
-        if coverage[position, index] >= answers.MIN_COVERAGE:
+        if coverage[position, index] >= bar:
             best[position] = max(best.get(position, 0.0), score)
     return best
 
@@ -119,8 +123,9 @@ large_fact = st.lists(st.sampled_from(WORDS), min_size=40, max_size=90).map(" ".
 def test_an_entity_is_shown_only_when_its_best_evidence_is_within_the_margin_of_the_answers_best(
         facts: list[list[str]], question: str, limit: int | None) -> None:
     """Guarantees 7 and 8 (docs/search.md, precision), on entities too large to come whole: an
-    entity is in the answer exactly when one of its facts holds MIN_COVERAGE of the question's
-    rarity and its best such fact scores at least MARGIN of the best; best first; no other fact."""
+    entity is in the answer exactly when one of its facts is evidence by its coverage of the
+    question (best_evidence) and its best such fact scores at least MARGIN of the best; best first;
+    no other fact."""
     entities = [{"name": f"e{number}", "entityType": "note", "observations": observations}
                 for number, observations in enumerate(facts)]
     graph = indexes.with_term_index(indexes.with_word_index(writes.create_entities(rules.EMPTY, entity_items(entities)).graph))

@@ -33,8 +33,8 @@ Guarantees:
    is evidence when it holds :data:`NEIGHBOUR_COVERAGE` of the question, is like it, or names them;
    when nothing of the named entities or targets answers, a neighbour's fact only meaning finds is
    no answer either, unless it names them.
-7. Only evidence answers (:data:`MIN_COVERAGE`, or within a fifth of the best coverage when no
-   fact reaches it, :data:`RELATIVE_COVERAGE`; :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
+7. Only evidence answers (:data:`MIN_COVERAGE`, or four fifths of the best coverage when that is
+   less, :data:`RELATIVE_COVERAGE`; :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
    :data:`MEANING_SCOPED`): a question about something never said answers empty arrays;
    a small entity's facts are evidence by what the entity, read as one, covers (guarantee 2).
 8. An entity is shown only when its best fact scores within :data:`MARGIN` of the answer's best.
@@ -339,15 +339,16 @@ MIN_COVERAGE: Final = 0.4
 """A fact is evidence by words when it holds at least this share of the question's rarity."""
 RELATIVE_COVERAGE: Final = 0.8
 LOW_COVERAGE: Final = 0.2
-"""A question no fact covers MIN_COVERAGE of (a long one: "What dish that includes garlic did
-Audrey share with Andrew on 3 July?") is answered by the facts within a fifth of the best
-coverage (RELATIVE_COVERAGE), never by one holding under LOW_COVERAGE of it."""
+"""A fact is evidence by words when it holds MIN_COVERAGE of the question's rarity or four fifths of
+the best fact's coverage (RELATIVE_COVERAGE), whichever is less, and never under LOW_COVERAGE: a
+long question no fact covers much of ("What dish that includes garlic did Audrey share with Andrew
+on 3 July?") is answered by the facts that cover the most of it."""
 
 
 def _coverage_bar(covered: Mapping[tuple[int, int], float]) -> float:
     """The share of the question's rarity a fact holds to be evidence by words (guarantee 7)."""
     best = max(covered.values(), default=1.0)
-    return min(MIN_COVERAGE, max(LOW_COVERAGE, RELATIVE_COVERAGE * best))
+    return max(LOW_COVERAGE, min(MIN_COVERAGE, RELATIVE_COVERAGE * best))
 
 
 MEANING_ALONE: Final = 0.45
