@@ -10,8 +10,9 @@ Guarantees (for :func:`find`):
 1. An entity is named when every term of its name is a term of the question, or when its name
    has several terms and the question holds the first one as a capitalised word ("Maria" for
    ``Maria_Garcia``), or the last one when no other of these names ends with it ("Jaewon" for
-   ``Lee_Jaewon``: names written family name first). Only the first :data:`NAMED_AMONG` matched entities are looked at (they are
-   ranked with a name term counting three times, so a named entity is among them).
+   ``Lee_Jaewon``: names written family name first). Only the first :data:`NAMED_AMONG` matched
+   entities are looked at (they are ranked with a name term counting three times, so a named
+   entity is among them).
 2. A question that names no entity but speaks in the first person (I, my, me, mine, we, our,
    us) names :data:`USER`, the entity the README's prompt tells the model to keep the user in,
    when it exists.
@@ -20,11 +21,10 @@ Guarantees (for :func:`find`):
    entities one relation further: "my brother's wife" follows, from the named entity, the
    relations the first such word names (its stemmed word in the relation's type, a type word
    :data:`RELATION_WORDS` gives it, or the type or a name term of the entity at the other end:
-   "dog", "my boss's fleet"), then from
-   where they led those a later word names. A word naming a relation only by the type at its
-   other end yields to a later word naming a relation of the same entity by its own type ("the
-   place I volunteer at": ``volunteers_at``, not every relation to a place). The entities so reached are the scope's targets,
-   the last hop's first.
+   "dog", "my boss's fleet"), then from where they led those a later word names. A word naming a
+   relation only by what is at its other end yields to a later word naming a relation of the same
+   entity by its own type ("the place I volunteer at": ``volunteers_at``, not every relation to a
+   place). The entities so reached are the scope's targets, the last hop's first.
 4. The words left to rank the scope's facts are the question without the names' terms and
    without the words that named the relations followed. A name is no evidence for its own
    entity's facts, but it is for another named entity's fact that mentions it ("Alice's reason
@@ -186,12 +186,17 @@ def _name_terms(name: str) -> tuple[str, ...]:
     return ranking.fact_terms(name)
 
 
+def _capitalised(text: str) -> set[str]:
+    """The terms of the words written with a capital: names, as people write them."""
+    return {term for word in _WORD.findall(text) if word[:1].isupper() for term in ranking.terms(word)}
+
+
 def named_in(query: str, entities: Sequence[Mapping[str, Any]]) -> list[str]:
     """The names of the matched entities the query names (guarantee 1), in their order."""
     wanted = set(ranking.query_terms(query, question_words=False))
     if not wanted:
         return []
-    capitalised = {term for word in _WORD.findall(query) if word[:1].isupper() for term in ranking.terms(word)}
+    capitalised = _capitalised(query)
     among = [(entity["name"], _name_terms(entity["name"])) for entity in entities[:NAMED_AMONG]]
     # (a last name term is a given name where it comes last, "Lee_Jaewon", when no other name ends so)
     endings = Counter(terms[-1] for _, terms in among if len(terms) > 1)
@@ -399,7 +404,7 @@ def tells(observation: str, targets: Sequence[str], naming: Sequence[str]) -> bo
     held = ranking.fact_terms(observation)
     if not naming or not set(naming) & set(held):
         return False
-    called = {term for word in _WORD.findall(observation) if word[:1].isupper() for term in ranking.terms(word)}
+    called = _capitalised(observation)
     return any(len(terms := _name_terms(name)) > 1 and (terms[0] in called or terms[-1] in called) for name in targets)
 
 
