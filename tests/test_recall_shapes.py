@@ -623,3 +623,22 @@ def test_a_question_asking_only_who_they_are_is_told_apart(question: str, asks: 
 def test_family_and_relatives_are_the_kin_relations() -> None:
     found = kin_scope("Who in my family is a nurse?")
     assert found is not None and set(found.last) == {"Helen", "Richard", "Tom"}, found
+
+
+STEP = [entity("default_user", "person", ["Name is Rui"]), entity("Ana", "person", []), entity("Leo", "person", []),
+        entity("Mia", "person", []), entity("Ken", "person", []), entity("Ines", "person", []),
+        entity("Noa", "person", [])]
+STEP_RELATIONS = [relation("default_user", "Ana", "married_to"), relation("Ana", "Leo", "mother_of"),
+                  relation("default_user", "Mia", "parent_of"), relation("Ken", "Mia", "husband_of"),
+                  relation("Ines", "Ana", "sister_of"), relation("default_user", "Noa", "father_of")]
+
+
+@pytest.mark.parametrize(("question", "last"), [
+    ("What does my stepson do?", ("Leo",)), ("Where does my step-son live?", ("Leo",)),  # a spouse's son
+    ("Who is my son-in-law?", ("Ken",)),  # a child's husband
+    ("What does my sister-in-law do?", ("Ines",)),  # a spouse's sister
+    ("Where does my daughter-in-law work?", ()),  # no child of mine has a wife: not my children either
+])
+def test_step_and_in_law_kin_are_two_relations(question: str, last: tuple[str, ...]) -> None:
+    found = kin_scope(question, STEP_RELATIONS, STEP)
+    assert found is not None and found.last == last, found

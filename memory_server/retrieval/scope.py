@@ -96,8 +96,13 @@ COMPOSED: Final = {
     "motherinlaw": ("spouse", "mother"), "fatherinlaw": ("spouse", "father"), "parentinlaw": ("spouse", "parent"),
     "exmotherinlaw": ("exspouse", "mother"), "exfatherinlaw": ("exspouse", "father"),
     "exparentinlaw": ("exspouse", "parent"),
+    "sisterinlaw": ("spouse", "sister"), "brotherinlaw": ("spouse", "brother"),
+    "soninlaw": ("child", "husband"), "daughterinlaw": ("child", "wife"),
+    "stepson": ("spouse", "son"), "stepdaughter": ("spouse", "daughter"), "stepchild": ("spouse", "child"),
+    "stepkid": ("spouse", "child"), "stepmother": ("father", "wife"), "stepfather": ("mother", "husband"),
 }
-"""Kin two relations away, which a memory keeps as two ("my grandmother": the mother of a parent)."""
+"""Kin two relations away, which a memory keeps as two ("my grandmother": the mother of a parent;
+"my sister-in-law": my spouse's sister, the reading taken of the two; "my stepson": my spouse's son)."""
 
 INVERSE: Final = {
     "mother": "child son daughter", "father": "child son daughter", "parent": "child son daughter",
@@ -113,7 +118,8 @@ _IDIOMS: Final = (
     (re.compile(r"\bfor\s+a\s+living\b", re.I), "for work"),
     (re.compile(r"\b(?:used|use)\s+to\b", re.I), " "),  # ("did I use to work for": once, no relation of use)
     (re.compile(r"\b(?:ex|former)[-\s]+(mother|father|parent)s?[-\s]+in[-\s]+law\b", re.I), r"ex\1inlaw"),
-    (re.compile(r"\b(mother|father|parent)s?[-\s]+in[-\s]+law\b", re.I), r"\1inlaw"),
+    (re.compile(r"\b(mother|father|parent|sister|brother|son|daughter)s?[-\s]+in[-\s]+law\b", re.I), r"\1inlaw"),
+    (re.compile(r"\bstep[-\s]+(son|daughter|child|kid|mother|father)", re.I), r"step\1"),
     (re.compile(r"\b(?:ex|former)[-\s]+in[-\s]+laws\b", re.I), "exparentinlaw"),
     (re.compile(r"\bin[-\s]+laws\b", re.I), "parentinlaw"),
     (re.compile(r"\b(?:ex|former)[-\s]+(?:wife|husband|spouse|partner|girlfriend|boyfriend)\b|\bex\b", re.I), "exspouse"),
@@ -327,8 +333,10 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     asker = {USER} if USER not in named and speaks_of_user(query) else set()
     used: set[str] = set()
     targets: list[str] = []
-    hop, reached = list(named), []
+    hop: list[str] = list(named)
+    reached: list[str] = []
     hops = 0
+
     def naming(term: str, at_least: int = BY_END) -> list[str]:
         """The entities one relation from the hop that the term names the relation to (guarantee 3)."""
         return [other for relation in relations for name in hop if name in (relation["from"], relation["to"])
@@ -339,6 +347,9 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
 
     tellers: list[str] = []
     naming_last: tuple[str, ...] = ()
+    two_steps = {word for word, _, part in steps if part}
+    before: tuple[int, list[str], list[str], list[str], list[str], tuple[str, ...]] = (
+        hops, [], tellers, hop, targets, naming_last)
     for number, (word, term, part) in enumerate(steps):
         if hops == MAX_HOPS or (word in used and part == 0):
             break
@@ -353,8 +364,13 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
             continue
         if not found:
             if part:
-                break  # (the kin word's second step found nothing: no other word is a hop from here)
+                # The kin word's second step found nothing: its first one is no answer either (the
+                # children of "my son-in-law" are not him), and no other word is a hop from here.
+                hops, reached, tellers, hop, targets, naming_last = before
+                break
             continue
+        if not part and word in two_steps:
+            before = (hops, list(reached), tellers, hop, list(targets), naming_last)
         used.add(word)
         naming_last = tuple(ranking.query_terms(word, question_words=False))
         hops += 1
