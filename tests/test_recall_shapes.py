@@ -642,3 +642,10 @@ STEP_RELATIONS = [relation("default_user", "Ana", "married_to"), relation("Ana",
 def test_step_and_in_law_kin_are_two_relations(question: str, last: tuple[str, ...]) -> None:
     found = kin_scope(question, STEP_RELATIONS, STEP)
     assert found is not None and found.last == last, found
+
+
+def test_kin_without_a_possessor_are_the_users_when_the_user_has_them() -> None:
+    found = kin_scope("Where does the nephew live?")  # (no "my": a memory of one user)
+    assert found is not None and found.named == ("default_user",) and found.last == ("Leo",), found
+    assert kin_scope("Where does the niece live?") is None  # no niece: not the user's question
+    assert kin_scope("What does the company make?") is None  # no kin word

@@ -15,7 +15,8 @@ Guarantees (for :func:`find`):
    entity is among them).
 2. A question that names no entity but speaks in the first person (I, my, me, mine, we, our,
    us) names :data:`USER`, the entity the README's prompt tells the model to keep the user in,
-   when it exists.
+   when it exists; so does one that speaks of kin without a possessor (:data:`KIN_WORDS`: "Which
+   grandchild is the youngest?"), when a relation of the user's is what it names.
 3. The scope is the named entities, every entity one relation away from them, the entities whose
    observations name them (among those matched), and, past a relation the question names, the
    entities one relation further: "my brother's wife" follows, from the named entity, the
@@ -218,6 +219,16 @@ def speaks_of_user(query: str) -> bool:
     return _FIRST_PERSON.search(query) is not None
 
 
+KIN_WORDS: Final = frozenset("""mother mom mum mummy mommy father dad daddy parent parents brother sister sibling son
+daughter child children kid kids wife husband grandmother grandma granny grandfather grandpa grandparent grandson
+granddaughter grandchild grandchildren grandkid grandkids nephew niece aunt uncle stepson stepdaughter""".split())
+"""Words for kin, which without a possessor are the user's in a memory of one user (guarantee 2)."""
+
+
+def _speaks_of_kin(query: str) -> bool:
+    return any(word.lower() in KIN_WORDS for word in _WORD.findall(query))
+
+
 _OF: Final = re.compile(r"(?:^|[\W_])of$", re.I)
 
 
@@ -291,7 +302,10 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     for idiom, meaning in _IDIOMS:
         query = idiom.sub(meaning, query)
     named = named_in(query, entities)
-    if not named and speaks_of_user(query):
+    # ("Which grandchild is the youngest?": kin without a possessor are the user's, when the user
+    # has such kin; a question that follows no relation from there is not scoped)
+    implied = not named and not speaks_of_user(query) and _speaks_of_kin(query)
+    if not named and (implied or speaks_of_user(query)):
         named = [USER]
     if not named:
         return None
@@ -392,6 +406,8 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
         rest = ""  # (nothing to rank by: whom it names, newest first)
     elif not ranking.query_terms(rest):
         rest = asked  # "What is Jordan's job?": the word that led to the employer still asks about Jordan
+    if implied and not hops:
+        return None
     last = tuple(hop) if hops else ()
     # ("What are my kids' names?": past a relation, a name asked is who they are)
     asks = any(term not in _naming() for term in content_terms(rest)) if hops else bool(content_terms(rest))
