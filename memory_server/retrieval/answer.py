@@ -502,9 +502,7 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
         # A question asking nothing but whom it names ("Who is Seoyeon?", "What did Jisung do in
         # 2025?"): their facts first, the most like it first (within a window, the newest), then
         # what else was found (the user's "Started dating Kang Seoyeon").
-        whose = set(scope.last or scope.named)
-        mine = [(position, index) for position, entity in enumerate(entities) if entity["name"] in whose
-                for index in (range(len(entity["observations"])) if entity["observations"] else [-1])]
+        mine = _theirs(entities, scope)
         if dated:
             mine.sort(key=lambda fact: fact_date(entities[fact[0]], fact[1]), reverse=True)
         else:
@@ -534,10 +532,18 @@ def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], sc
 def _news(entities: Sequence[Any], scope: scopes.Scope, joined_here: set[tuple[int, int]]) -> list[tuple[int, int, float]]:
     """What is new with whom the question asks about (the last relation's targets, else the named
     entities): their facts, newest first (scope guarantee 6)."""
-    held = _facts_of(entities, set(scope.last or scope.named), lambda entity, index: True)
+    held = _theirs(entities, scope)
     held.sort(key=lambda fact: fact_date(entities[fact[0]], fact[1]), reverse=True)
     joined_here.update(held)
     return [(position, index, 1.0 - place / (len(held) + 1)) for place, (position, index) in enumerate(held)]
+
+
+def _theirs(entities: Sequence[Any], scope: scopes.Scope) -> list[tuple[int, int]]:
+    """The facts of whom the question asks about (the last relation's targets, else the named
+    entities), in written order; an entity without observations as itself (index -1)."""
+    whose = set(scope.last or scope.named)
+    return [(position, index) for position, entity in enumerate(entities) if entity["name"] in whose
+            for index in (range(len(entity["observations"])) if entity["observations"] else [-1])]
 
 
 def _scope_within(entities: Sequence[Any], scope: scopes.Scope, window: Span,
