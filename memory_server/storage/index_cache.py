@@ -184,6 +184,8 @@ class ColdIndex:
         self._loaded: dict[str, Any] = {}
         self._place: dict[str, int] | None = None
         self._terms: dict[str, int] | None = None
+        self._placed: Mapping[str, Node] | None = None
+        """The entities of the graph whose places were checked whole (:meth:`_check_places`)."""
         self._escaped: bool | None = None
         """Whether the file spells any character as a \\u escape (then a name may hide in it)."""
 
@@ -223,6 +225,7 @@ class ColdIndex:
     def close(self) -> None:
         with self._reading:
             self._db.close()
+        self._placed = None  # (no graph kept alive by a cache let go)
 
     def part(self, name: str) -> bytes:
         """One part of the cache, checked against its keyed digest (C2)."""
@@ -429,25 +432,31 @@ class ColdIndex:
         wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
         if loaded is not None:
             # The loaded graph itself holds every candidate (guarantee 3 of retrieval/search.py: a
-            # superset): no part of tens of thousands of entities is made for a common word, only
-            # each holder checked to be where the cache says (C3). The postings read here are the
-            # ones the ranking reads (worked out once).
-            nodes, names = loaded.entities, self.names
+            # superset): no part of tens of thousands of entities is made for a common word. Every
+            # entity is checked to be where the cache says (C3, once per graph), and the postings
+            # read here, each holder within the cache's entities, are the ones the ranking reads
+            # (worked out once, so that a part failing its check fails here).
+            self._check_places(loaded)
             for term in wanted:
-                found = terms.column(term)
-                if found is None:
-                    continue
-                holders = found[0]
-                try:
-                    places = list(map(_seq, map(nodes.__getitem__, map(names.__getitem__, holders))))
-                except KeyError as missing:
-                    raise CacheMismatch(f"entity {missing} is not in the graph the cache is of") from None
-                if places != holders.tolist():
-                    raise CacheMismatch(f"the holders of {term!r} are not where the cache says")
+                terms.column(term)
             return replace(loaded, terms=terms)  # type: ignore[arg-type]
         place = self._places()
         numbers = {place[name] for term in wanted for name in self.holders(term) or ()}
         return replace(self.subgraph(sorted(numbers)), terms=terms)  # type: ignore[arg-type]
+
+    def _check_places(self, loaded: Graph) -> None:
+        """That every entity of the cache is in `loaded` at the place the cache says (C3); checked
+        once per graph (a search's holders are then checked by their bounds alone, see :meth:`column`)."""
+        nodes = loaded.entities
+        if self._placed is nodes:
+            return
+        try:
+            places = list(map(_seq, map(nodes.__getitem__, self.names)))
+        except KeyError as missing:
+            raise CacheMismatch(f"entity {missing} is not in the graph the cache is of") from None
+        if places != list(range(len(places))):
+            raise CacheMismatch("the graph's entities are not where the cache says")
+        self._placed = nodes
 
     def subgraph(self, numbers: Sequence[int], loaded: Graph | None = None) -> Graph:
         """These entities (in graph order) and every relation touching one, as the graph holds them.
