@@ -302,3 +302,23 @@ def test_counts_too_large_for_32_bits_are_kept_whole() -> None:
     _same_index(kept, fresh)
     assert dict(kept.postings["dog"]) == {"dog": (1 << 40) + 1}
     assert ranking.rank(kept, "big dog") == ranking.rank(fresh, "big dog")
+
+
+@settings(max_examples=100)
+@given(st.lists(st.tuples(_texts, _texts, st.lists(_texts, max_size=3)), max_size=12),
+       st.lists(st.sampled_from(_WORDS + ["walk", "tea", "cellos"]), min_size=1, max_size=16).map(" ".join))
+def test_coverage_counted_as_bits_or_as_sums_gives_the_same_scores(entities: list[tuple[str, str, list[str]]],
+                                                                  query: str) -> None:
+    texts = {f"e{number}": _search_text((f"e{number} {name}", kind, observations))
+             for number, (name, kind, observations) in enumerate(entities)}
+    index = ranking.TermIndex.build(texts.items())
+    masked = ranking.MASKED_TERMS
+    try:
+        found = []
+        for limit in (0, 100):
+            ranking.MASKED_TERMS = limit  # type: ignore[misc]
+            found.append(ranking.rank(index, query, ranking.DEFAULT, texts.__getitem__))
+    finally:
+        ranking.MASKED_TERMS = masked  # type: ignore[misc]
+    assert found[0] == found[1]
+    assert list(found[0]) == list(found[1])

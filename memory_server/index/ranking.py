@@ -454,6 +454,8 @@ class Ranker(NamedTuple):
 
 
 RERANKED: Final = 100
+MASKED_TERMS: Final = 12
+"""Queries of at most this many terms count each entity's terms as bits (a long one as sums)."""
 
 
 PLAIN: Final = Ranker()
@@ -473,7 +475,10 @@ def rank(index: Terms, query: str, ranker: Ranker = DEFAULT,
     spans_of = index.spans.__getitem__
     scores: dict[int, float] = {}
     weights: dict[str, float] = {}
-    covered: dict[int, float] = {}
+    # Which of the terms each entity holds, as bits in the order of the terms (a few distinct
+    # sets, each set's sum of rarities made once), or for a long query those sums themselves.
+    masked = len(wanted) <= MASKED_TERMS
+    covered: dict[int, Any] = {}
     saturation, kept = k1 + 1.0, 1.0 - b
     # The same sums in the same order as term by term and entity by entity (so the same floats),
     # with what depends on a count and a length alone worked out once per distinct pair (a memory
@@ -488,27 +493,44 @@ def rank(index: Terms, query: str, ranker: Ranker = DEFAULT,
         holders, tfs = found
         held = len(holders)
         idf = math.log(1.0 + (count - held + 0.5) / (held + 0.5))
+        bit: Any = (1 << len(weights)) if masked else idf
         weights[term] = idf
         pairs = list(zip(tfs, map(spans_of, holders)))
-        for pair in set(pairs).difference(part):
+        distinct = set(pairs)
+        for pair in distinct.difference(part):
             tf, length = pair
             if (norm := pull.get(length)) is None:
                 norm = pull[length] = k1 * (kept + b * length / average)
             part[pair] = tf * saturation / (tf + norm)
-        term_scores = map(idf.__mul__, map(part.__getitem__, pairs))
+        scored = {pair: idf * part[pair] for pair in distinct}  # (one float each, shared by its holders)
+        term_scores = map(scored.__getitem__, pairs)
         if not scores:
             scores = dict(zip(holders, term_scores))
-            covered = dict.fromkeys(holders, idf)
+            covered = dict.fromkeys(holders, bit)
             continue
         sums = list(map(operator.add, map(scores.get, holders, itertools.repeat(0.0)), term_scores))
         scores.update(zip(holders, sums))
-        sums = list(map(operator.add, map(covered.get, holders, itertools.repeat(0.0)), itertools.repeat(idf)))
+        together = operator.or_ if masked else operator.add
+        sums = list(map(together, map(covered.get, holders, itertools.repeat(0)), itertools.repeat(bit)))
         covered.update(zip(holders, sums))
     names = index.names
     if ranker.coverage and weights:
         # (covered holds the same entities as scores, in the same order)
         whole, power = sum(weights.values()), ranker.coverage
-        shares = map(pow, map(operator.truediv, covered.values(), itertools.repeat(whole)), itertools.repeat(power))
+        if masked:
+            rarities = list(weights.values())
+            share_of = {}
+            for mask in set(covered.values()):
+                # The rarities of the terms held, summed in the order of the terms (as term by term).
+                held_sum: float | None = None
+                for position, rarity in enumerate(rarities):
+                    if mask >> position & 1:
+                        held_sum = rarity if held_sum is None else held_sum + rarity
+                assert held_sum is not None
+                share_of[mask] = (held_sum / whole) ** power
+            shares: Iterable[float] = map(share_of.__getitem__, covered.values())
+        else:
+            shares = map(pow, map(operator.truediv, covered.values(), itertools.repeat(whole)), itertools.repeat(power))
         named = dict(zip(map(names.__getitem__, scores), map(operator.mul, scores.values(), shares)))
     else:
         named = dict(zip(map(names.__getitem__, scores), scores.values()))
