@@ -19,7 +19,8 @@ memory the table adds.
 memory a --fresh run embedded (its side file), at the share of the table a shortlist takes.
 --fresh: a memory file of that size is embedded once by a real server (until its side file of
 vectors is written), then each of five fresh servers is timed from spawn to its first answer by
-meaning, and its resident memory then and after 20 more searches; with --words-only, the five
+meaning, and its resident memory then, after 20 more searches, and after one write of an
+observation and the 20 asked again (each server on a copy of the folder's files); with --words-only, the five
 servers run with MEMORY_SEMANTIC=off (what the words' side holds alone).
 
 Runs in one process, in this order: import of the module, first load of the model, the
