@@ -19,7 +19,8 @@ memory the table adds.
 memory a --fresh run embedded (its side file), at the share of the table a shortlist takes.
 --fresh: a memory file of that size is embedded once by a real server (until its side file of
 vectors is written), then each of five fresh servers is timed from spawn to its first answer by
-meaning, and its resident memory then and after 20 more searches; with --words-only, the five
+meaning, and its resident memory then, after 20 more searches, and after one write of an
+observation and the 20 asked again (each server on a copy of the folder's files); with --words-only, the five
 servers run with MEMORY_SEMANTIC=off (what the words' side holds alone).
 
 Runs in one process, in this order: import of the module, first load of the model, the
@@ -274,6 +275,7 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
     import tempfile
 
     from memory_server.retrieval.vectors import vectors_path
+    from memory_server.storage.index_cache import cache_path as cache_of
     made = synthetic(entities, observations)
     made.append({"name": "Ann", "entityType": "person", "observations": ["Has a border collie named Biscuit"]})
     folder = reuse or Path(tempfile.mkdtemp(prefix="bench-semantic-"))
@@ -298,11 +300,19 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
         print(f"side file of random vectors written in {time.perf_counter() - started:.0f} s "
               f"({vectors_path(memory).stat().st_size} bytes)")
 
-    def serve(until_saved: bool) -> tuple[float, float, bool]:
+    def serve(until_saved: bool) -> tuple[float, tuple[float, float, float], bool]:
+        import shutil
+
+        # A timed server writes one observation (the step after the write): it runs on a copy of
+        # the folder's files, so that every server, and the next run with --reuse, finds the same memory.
+        own = None if until_saved else Path(tempfile.mkdtemp(prefix="bench-semantic-run-"))
+        for side in ([] if own is None else [memory, cache_of(memory), vectors_path(memory)]):
+            if side.exists():
+                shutil.copy2(side, own / side.name)  # type: ignore[operator]
         started = time.perf_counter()
         process = subprocess.Popen([sys.executable, "-m", "memory_server"], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                   env=environment if until_saved else served)
+                                   env=environment if own is None else {**served, "MEMORY_FILE_PATH": str(own / memory.name)})
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(hello)
         process.stdin.flush()
@@ -340,14 +350,41 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
                 pass
             warm.append(time.perf_counter() - begun)
         rss = process_rss(process.pid)
+        # After a write: one observation added (the cache is removed, so the graph's own ranking
+        # index is made), then the same 20 questions in other capitals (the same words; the
+        # query's vector not kept from before).
+        after_write, written = [], 0.0
+        if not until_saved:
+            begun = time.perf_counter()
+            process.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 20_000, "method": "tools/call", "params": {
+                "name": "add_observations", "arguments": {"observations": [
+                    {"entityName": "Ann", "contents": ["Walks Biscuit by the river every morning"]}]}}}) + "\n").encode())
+            process.stdin.flush()
+            while json.loads(process.stdout.readline()).get("id") != 20_000:
+                pass
+            written = time.perf_counter() - begun
+            for number, query in enumerate(WARM_QUERIES):
+                begun = time.perf_counter()
+                process.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 30_000 + number, "method": "tools/call",
+                                                 "params": {"name": "search_nodes", "arguments": {"query": query.title()}}})
+                                     + "\n").encode())
+                process.stdin.flush()
+                while json.loads(process.stdout.readline()).get("id") != 30_000 + number:
+                    pass
+                after_write.append(time.perf_counter() - begun)
+        rss_written = process_rss(process.pid) if after_write else 0.0
         while until_saved and saved_count() < sum(len(item["observations"]) for item in made):  # type: ignore[arg-type, misc]
             select.select([], [], [], 0.5)
         process.stdin.close()
         process.wait()
+        if own is not None:
+            shutil.rmtree(own, ignore_errors=True)
         print(f"  spawn to first answer {first:.2f} s; to the first by meaning {took:.2f} s "
               f"({searches} searches); then search_nodes (words and meaning), median of {len(warm)} new queries "
-              f"{1000 * statistics.median(warm):.0f} ms" if not until_saved else "", end="")
-        return took, (at_meaning, rss), found
+              f"{1000 * statistics.median(warm):.0f} ms; after a write ({1000 * written:.0f} ms), median of "
+              f"{len(after_write)} {1000 * statistics.median(after_write):.0f} ms (max {1000 * max(after_write):.0f})"
+              if not until_saved else "", end="")
+        return took, (at_meaning, rss, rss_written), found
 
     def settled(pid: int) -> None:
         last, still = process_rss(pid), 0
@@ -371,10 +408,11 @@ def fresh(entities: int, observations: int, reuse: Path | None = None, synthetic
         print(f"{entities} entities x {observations} observations: embedded by a first server and saved in "
               f"{time.perf_counter() - started:.0f} s; side file {vectors_path(memory).stat().st_size} bytes")
     for _ in range(5):
-        took, (at_meaning, rss), found = serve(until_saved=False)
+        took, (at_meaning, rss, rss_written), found = serve(until_saved=False)
         print(f", by meaning: {found}, RSS {at_meaning:.0f} MB at the first answer by meaning"
               f"{' (words only: once the graph is loaded and indexed)' if words_only else ''}, "
-              f"{rss:.0f} MB after the {len(WARM_QUERIES)} searches", flush=True)
+              f"{rss:.0f} MB after the {len(WARM_QUERIES)} searches, {rss_written:.0f} MB after the write and "
+              f"{len(WARM_QUERIES)} more", flush=True)
     return 0 if words_only else warm_in_process(memory, made)
 
 
@@ -388,6 +426,7 @@ def warm_in_process(memory: Path, made: list[dict[str, object]]) -> int:
     """semantic.nearest alone on the same memory and side file, in this process: the warm search by meaning."""
     import gc
     import json
+    import os
 
     from memory_server.model import writes
     from memory_server.model.graph import EMPTY
@@ -401,6 +440,11 @@ def warm_in_process(memory: Path, made: list[dict[str, object]]) -> int:
     graph = writes.create_entities(EMPTY, msgspec.convert([record for record in records if record.get("type") == "entity"],
                                                           list[Entity])).graph
     semantic.keep_vectors_at(vectors_path(memory), memory.name)
+    loaded = semantic._engine(os.environ, wait=0.0)
+    if loaded is not None:
+        # This process loaded the model before (--synthetic-vectors wrote the side file with it),
+        # so that load did not read the side file: it reads it now, or it would embed everything.
+        loaded.open_vectors(vectors_path(memory), memory.name)
     if not semantic.ready(graph, 600):
         print("not ready:", semantic.status())
         return 1

@@ -454,3 +454,36 @@ def test_a_crafted_cache_cannot_break_the_json_of_a_served_read_graph(memory_ser
     first = client.ok("read_graph", {})
     assert FORGED not in msgspec.json.encode(first).decode()
     assert first["entities"][:3] == expected[3]["entities"][:3]
+
+
+def test_the_cache_ranks_as_the_graph_and_checks_the_loaded_graphs_places(tmp_path: Path) -> None:
+    """The cache's postings, made from a ranking index kept up to date by writes (its ordinals no
+    longer the entities' places), rank as the graph does; a loaded graph whose entities are not at
+    the cache's places fails the check (C3)."""
+    from memory_server.index import ranking
+    from memory_server.model import indexes
+
+    graph = indexes.with_term_index(writes.create_entities(EMPTY, entity_items(
+        [entity(f"e{n}", "pet" if n % 2 else "person", f"dogs {n}", "a park walk" * (n % 3)) for n in range(8)])).graph)
+    graph = writes.delete_entities(graph, ["e0", "e3"]).graph
+    graph = writes.create_entities(graph, entity_items([entity("e9", "pet", "adopted dogs")])).graph
+    graph = writes.add_observations(graph, [ObservationsToAdd("e1", ["the park"])]).graph
+    assert graph.terms is not None and list(graph.terms.names) != list(graph.entities)  # (ordinals kept from before)
+    memory = tmp_path / "memory.jsonl"
+    content = join_lines(rules.file_lines(graph))
+    memory.write_bytes(content)
+    assert cache_build.build(memory, graph, content, index_cache.digest_of(content))
+    cold = index_cache.ColdIndex.open(memory, content, index_cache.digest_of(content))
+    assert cold is not None
+    try:
+        loaded = rules.graph_from_lines(decode_file(content))
+        for query in ("dogs park", "adopted pet", "walk", "nothing here"):
+            found = cold.holding(query, loaded)
+            assert found.terms is not None
+            assert ranking.rank(found.terms, query) == ranking.rank(indexes.with_term_index(loaded).terms, query)  # type: ignore[arg-type]
+        other = writes.create_entities(EMPTY, entity_items([entity(name) for name in reversed(list(loaded.entities))])).graph
+        cold._placed = None
+        with pytest.raises(index_cache.CacheMismatch):
+            cold.holding("dogs", other)
+    finally:
+        cold.close()

@@ -233,3 +233,92 @@ def test_a_question_sent_to_the_server_finds_by_words_best_first(memory_servers:
     assert names(found) == ["turn-1"]
     assert found["relations"] == [{"from": "turn-1", "to": "Caroline", "relationType": "said_by"}]
     assert client.ok("search_nodes", {"query": "What did they do?"}) == {"entities": [], "relations": []}
+
+
+# -- the term index's columns, kept up to date write by write -----------------------------------
+
+_WORDS = ["adopt", "adopted", "adoption", "dog", "dogs", "park", "cello", "the", "bread", "Boston", "café", "猫咪"]
+_texts = st.lists(st.sampled_from(_WORDS), max_size=6).map(" ".join)
+_change = st.tuples(st.sampled_from(["a", "b", "c", "d", "e", "f"]),
+                    st.one_of(st.none(), st.tuples(_texts, _texts, st.lists(_texts, max_size=3))))
+
+
+def _search_text(fields: tuple[str, str, list[str]]) -> str:
+    name, kind, observations = fields
+    return "\x00".join([name, kind, *observations])
+
+
+def _same_index(kept: ranking.TermIndex, fresh: ranking.TermIndex) -> None:
+    assert kept.total == fresh.total and kept.entities == fresh.entities
+    assert dict(kept.lengths) == dict(fresh.lengths)
+    assert {term: dict(holders) for term, holders in kept.postings.items()} == \
+        {term: dict(holders) for term, holders in fresh.postings.items()}
+    for term in kept.columns:
+        found = kept.column(term)
+        assert found is not None and list(found[0]) == sorted(set(found[0])) and all(found[1])  # in ordinal order, no zero
+        assert all(kept.names[ordinal] for ordinal in found[0])
+
+
+@settings(max_examples=300)
+@given(st.lists(st.lists(_change, max_size=4), max_size=8), st.sampled_from(["adoption dogs", "the park", "cello bread dog"]),
+       st.booleans())
+def test_an_index_updated_change_by_change_is_the_one_built_afresh(
+        batches: list[list[tuple[str, Any]]], query: str, renumber_soon: bool) -> None:
+    unused_kept = ranking._UNUSED_KEPT
+    ranking._UNUSED_KEPT = 0 if renumber_soon else unused_kept  # (so that the ordinals are made again too)
+    try:
+        texts: dict[str, str] = {}
+        kept = ranking.TermIndex.build([])
+        versions = [kept]
+        for batch in batches:
+            changes: dict[str, tuple[str, str | None, str | None]] = {}
+            for name, fields in batch:  # (at most one change per entity in one call)
+                before = changes[name][1] if name in changes else texts.get(name)
+                after = None if fields is None else _search_text((name + fields[0], *fields[1:]))
+                changes[name] = (name, before, after)
+            for name, _, after in changes.values():
+                texts.pop(name, None)
+                if after is not None:
+                    texts[name] = after  # (a new or renewed entity comes last, as in the graph)
+            changes = {name: change for name, change in changes.items() if change[1] is not None or change[2] is not None}
+            kept = kept.updated(changes.values())
+            versions.append(kept)
+            fresh = ranking.TermIndex.build(texts.items())
+            _same_index(kept, fresh)
+            for ranker in (ranking.DEFAULT, ranking.PLAIN):
+                assert ranking.rank(kept, query, ranker, texts.__getitem__) == \
+                    ranking.rank(fresh, query, ranker, texts.__getitem__)
+        assert versions[0].entities == 0  # (an update leaves the index it was made from as it was)
+    finally:
+        ranking._UNUSED_KEPT = unused_kept
+
+
+def test_counts_too_large_for_32_bits_are_kept_whole() -> None:
+    weights = (1 << 40, 1)  # (a name's term then counts 2**40 times)
+    index = ranking.TermIndex.build([("big", "big\x00thing\x00a big dog")], weights)
+    assert index.postings["big"] == {"big": (1 << 40) + 1}
+    kept = index.updated([("dog", None, "dog\x00thing\x00big dogs"), ("big", "big\x00thing\x00a big dog", "big\x00thing\x00big")])
+    fresh = ranking.TermIndex.build([("big", "big\x00thing\x00big"), ("dog", "dog\x00thing\x00big dogs")], weights)
+    _same_index(kept, fresh)
+    assert dict(kept.postings["dog"]) == {"dog": (1 << 40) + 1}
+    assert ranking.rank(kept, "big dog") == ranking.rank(fresh, "big dog")
+
+
+@settings(max_examples=100)
+@given(st.lists(st.tuples(_texts, _texts, st.lists(_texts, max_size=3)), max_size=12),
+       st.lists(st.sampled_from(_WORDS + ["walk", "tea", "cellos"]), min_size=1, max_size=16).map(" ".join))
+def test_coverage_counted_as_bits_or_as_sums_gives_the_same_scores(entities: list[tuple[str, str, list[str]]],
+                                                                  query: str) -> None:
+    texts = {f"e{number}": _search_text((f"e{number} {name}", kind, observations))
+             for number, (name, kind, observations) in enumerate(entities)}
+    index = ranking.TermIndex.build(texts.items())
+    masked = ranking.MASKED_TERMS
+    try:
+        found = []
+        for limit in (0, 100):
+            ranking.MASKED_TERMS = limit  # type: ignore[misc]
+            found.append(ranking.rank(index, query, ranking.DEFAULT, texts.__getitem__))
+    finally:
+        ranking.MASKED_TERMS = masked  # type: ignore[misc]
+    assert found[0] == found[1]
+    assert list(found[0]) == list(found[1])

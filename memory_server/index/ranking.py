@@ -20,8 +20,10 @@ import math
 import operator
 import re
 import unicodedata
+from array import array
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from functools import cache
 from typing import Any, Final, NamedTuple, Protocol
@@ -177,99 +179,261 @@ def entity_terms(text: str, weights: FieldWeights = FIELD_WEIGHTS) -> tuple[dict
 TermChange = tuple[str, "str | None", "str | None"]
 """An entity's name, its search text before (None: it is new) and after (None: it is gone)."""
 
+_EMPTY_COLUMN: Final = array("I")
+
+
+def _column(ordinals: Sequence[int], counts: Sequence[int]) -> array[int]:
+    """One term's postings as one array: its holders' ordinals, then their counts in the same
+    order (unsigned 32-bit; 64-bit when a value does not fit)."""
+    try:
+        column = array("I", ordinals)
+        column.extend(array("I", counts))
+    except OverflowError:
+        column = array("Q", ordinals)
+        column.extend(array("Q", counts))
+    return column
+
+
+def _set(column: array[int], at: int, value: int) -> array[int]:
+    """`column` with `value` at `at`, widened to 64 bits when the value does not fit."""
+    try:
+        column[at] = value
+    except OverflowError:
+        column = array("Q", column)
+        column[at] = value
+    return column
+
 
 class TermIndex:
-    """Weighted term counts by term and entity name, and entity lengths. Never changed once made."""
+    """Weighted term counts by term and entity, and entity lengths. Never changed once made.
 
-    __slots__ = ("postings", "lengths", "total", "weights")
+    Columnar, so that half a million facts' postings cost arrays of integers rather than a dict
+    per term: each entity has an ordinal (:attr:`names` gives its name, :attr:`spans` its length),
+    and each term one array, :meth:`column`, of its holders' ordinals followed by their counts.
+    An entity gone leaves its ordinal unused (its name "" and its length 0) until more than half
+    of them are unused, then the ordinals are made again. :attr:`postings` and :attr:`lengths` read
+    the same by name."""
 
-    def __init__(self, postings: Mapping[str, Mapping[str, int]], lengths: Mapping[str, int], total: int,
-                 weights: FieldWeights = FIELD_WEIGHTS) -> None:
-        self.postings = postings
-        self.lengths = lengths
+    __slots__ = ("names", "spans", "ordinals", "columns", "total", "weights")
+
+    def __init__(self, names: list[str], spans: array[int], ordinals: dict[str, int],
+                 columns: dict[str, array[int]], total: int, weights: FieldWeights = FIELD_WEIGHTS) -> None:
+        self.names = names
+        """Each ordinal's entity name ("" for an ordinal no entity has any more)."""
+        self.spans = spans
+        """Each ordinal's entity length in tokens."""
+        self.ordinals = ordinals
+        """Each entity's ordinal, by name."""
+        self.columns = columns
         self.total = total
         self.weights = weights
+
+    @property
+    def entities(self) -> int:
+        return len(self.ordinals)
+
+    def column(self, term: str) -> tuple[Sequence[int], Sequence[int]] | None:
+        """The ordinals of the entities holding `term` and their counts (None: none holds it)."""
+        column = self.columns.get(term)
+        if column is None:
+            return None
+        half = len(column) >> 1
+        return column[:half], column[half:]
+
+    @property
+    def postings(self) -> Mapping[str, Mapping[str, int]]:
+        """Each term's counts by entity name (made when read)."""
+        return _NamedPostings(self)
+
+    @property
+    def lengths(self) -> Mapping[str, int]:
+        """Each entity's length in tokens, by name."""
+        return _NamedLengths(self)
 
     @classmethod
     def build(cls, texts: Iterable[tuple[str, str]], weights: FieldWeights = FIELD_WEIGHTS) -> TermIndex:
         # Postings by token first (the work per entity stays in C as far as it can), then
         # the tokens of one term are merged: far fewer distinct tokens than (token, entity) pairs.
-        by_token: dict[str, dict[str, int]] = {}
-        lengths: dict[str, int] = {}
+        by_token: dict[str, array[int]] = {}  # ordinal, count, ordinal, count...
+        names: list[str] = []
+        spans = array("Q")
         total = 0
-        for name, text in texts:
+        wide = False
+        for ordinal, (name, text) in enumerate(texts):
             counts, length = _token_counts(text, weights)
-            lengths[name] = length
+            names.append(name)
+            spans.append(length)
             total += length
             for token, count in counts.items():
-                holders = by_token.get(token)
-                if holders is None:
-                    by_token[token] = {name: count}
-                else:
-                    holders[name] = count
-        postings: dict[str, dict[str, int]] = {}
-        shared: set[str] = set()  # terms whose dict is still a token's, maybe another term's too
-        for token, holders in by_token.items():
+                pairs = by_token.get(token)
+                if pairs is None:
+                    pairs = by_token[token] = array("Q" if wide else "I")
+                try:
+                    pairs.append(ordinal)
+                    pairs.append(count)
+                except OverflowError:
+                    wide = True
+                    pairs = by_token[token] = array("Q", pairs[:len(pairs) & ~1])
+                    pairs.append(ordinal)
+                    pairs.append(count)
+        ordinals = {name: ordinal for ordinal, name in enumerate(names)}
+        if len(ordinals) < len(names):
+            raise ValueError("an entity name comes twice")
+        merging: dict[str, list[array[int]]] = {}
+        for token, pairs in by_token.items():
             for term in _index_terms(token):
-                merged = postings.get(term)
-                if merged is None:
-                    postings[term] = holders
-                    shared.add(term)
-                    continue
-                if term in shared:
-                    merged = postings[term] = dict(merged)
-                    shared.discard(term)
-                for name, count in holders.items():
-                    merged[name] = merged.get(name, 0) + count
-        return cls(postings, lengths, total, weights)
+                merging.setdefault(term, []).append(pairs)
+        del by_token
+        columns: dict[str, array[int]] = {}
+        for term, parts in merging.items():
+            if len(parts) == 1:
+                pairs = parts[0]
+                columns[term] = _column(pairs[0::2], pairs[1::2])
+                continue
+            merged: dict[int, int] = {}
+            for pairs in parts:
+                for ordinal, count in zip(pairs[0::2], pairs[1::2]):
+                    merged[ordinal] = merged.get(ordinal, 0) + count
+            ordered = sorted(merged)
+            columns[term] = _column(ordered, list(map(merged.__getitem__, ordered)))
+        return cls(names, spans, ordinals, columns, total, weights)
 
     def updated(self, changes: Iterable[TermChange]) -> TermIndex:
-        """The index after the changes (at most one per entity); this one stays as it was."""
+        """The index after the changes (at most one per entity); this one stays as it was. A
+        term's holders stay in the order of their ordinals, as a build gives them."""
         changes = list(changes)
         if not changes:
             return self
-        postings = dict(self.postings)
-        lengths = dict(self.lengths)
+        # Copies, never edits: the index before this change may still be searched. (The names
+        # and ordinals only when entities come or go.)
+        names, ordinals = self.names, self.ordinals
+        spans, columns = array(self.spans.typecode, self.spans), dict(self.columns)
         total = self.total
-        owned: set[str] = set()
+        owned: dict[str, array[int]] = {}
         for name, before, after in changes:
-            if before is not None:
-                old, _ = entity_terms(before, self.weights)
-                total -= lengths.pop(name, 0)
-            else:
-                old = {}
+            ordinal = ordinals.get(name)
+            old = entity_terms(before, self.weights)[0] if before is not None and ordinal is not None else {}
             new, length = entity_terms(after, self.weights) if after is not None else ({}, 0)
-            if after is not None:
-                lengths[name] = length
-                total += length
-            for term in old.keys() | new.keys():
-                if old.get(term) == new.get(term):
+            if ordinal is not None:
+                total -= spans[ordinal]
+            if (after is None) != (ordinal is None) and names is self.names:
+                names, ordinals = list(names), dict(ordinals)
+            if after is None:
+                if ordinal is None:
                     continue
-                if term not in owned:
-                    # Dicts are copied, never edited: the index before this change may still be searched.
-                    postings[term] = dict(postings.get(term, {}))
-                    owned.add(term)
-                holders = postings[term]
-                assert isinstance(holders, dict)
-                if term in new:
-                    holders[name] = new[term]
+                del ordinals[name]
+                names[ordinal], spans[ordinal] = "", 0
+            elif ordinal is None:
+                ordinal = ordinals[name] = len(names)
+                names.append(name)
+                spans.append(length)
+            else:
+                spans[ordinal] = length
+            total += length
+            for term in old.keys() | new.keys():
+                count = new.get(term)
+                if old.get(term) == count:
+                    continue
+                column = owned.get(term)
+                if column is None:
+                    held = columns.get(term, _EMPTY_COLUMN)
+                    column = owned[term] = array(held.typecode, held)
+                half = len(column) >> 1
+                at = bisect_left(column, ordinal, 0, half)
+                there = at < half and column[at] == ordinal
+                if count is None:
+                    if there:
+                        del column[half + at]
+                        del column[at]
+                elif there:
+                    owned[term] = _set(column, half + at, count)
                 else:
-                    holders.pop(name, None)
-                if not holders:
-                    del postings[term]
-                    owned.discard(term)
-        return TermIndex(postings, lengths, total, self.weights)
+                    column.insert(half + at, 0)
+                    column.insert(at, 0)
+                    owned[term] = _set(_set(column, at, ordinal), half + 1 + at, count)
+        for term, column in owned.items():
+            if column:
+                columns[term] = column
+            else:
+                columns.pop(term, None)
+        index = TermIndex(names, spans, ordinals, columns, total, self.weights)
+        return index._compacted() if len(names) - len(ordinals) > max(len(ordinals), _UNUSED_KEPT) else index
+
+    def _compacted(self) -> TermIndex:
+        """The same index with ordinals 0 to n - 1 (in the order of the old ones)."""
+        kept = sorted(self.ordinals.values())
+        renumbered = array("Q", bytes(8 * len(self.names)))
+        for new, old in enumerate(kept):
+            renumbered[old] = new
+        names = list(map(self.names.__getitem__, kept))
+        spans = array(self.spans.typecode, map(self.spans.__getitem__, kept))
+        columns = {}
+        for term, column in self.columns.items():
+            half = len(column) >> 1
+            columns[term] = _column(list(map(renumbered.__getitem__, column[:half])), column[half:])
+        return TermIndex(names, spans, {name: ordinal for ordinal, name in enumerate(names)}, columns,
+                         self.total, self.weights)
+
+
+_UNUSED_KEPT: Final = 4096
+"""Unused ordinals an index keeps, however small, before it numbers its entities again."""
+
+
+class _NamedPostings(Mapping[str, Mapping[str, int]]):
+    """A :class:`TermIndex`'s postings by entity name: each term's made when read."""
+
+    def __init__(self, index: TermIndex) -> None:
+        self._index = index
+
+    def __getitem__(self, term: str) -> Mapping[str, int]:
+        found = self._index.column(term)
+        if found is None:
+            raise KeyError(term)
+        ordinals, counts = found
+        return dict(zip(map(self._index.names.__getitem__, ordinals), counts))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index.columns)
+
+    def __len__(self) -> int:
+        return len(self._index.columns)
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._index.columns
+
+
+class _NamedLengths(Mapping[str, int]):
+    """A :class:`TermIndex`'s lengths by entity name."""
+
+    def __init__(self, index: TermIndex) -> None:
+        self._index = index
+
+    def __getitem__(self, name: str) -> int:
+        return self._index.spans[self._index.ordinals[name]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index.ordinals)
+
+    def __len__(self) -> int:
+        return len(self._index.ordinals)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index.ordinals
 
 
 class Terms(Protocol):
-    """What ranking reads of an index: a :class:`TermIndex`, or the same held on disk."""
+    """What ranking reads of an index: a :class:`TermIndex`, or the same held on disk. Entities
+    are numbered (their ordinals); a term's column gives its holders' ordinals and counts."""
 
     @property
-    def postings(self) -> Mapping[str, Mapping[str, int]]: ...
+    def names(self) -> Sequence[str]: ...
     @property
-    def lengths(self) -> Mapping[str, int]: ...
+    def spans(self) -> Sequence[int]: ...
+    @property
+    def entities(self) -> int: ...
     @property
     def total(self) -> int: ...
+    def column(self, term: str) -> tuple[Sequence[int], Sequence[int]] | None: ...
 
 
 class Ranker(NamedTuple):
@@ -290,6 +454,8 @@ class Ranker(NamedTuple):
 
 
 RERANKED: Final = 100
+MASKED_TERMS: Final = 12
+"""Queries of at most this many terms count each entity's terms as bits (a long one as sums)."""
 
 
 PLAIN: Final = Ranker()
@@ -301,48 +467,80 @@ def rank(index: Terms, query: str, ranker: Ranker = DEFAULT,
     """Scores of the entities holding at least one of the query's terms (none: an empty dict).
     `text_of` gives an entity's search text by name, for the phrase bonus."""
     wanted = query_terms(query, question_words=ranker.question_words)
-    count = len(index.lengths)
+    count = index.entities
     if not wanted or not count:
         return {}
     k1, b = ranker.k1, ranker.b
     average = index.total / count or 1.0
-    lengths = index.lengths
-    scores: dict[str, float] = {}
+    spans_of = index.spans.__getitem__
+    scores: dict[int, float] = {}
     weights: dict[str, float] = {}
-    covered: dict[str, float] = {}
+    # Which of the terms each entity holds, as bits in the order of the terms (a few distinct
+    # sets, each set's sum of rarities made once), or for a long query those sums themselves.
+    masked = len(wanted) <= MASKED_TERMS
+    covered: dict[int, Any] = {}
     saturation, kept = k1 + 1.0, 1.0 - b
-    # The same sums in the same order as term by term and entity by entity, with what depends on
-    # an entity's length alone worked out once per distinct length (a memory has few), and each
-    # term's scores made in one pass: a word half the memory holds brings tens of thousands.
+    # The same sums in the same order as term by term and entity by entity (so the same floats),
+    # with what depends on a count and a length alone worked out once per distinct pair (a memory
+    # has few), and each term's scores and sums made in C over its columns: a word half the memory
+    # holds brings tens of thousands of holders, and no Python code runs per holder.
     pull: dict[int, float] = {}
+    part: dict[tuple[int, int], float] = {}
     for term in wanted:
-        holders = index.postings.get(term)
-        if not holders:
+        found = index.column(term)
+        if not found or not found[0]:
             continue
-        idf = math.log(1.0 + (count - len(holders) + 0.5) / (len(holders) + 0.5))
+        holders, tfs = found
+        held = len(holders)
+        idf = math.log(1.0 + (count - held + 0.5) / (held + 0.5))
+        bit: Any = (1 << len(weights)) if masked else idf
         weights[term] = idf
-        spans = list(map(lengths.__getitem__, holders))
-        for length in set(spans).difference(pull):
-            pull[length] = k1 * (kept + b * length / average)
-        term_scores = [idf * (tf * saturation / (tf + pull[length])) for tf, length in zip(holders.values(), spans)]
+        pairs = list(zip(tfs, map(spans_of, holders)))
+        distinct = set(pairs)
+        for pair in distinct.difference(part):
+            tf, length = pair
+            if (norm := pull.get(length)) is None:
+                norm = pull[length] = k1 * (kept + b * length / average)
+            part[pair] = tf * saturation / (tf + norm)
+        scored = {pair: idf * part[pair] for pair in distinct}  # (one float each, shared by its holders)
+        term_scores = map(scored.__getitem__, pairs)
         if not scores:
             scores = dict(zip(holders, term_scores))
-            covered = dict.fromkeys(holders, idf)
+            covered = dict.fromkeys(holders, bit)
             continue
-        get, got = scores.get, covered.get
-        for name, score in zip(holders, term_scores):
-            scores[name] = get(name, 0.0) + score
-            covered[name] = got(name, 0.0) + idf
+        sums = list(map(operator.add, map(scores.get, holders, itertools.repeat(0.0)), term_scores))
+        scores.update(zip(holders, sums))
+        together = operator.or_ if masked else operator.add
+        sums = list(map(together, map(covered.get, holders, itertools.repeat(0)), itertools.repeat(bit)))
+        covered.update(zip(holders, sums))
+    names = index.names
     if ranker.coverage and weights:
+        # (covered holds the same entities as scores, in the same order)
         whole, power = sum(weights.values()), ranker.coverage
-        scores = {name: score * (covered[name] / whole) ** power for name, score in scores.items()}
+        if masked:
+            rarities = list(weights.values())
+            share_of = {}
+            for mask in set(covered.values()):
+                # The rarities of the terms held, summed in the order of the terms (as term by term).
+                held_sum: float | None = None
+                for position, rarity in enumerate(rarities):
+                    if mask >> position & 1:
+                        held_sum = rarity if held_sum is None else held_sum + rarity
+                assert held_sum is not None
+                share_of[mask] = (held_sum / whole) ** power
+            shares: Iterable[float] = map(share_of.__getitem__, covered.values())
+        else:
+            shares = map(pow, map(operator.truediv, covered.values(), itertools.repeat(whole)), itertools.repeat(power))
+        named = dict(zip(map(names.__getitem__, scores), map(operator.mul, scores.values(), shares)))
+    else:
+        named = dict(zip(map(names.__getitem__, scores), scores.values()))
     if ranker.phrase and text_of is not None and len(wanted) > 1:
-        pairs = set(itertools.pairwise(wanted))
-        best = heapq.nlargest(RERANKED, _at_least(scores, RERANKED), key=_score_then_name)
+        pairs_of_query = set(itertools.pairwise(wanted))
+        best = heapq.nlargest(RERANKED, _at_least(named, RERANKED), key=_score_then_name)
         for name, score in best:
-            found = set(itertools.pairwise(terms(text_of(name))))
-            scores[name] = score * (1.0 + ranker.phrase * len(pairs & found) / len(pairs))
-    return scores
+            found_pairs = set(itertools.pairwise(terms(text_of(name))))
+            named[name] = score * (1.0 + ranker.phrase * len(pairs_of_query & found_pairs) / len(pairs_of_query))
+    return named
 
 
 def _at_least(scores: dict[str, float], count: int) -> Iterable[tuple[str, float]]:

@@ -164,10 +164,13 @@ def _contents(graph: Graph, data: bytes, digest: str) -> tuple[dict[str, bytes] 
         links.extend(sorted(relation_place[triple] for triple in graph.links.get(name, ())))
         links_at.append(len(links))
     postings_at, postings, tfs = array("q", [0]), array("I"), array("I")
-    for holders in terms.postings.values():
-        for name, tf in holders.items():
-            postings.append(place[name])
-            tfs.append(tf)
+    # (an ordinal of the index is not always the entity's place: writes add entities at the end)
+    to_place = array("I", [place.get(name, 0) for name in terms.names])
+    for term in terms.columns:
+        found = terms.column(term)
+        assert found is not None
+        postings.extend(map(to_place.__getitem__, found[0]))
+        tfs.extend(found[1])
         postings_at.append(len(postings))
     from ..index.ranking import FIELD_WEIGHTS
 
@@ -178,8 +181,8 @@ def _contents(graph: Graph, data: bytes, digest: str) -> tuple[dict[str, bytes] 
         "entities": _pack(entity_spans), "relations": _pack(relation_spans), "names": encode(names),
         "plain": bytes(plain), "texts": _BETWEEN.join(texts), "starts": _pack(starts),
         "links_at": _pack(links_at), "links": _pack(links),
-        "lengths": _pack([terms.lengths[name] for name in names]),
-        "terms": encode(list(terms.postings)), "postings_at": _pack(postings_at),
+        "lengths": _pack([terms.spans[terms.ordinals[name]] for name in names]),
+        "terms": encode(list(terms.columns)), "postings_at": _pack(postings_at),
         "postings": _pack(postings), "tfs": _pack(tfs),
     }
     meta = {"format": FORMAT, "digest": digest, "size": str(len(data)), "total": str(terms.total),

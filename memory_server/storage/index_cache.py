@@ -46,7 +46,7 @@ import sqlite3
 import threading
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -184,6 +184,8 @@ class ColdIndex:
         self._loaded: dict[str, Any] = {}
         self._place: dict[str, int] | None = None
         self._terms: dict[str, int] | None = None
+        self._placed: Mapping[str, Node] | None = None
+        """The entities of the graph whose places were checked whole (:meth:`_check_places`)."""
         self._escaped: bool | None = None
         """Whether the file spells any character as a \\u escape (then a name may hide in it)."""
 
@@ -223,6 +225,7 @@ class ColdIndex:
     def close(self) -> None:
         with self._reading:
             self._db.close()
+        self._placed = None  # (no graph kept alive by a cache let go)
 
     def part(self, name: str) -> bytes:
         """One part of the cache, checked against its keyed digest (C2)."""
@@ -429,22 +432,31 @@ class ColdIndex:
         wanted = ranking.query_terms(words, question_words=ranking.DEFAULT.question_words)
         if loaded is not None:
             # The loaded graph itself holds every candidate (guarantee 3 of retrieval/search.py: a
-            # superset): no part of tens of thousands of entities is made for a common word, only
-            # each holder checked to be where the cache says (C3). The postings read here are the
-            # ones the ranking reads (worked out once).
-            nodes, place = loaded.entities, self._places()
+            # superset): no part of tens of thousands of entities is made for a common word. Every
+            # entity is checked to be where the cache says (C3, once per graph), and the postings
+            # read here, each holder within the cache's entities, are the ones the ranking reads
+            # (worked out once, so that a part failing its check fails here).
+            self._check_places(loaded)
             for term in wanted:
-                holders = terms.postings.holders(term) or {}
-                try:
-                    places = list(map(_seq, map(nodes.__getitem__, holders)))
-                except KeyError as missing:
-                    raise CacheMismatch(f"entity {missing} is not in the graph the cache is of") from None
-                if places != list(map(place.__getitem__, holders)):
-                    raise CacheMismatch(f"the holders of {term!r} are not where the cache says")
+                terms.column(term)
             return replace(loaded, terms=terms)  # type: ignore[arg-type]
         place = self._places()
         numbers = {place[name] for term in wanted for name in self.holders(term) or ()}
         return replace(self.subgraph(sorted(numbers)), terms=terms)  # type: ignore[arg-type]
+
+    def _check_places(self, loaded: Graph) -> None:
+        """That every entity of the cache is in `loaded` at the place the cache says (C3); checked
+        once per graph (a search's holders are then checked by their bounds alone, see :meth:`column`)."""
+        nodes = loaded.entities
+        if self._placed is nodes:
+            return
+        try:
+            places = list(map(_seq, map(nodes.__getitem__, self.names)))
+        except KeyError as missing:
+            raise CacheMismatch(f"entity {missing} is not in the graph the cache is of") from None
+        if places != list(range(len(places))):
+            raise CacheMismatch("the graph's entities are not where the cache says")
+        self._placed = nodes
 
     def subgraph(self, numbers: Sequence[int], loaded: Graph | None = None) -> Graph:
         """These entities (in graph order) and every relation touching one, as the graph holds them.
@@ -484,7 +496,8 @@ class ColdIndex:
                 raise CacheMismatch(f"entity {number} is not where the cache says")
         return rules.part_of_graph(graph, [names[number] for number in numbers])
 
-    def holders(self, term: str) -> dict[str, int] | None:
+    def column(self, term: str) -> tuple[array[int], array[int]] | None:
+        """The places of the entities holding `term` and their counts (None: none holds it)."""
         if self._terms is None:
             self._terms = {term: number for number, term in
                            enumerate(msgspec.json.decode(self._terms_list, type=list[str]))}
@@ -492,49 +505,37 @@ class ColdIndex:
         if number is None:
             return None
         start, end = self._postings_at[number], self._postings_at[number + 1]
-        return dict(zip(map(self.names.__getitem__, self._postings[start:end]), self._tfs[start:end], strict=True))
+        holders, counts = self._postings[start:end], self._tfs[start:end]
+        if len(holders) != len(counts) or (holders and max(holders) >= len(self.names)):
+            raise CacheMismatch(f"the postings of {term!r} do not fit the cache's entities")
+        return holders, counts
 
-    def lengths_by_name(self) -> dict[str, int]:
-        """Each entity's length in tokens, by name (the ranking reads one per holder of a term)."""
-        found: dict[str, int] | None = self._loaded.get("lengths by name")
+    def holders(self, term: str) -> dict[str, int] | None:
+        found = self.column(term)
         if found is None:
-            found = self._loaded["lengths by name"] = dict(zip(self.names, self._lengths, strict=True))
-        return found
+            return None
+        return dict(zip(map(self.names.__getitem__, found[0]), found[1], strict=True))
 
 
 _seq: Final = operator.attrgetter("seq")
 
 
 class _CachedTerms:
-    """The ranking's index as the cache holds it (ranking.Terms)."""
+    """The ranking's index as the cache holds it (ranking.Terms): an entity's ordinal is its place
+    in the graph, and a term's column its slice of the postings and counts."""
 
     def __init__(self, cold: ColdIndex) -> None:
         self.total = cold._total
-        self.lengths = cold.lengths_by_name()
-        self.postings = _Postings(cold)
-
-
-class _Postings(Mapping[str, Mapping[str, int]]):
-    """The cache's postings, each term's decoded once for the one search these terms are made for."""
-
-    def __init__(self, cold: ColdIndex) -> None:
+        self.names = cold.names
+        self.spans = cold._lengths
+        self.entities = len(self.names)
         self._cold = cold
-        self._decoded: dict[str, dict[str, int] | None] = {}
+        self._columns: dict[str, tuple[array[int], array[int]] | None] = {}
 
-    def holders(self, term: str) -> dict[str, int] | None:
-        if term in self._decoded:
-            return self._decoded[term]
-        found = self._decoded[term] = self._cold.holders(term)
+    def column(self, term: str) -> tuple[array[int], array[int]] | None:
+        """The term's holders (places) and counts, each term's read once for the one search these
+        terms are made for."""
+        if term in self._columns:
+            return self._columns[term]
+        found = self._columns[term] = self._cold.column(term)
         return found
-
-    def __getitem__(self, term: str) -> Mapping[str, int]:
-        found = self.holders(term)
-        if not found:
-            raise KeyError(term)
-        return found
-
-    def __len__(self) -> int:
-        return len(self._cold._postings_at) - 1
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(msgspec.json.decode(self._cold._terms_list, type=list[str]))

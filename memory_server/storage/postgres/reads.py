@@ -5,7 +5,7 @@ run), and a whole memory read again that shares what did not change with the rea
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any, Final
@@ -131,32 +131,17 @@ def _seq(item: Node | Edge) -> int:
     return item.seq
 
 
-class _Lengths(Mapping[str, int]):
-    """The lengths of the entities a search read, counting as many entities as the memory holds:
-    all that ranking.rank reads of the lengths (the count, and the length of each holder)."""
-
-    def __init__(self, known: Mapping[str, int], count: int) -> None:
-        self._known = known
-        self._count = count
-
-    def __getitem__(self, name: str) -> int:
-        return self._known[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._known)
-
-    def __len__(self) -> int:
-        return self._count
-
-
 class MemoryTerms:
     """ranking.Terms of a memory from the holders of a query's terms and the memory's counts: the
-    postings of those terms are all there (every holder was read), the statistics are the memory's."""
+    postings of those terms are all there (every holder was read), the statistics are the memory's
+    (`entities` of them, `total` tokens)."""
 
     def __init__(self, holders: Graph, entities: int, total: int) -> None:
         built = ranking.TermIndex.build((name, node.text) for name, node in holders.entities.items())
-        self.postings = built.postings
-        self.lengths = _Lengths(built.lengths, entities)
+        self.names = built.names
+        self.spans = built.spans
+        self.column = built.column
+        self.entities = entities
         self.total = total
 
 
