@@ -50,6 +50,15 @@ def entity(name: str, entity_type: str = "person", *observations: str) -> dict[s
     return {"name": name, "entityType": entity_type, "observations": list(observations)}
 
 
+def cached_file(folder: Path, graph: Any) -> tuple[Path, bytes]:
+    """The graph written to a memory file in `folder`, and its index cache built from it."""
+    memory = folder / "memory.jsonl"
+    content = join_lines(rules.file_lines(graph))
+    memory.write_bytes(content)
+    assert cache_build.build(memory, graph, content, index_cache.digest_of(content))
+    return memory, content
+
+
 def fresh_cache(memory: Path) -> bool:
     """The cache beside `memory` matches the file's bytes now."""
     data = memory.read_bytes()
@@ -93,11 +102,8 @@ def test_answers_from_the_cache_equal_answers_from_the_graph(tmp_path: Path, ent
         pairs = data.draw(st.lists(st.tuples(st.sampled_from(names), st.sampled_from(names)), max_size=4))
         graph = writes.create_relations(graph, [Relation(a, b, "r") for a, b in pairs]).graph
         graph = writes.delete_entities(graph, data.draw(st.lists(st.sampled_from(names), max_size=1))).graph
-    memory = tmp_path / "memory.jsonl"
-    content = join_lines(rules.file_lines(graph))
-    memory.write_bytes(content)
     # Made from the graph as a store holds it after writes, read back against the file's bytes.
-    assert cache_build.build(memory, graph, content, index_cache.digest_of(content))
+    memory, content = cached_file(tmp_path, graph)
     cold = index_cache.ColdIndex.open(memory, content, index_cache.digest_of(content))
     assert cold is not None
     try:
@@ -121,11 +127,8 @@ def test_answers_from_the_cache_equal_answers_from_the_graph(tmp_path: Path, ent
 
 
 def test_a_cache_is_only_used_for_the_bytes_it_was_made_of(tmp_path: Path) -> None:
-    memory = tmp_path / "memory.jsonl"
     graph = writes.create_entities(EMPTY, entity_items([entity("Ann", "person", "likes tea")])).graph
-    content = join_lines(rules.file_lines(graph))
-    memory.write_bytes(content)
-    assert cache_build.build(memory, graph, content, index_cache.digest_of(content))
+    memory, content = cached_file(tmp_path, graph)
     assert index_cache.ColdIndex.open(memory, content + b"\n", index_cache.digest_of(content + b"\n")) is None
     assert index_cache.cache_path(memory).stat().st_mode & 0o777 == 0o600
     assert sorted(path.name for path in tmp_path.iterdir()) == ["memory.jsonl", "memory.jsonl.index"]
@@ -469,10 +472,7 @@ def test_the_cache_ranks_as_the_graph_and_checks_the_loaded_graphs_places(tmp_pa
     graph = writes.create_entities(graph, entity_items([entity("e9", "pet", "adopted dogs")])).graph
     graph = writes.add_observations(graph, [ObservationsToAdd("e1", ["the park"])]).graph
     assert graph.terms is not None and list(graph.terms.names) != list(graph.entities)  # (ordinals kept from before)
-    memory = tmp_path / "memory.jsonl"
-    content = join_lines(rules.file_lines(graph))
-    memory.write_bytes(content)
-    assert cache_build.build(memory, graph, content, index_cache.digest_of(content))
+    memory, content = cached_file(tmp_path, graph)
     cold = index_cache.ColdIndex.open(memory, content, index_cache.digest_of(content))
     assert cold is not None
     try:
