@@ -270,7 +270,9 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
     meaning_query = scope.asked if scope is not None and ranking.query_terms(scope.asked) else query
     resemblance: dict[tuple[int, int], float] = {}
     assert isinstance(entities, list)
-    fused = _fused(scored, covered, entities, meaning_query, nearest, lookup, scope, len(terms), resemblance, beyond,
+    bar = _coverage_bar(covered)
+    by_words = {(position, index) for position, index, _ in scored if covered.get((position, index), 1.0) >= bar}
+    fused = _fused(scored, by_words, entities, meaning_query, nearest, lookup, scope, len(terms), resemblance, beyond,
                    window)
     if beyond is not None:
         unlisted = len(matched) - len(_names_of(entities) & _names_of(matched))
@@ -292,8 +294,6 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
             # Nothing of whom the question asks: a neighbour's fact only meaning finds is no answer
             # about them ("Which rugby team does Callum support?" and his wife's netball), unless
             # it names them ("Rosa: off to Lisbon next week", for "Where is Rosa going on a trip?").
-            by_words = {(position, index) for position, index, _ in scored
-                        if covered.get((position, index), 1.0) >= _coverage_bar(covered)}
             fused = [fact for fact in fused if (fact[0], fact[1]) in by_words
                      or (fact[1] >= 0 and scopes.names(entities[fact[0]]["observations"][fact[1]], scope.named))]
     if window is not None:
@@ -409,22 +409,22 @@ def _told(entity: Mapping[str, Any], index: int) -> float:
     return 1.0 - ASKING_CUT * asking(observations[index]) if 0 <= index < len(observations) else 1.0
 
 
-def _fused(scored: list[tuple[int, int, float]], covered: Mapping[tuple[int, int], float], entities: list[Any],
+def _fused(scored: list[tuple[int, int, float]], by_words: AbstractSet[tuple[int, int]], entities: list[Any],
            query: str, nearest: Nearest | None, lookup: Callable[[str], Any | None] | None,
            scope: scopes.Scope | None, terms: int,
            resemblance: dict[tuple[int, int], float] | None = None,
            beyond: Callable[[Sequence[str]], list[Any]] | None = None,
            window: Span | None = None) -> list[tuple[int, int, float]]:
-    """The facts that are evidence (guarantee 7), fused by score: each fact's word score as a
+    """The facts that are evidence (guarantee 7: those of `scored` in `by_words`, and what meaning
+    finds), fused by score: each fact's word score as a
     share of the best, plus SEMANTIC_WEIGHT times its similarity as a share of the best, or, for a
     fact only meaning finds, MEANING_SHARE times that similarity's share; each cut by what it asks
     (guarantee 11); within a `window`, MEANING_WITHIN is the floor for a fact it holds.
     Candidates of entities the words did not match are added to `entities` (the matches past
     those scored through `beyond`, in their order, then others through `lookup`; in a scope, only
     its own). Each candidate's similarity goes to `resemblance`."""
-    bar = _coverage_bar(covered)
     evidence = [(position, index, score * _told(entities[position], index)) for position, index, score in scored
-                if covered.get((position, index), 1.0) >= bar]
+                if (position, index) in by_words]
     found = None
     if nearest is not None:
         try:
