@@ -275,9 +275,15 @@ def asks_for_news(rest: str) -> bool:
     return not ranking.query_terms(_NEWS_WORDS.sub(" ", _NOW_WORDS.sub(" ", rest)))
 
 
-_FILLER: Final = ("tell told say said mention mentioned talk talked discuss discussed happen happened "
+_TELLING: Final = "tell told say said mention mentioned talk talked discuss discussed"
+"""Words asking what was told: "What did I tell you last week?" asks for all that was recorded."""
+_FILLER: Final = (_TELLING + " happen happened "
                   "remember note noted record recorded learn learned add added anything something stuff thing things "
                   "me us we you i")
+
+
+def asks_what_was_told(query: str) -> bool:
+    return not {word.lower() for word in _WORD.findall(query)}.isdisjoint(_TELLING.split())
 
 
 def content_terms(words: str) -> list[str]:

@@ -394,16 +394,13 @@ def facts_within(graph: Graph, query: str, words: str, window: Span, *, explicit
                  retrieval.touching_in(graph), characters, True)
 
 
-_TELLING: Final = re.compile(r"\b(?:tell|told|say|said|mention(?:ed)?|talk(?:ed)?|discuss(?:ed)?)\b", re.I)
-
-
 def _named(query: str, kept: Sequence[Node]) -> list[str]:
     """The entities among `kept` the query names, else the user's when it speaks in the first person
     of what they did ("What did I do in 2025?"; "What did I tell you last week?" asks all that was told)."""
     from . import scope
 
     names = scope.named_in(query, [node.view for node in kept[:scope.NAMED_AMONG]])
-    if not names and scope.speaks_of_user(query) and _TELLING.search(query) is None:
+    if not names and scope.speaks_of_user(query) and not scope.asks_what_was_told(query):
         names = [scope.USER]
     return names
 
