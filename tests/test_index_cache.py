@@ -134,6 +134,21 @@ def test_a_cache_is_only_used_for_the_bytes_it_was_made_of(tmp_path: Path) -> No
     assert sorted(path.name for path in tmp_path.iterdir()) == ["memory.jsonl", "memory.jsonl.index"]
 
 
+def test_a_cache_of_terms_made_another_way_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its postings are of the terms text made when it was built: under another ranking.TERMS
+    (irregular verbs not yet read as their base, say) they would not find what the text holds."""
+    from memory_server.index import ranking
+
+    graph = writes.create_entities(EMPTY, entity_items([entity("Ann", "person", "Bought a kayak")])).graph
+    memory, content = cached_file(tmp_path, graph)
+    digest = index_cache.digest_of(content)
+    cold = index_cache.ColdIndex.open(memory, content, digest)
+    assert cold is not None
+    cold.close()
+    monkeypatch.setattr(ranking, "TERMS", "1")
+    assert index_cache.ColdIndex.open(memory, content, digest) is None
+
+
 # -- the store and its cache --------------------------------------------------------------------
 
 

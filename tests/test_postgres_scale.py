@@ -26,7 +26,7 @@ from memory_server.model import graph as rules
 from memory_server.model.items import Entity, ObservationsToAdd, ObservationsToDelete, Relation
 from memory_server.model.records import EntityRecord
 from memory_server.retrieval.search import search_nodes, search_within
-from memory_server.storage.postgres.schema import SCHEMA_VERSION
+from memory_server.storage.postgres.schema import SCHEMA_TERMS, SCHEMA_VERSION
 from memory_server.storage.postgres.statements import haystack_of, like_pattern
 from memory_server.storage.postgres.store import PostgresStore
 from memory_server.storage.store import GraphStore
@@ -425,6 +425,34 @@ def _upgrade_check(empty_database: str, graphs: dict[str, GraphStore], stack: Ex
         assert after == before
         assert connection.execute("SELECT * FROM kg_relations ORDER BY 1, 2, 3, 4").fetchall() == relations_before
         assert connection.execute("SELECT version FROM kg_schema").fetchall() == [(SCHEMA_VERSION,)]
+
+
+def test_a_version_3_database_has_its_terms_made_again(empty_database: str, tmp_path: Path) -> None:
+    """P6: version 4's terms read irregular verbs' past forms as their base (ranking.TERMS 2); a
+    database a version 3 server left holds "bought" where they hold "buy", and is upgraded in place."""
+    people = [entity("Bob", "person", ["Sells kayaks"]), entity("Ann", "person", ["Bought a kayak last spring"])]
+    asked = "Who did buy a kayak?"
+    with GraphStore(tmp_path / "me.jsonl") as on_file:
+        on_file.create_entities(entity_items(people))
+        with PostgresStore(empty_database, "me") as store:
+            store.create_entities(entity_items(people))
+        with psycopg.connect(empty_database, autocommit=True) as connection:
+            connection.execute("UPDATE kg_entities SET terms = array_replace(terms, 'buy', 'bought')")
+            connection.execute("UPDATE kg_schema SET version = 3")
+        with PostgresStore(empty_database, "me") as store:
+            assert [entity["name"] for entity in search_nodes(store, asked)["entities"]] == ["Ann", "Bob"]
+            assert search_nodes(store, asked) == search_nodes(on_file, asked)
+            assert store.read_graph() == on_file.read_graph()
+        _counts_are_exact(empty_database, "me", on_file)
+    with psycopg.connect(empty_database, autocommit=True) as connection:
+        terms = dict(connection.execute("SELECT convert_from(name, 'UTF8'), terms FROM kg_entities").fetchall())
+        assert "buy" in terms["Ann"] and "bought" not in terms["Ann"]
+        assert connection.execute("SELECT version FROM kg_schema").fetchall() == [(SCHEMA_VERSION,)]
+
+
+def test_the_terms_the_database_holds_are_made_as_the_ranking_makes_them() -> None:
+    """A new way of making terms (ranking.TERMS) is a new schema version, whose upgrade makes them again."""
+    assert SCHEMA_TERMS == ranking.TERMS
 
 
 def test_a_node_s_haystack_keeps_containment() -> None:

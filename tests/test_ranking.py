@@ -201,6 +201,17 @@ def test_terms() -> None:
     assert ranking.query_terms("how many") == ["mani"]  # a question of nothing but question words keeps them
 
 
+def test_irregular_past_forms_are_their_verbs() -> None:
+    """A fact is written in the past ("Bought a kayak"), a question asks with the base ("What did I buy?")."""
+    for past, base in [("Bought", "buy"), ("took", "take"), ("taken", "take"), ("Met", "meet"), ("ate", "eat"),
+                       ("wrote", "write"), ("left", "leave"), ("saw", "see"), ("caught", "catch"), ("flew", "fly")]:
+        assert ranking.terms(past) == ranking.terms(base), past
+    assert ranking.terms("went") != ranking.terms("go")  # (going says nothing of where: see _IRREGULAR_GROUPS)
+    assert ranking.terms("a rose and a wound") == ["rose", "wound"]  # (more often nouns than verbs)
+    graph = build(entity("Bob", "person", "Sells kayaks"), entity("Ann", "person", "Bought a kayak last spring"))
+    assert names(retrieval.matches(graph, "Who did buy a kayak?")) == ["Ann", "Bob"]
+
+
 # -- through the store ---------------------------------------------------------------------------
 
 

@@ -2,7 +2,9 @@
 
 Text is cut into terms: Unicode word runs (accented letters are letters; accents are folded
 away, so "cafe" finds "Café"), lower-cased, reduced to their stem by the Snowball English
-stemmer ("adopted" and "adoption" are both "adopt"). Text of scripts written without spaces
+stemmer ("adopted" and "adoption" are both "adopt"), the past forms of irregular verbs first read
+as their base ("bought" is "buy", "took" is "take": a fact is written "Bought a kayak", a question
+asks "What did I buy?"). Text of scripts written without spaces
 (Chinese, Japanese) is cut into overlapping pairs of characters, so that any two characters of
 a query that stand together in an entity find it. English stop words are never terms.
 
@@ -75,6 +77,45 @@ def _fold(word: str) -> str:
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
+TERMS: Final = "2"
+"""How text becomes terms, by version (2: irregular verbs' past forms read as their base). The
+terms are kept (the index cache's postings, PostgreSQL's terms column): each records the version
+its terms were made by, and terms of another are made again."""
+
+_IRREGULAR_GROUPS: Final = """
+arise arose arisen|awake awoke awoken|be was were been|beat beaten|become became|begin began begun
+|bend bent|bet|bid|bite bitten|bleed bled|blow blew blown|break broke broken|breed bred|bring brought
+|build built|burn burnt|buy bought|catch caught|choose chose chosen|cling clung|come came|cost|creep crept|cut
+|deal dealt|dig dug|do did done|draw drew drawn|dream dreamt|drink drank drunk|drive drove driven|eat ate eaten
+|fall fell fallen|feed fed|feel felt|fight fought|find found|flee fled|fly flew flown|forbid forbade forbidden
+|forget forgot forgotten|forgive forgave forgiven|freeze froze frozen|get got gotten|give gave given
+|grow grew grown|hang hung|have had|hear heard|hide hid hidden|hit|hold held|hurt|keep kept
+|kneel knelt|know knew known|lay laid|lead led|leap leapt|learn learnt|leave left|lend lent|let|lose lost
+|make made|mean meant|meet met|pay paid|prove proven|put|quit|read|rid|ride rode ridden|ring rang rung|rise risen
+|run ran|say said|see saw seen|seek sought|sell sold|send sent|set|shake shook shaken|shine shone|shoot
+|show shown|shrink shrank shrunk|shut|sing sang sung|sink sank sunk|sit sat|sleep slept|slide slid|speak spoke spoken
+|spend spent|spin spun|spit spat|split|spread|spring sprang sprung|stand stood|steal stole stolen|stick stuck
+|sting stung|stink stank|strike struck|swear swore sworn|sweep swept|swim swam swum|swing swung|take took taken
+|teach taught|tear tore torn|tell told|think thought|throw threw thrown|understand understood|wake woke woken
+|wear wore worn|weave wove woven|weep wept|win won|withdraw withdrew withdrawn|write wrote written
+"""
+"""Irregular verbs, each base and its past forms. Not "go" and "went": going says nothing of where
+or what (every trip, move and visit), and matched, it made "Where did I go on my honeymoon?" answer
+with every trip of a memory that holds no honeymoon. Nor forms that are more often nouns (rose,
+ground, wound, shot, bit, bound, bore)."""
+
+
+@cache
+def _irregular() -> dict[str, str]:
+    """An irregular verb's past forms -> its base form."""
+    forms: dict[str, str] = {}
+    for group in _IRREGULAR_GROUPS.replace("\n", "").split("|"):
+        base, *past = group.split()
+        for form in past:
+            forms.setdefault(form, base)
+    return forms
+
+
 class _Stems:
     """Snowball English stems, remembered: a memory repeats its words a lot."""
 
@@ -89,7 +130,7 @@ class _Stems:
                 import Stemmer  # PyStemmer: Snowball in C; loaded with the first word
 
                 self._stemmer = Stemmer.Stemmer("english")
-            stem = self._stemmer.stemWord(word)
+            stem = self._stemmer.stemWord(_irregular().get(word, word))
             if len(self._known) > 1_000_000:
                 self._known.clear()
             self._known[word] = stem

@@ -208,10 +208,10 @@ class ColdIndex:
             # Never changed in place (C4), so read without locks or a journal.
             db = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
             meta = {str(key): str(value) for key, value in db.execute("SELECT key, value FROM meta")}
-            from ..index.ranking import FIELD_WEIGHTS
+            from ..index.ranking import FIELD_WEIGHTS, TERMS
 
             if (meta.get("format") == FORMAT and meta.get("digest") == digest
-                    and meta.get("weights") == ",".join(map(str, FIELD_WEIGHTS))
+                    and meta.get("weights") == ",".join(map(str, FIELD_WEIGHTS)) and meta.get("terms") == TERMS
                     and hmac.compare_digest(_keyed_digest(digest, meta), meta.get("mac", ""))):
                 cold, db = cls(data, meta, db), None
                 return cold

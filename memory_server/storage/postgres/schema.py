@@ -18,9 +18,12 @@ from .statistics import limit_pending
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION: Final = 3
-"""The version of the tables below (3: the meaning tables of vectors.py); versions 1 and 2
-are upgraded, a newer one is refused (P6)."""
+SCHEMA_VERSION: Final = 4
+"""The version of the tables below (3: the meaning tables of vectors.py; 4: the terms of
+:data:`SCHEMA_TERMS`); versions 1 to 3 are upgraded, a newer one is refused (P6)."""
+SCHEMA_TERMS: Final = "2"
+"""The way of making terms (ranking.TERMS) that the terms column holds at SCHEMA_VERSION: a new
+one is a new version, whose upgrade makes every entity's terms again (tests hold the two equal)."""
 _SCHEMA_LOCK: Final = 0x6B675F6D656D  # pg_advisory_xact_lock key: one server makes the tables at a time
 
 _SCHEMA: Final = (
@@ -91,6 +94,8 @@ _UPGRADE_APPLY: Final = """UPDATE kg_entities SET haystack = up.haystack, terms 
 _SCHEMA_EXISTS: Final = "SELECT to_regclass('kg_schema') IS NOT NULL"
 _SCHEMA_VERSION: Final = "SELECT max(version) FROM kg_schema"
 _RECORD_VERSION: Final = "INSERT INTO kg_schema (version) VALUES (%s)"
+_RECORD_UPGRADE: Final = "UPDATE kg_schema SET version = %s"
+_TOTAL_LENGTHS: Final = _UPGRADE_DONE[1]
 
 
 def make(connection: psycopg.Connection[Any], where: str) -> bool:
@@ -117,6 +122,11 @@ def make(connection: psycopg.Connection[Any], where: str) -> bool:
             vectors_tables.make_schema(connection, where)
         if version in (1, 2):
             vectors_tables.upgrade(connection, node_from)
+        if version in (2, 3):
+            connection.execute("SET LOCAL statement_timeout = 0")
+            _terms_again(connection, where)
+        if version in (1, 2, 3):
+            connection.execute(_RECORD_UPGRADE, (SCHEMA_VERSION,))
         if version is None:
             connection.execute(_RECORD_VERSION, (SCHEMA_VERSION,))
         trigrams = _make_trigram_index(connection, where)
@@ -160,6 +170,22 @@ def _upgrade_from_1(connection: psycopg.Connection[Any], where: str) -> None:
     log.warning("%s: upgrading the memory tables from version 1 to %d", where, SCHEMA_VERSION)
     for statement in _UPGRADE:
         connection.execute(statement)
+    _fill_search_columns(connection)
+    for statement in _UPGRADE_DONE:
+        connection.execute(statement)
+
+
+def _terms_again(connection: psycopg.Connection[Any], where: str) -> None:
+    """The terms and lengths of every entity made again from its line (version 4's terms,
+    :data:`SCHEMA_TERMS`), and each memory's total length, in the caller's transaction (P6)."""
+    log.warning("%s: making the search terms of every entity again (memory tables of version %d)", where,
+                SCHEMA_VERSION)
+    _fill_search_columns(connection)
+    connection.execute(_TOTAL_LENGTHS)
+
+
+def _fill_search_columns(connection: psycopg.Connection[Any]) -> None:
+    """The search columns (haystack, terms, length) of every entity, worked out from its line."""
     connection.execute(_UPGRADE_TEMPORARY)
     # A batch at a time (a COPY cannot run while the rows are fetched on the same connection).
     with connection.cursor(name="kg_upgrade_rows") as rows, connection.cursor() as writer:
@@ -171,5 +197,3 @@ def _upgrade_from_1(connection: psycopg.Connection[Any], where: str) -> None:
                     terms, length = ranking.entity_terms(node.text)
                     copy.write_row((memory, bytes(name), haystack_of(node.text), indexed_terms(terms), length))
     connection.execute(_UPGRADE_APPLY)
-    for statement in _UPGRADE_DONE:
-        connection.execute(statement)
