@@ -649,3 +649,15 @@ def test_kin_without_a_possessor_are_the_users_when_the_user_has_them() -> None:
     assert found is not None and found.named == ("default_user",) and found.last == ("Leo",), found
     assert kin_scope("Where does the niece live?") is None  # no niece: not the user's question
     assert kin_scope("What does the company make?") is None  # no kin word
+
+
+@pytest.mark.parametrize(("observation", "named"), [
+    ("Sold the Hilux and bought a used white VW ID.4", True),  # the name's terms run together: "ID.4", ``VW_ID4``
+    ("Drove a VW ID4 for the first time", True),
+    ("Has a VW and an ID card", False),  # (apart, and not one after the other)
+    ("Rented an ID.4", False),  # (not the whole name)
+])
+def test_a_fact_names_an_entity_whose_name_it_writes_with_other_breaks(observation: str, named: bool) -> None:
+    from memory_server.retrieval import scope
+
+    assert scope.names(observation, ["VW_ID4"]) is named

@@ -427,9 +427,26 @@ def mentions(entity: Mapping[str, Any], named: Sequence[str]) -> bool:
 
 
 def names(observation: str, named: Sequence[str]) -> bool:
-    """Whether the observation holds every term of a named entity's name."""
+    """Whether the observation holds every term of a named entity's name, or its name's terms
+    run together as terms that follow one another ("VW ID.4" for ``VW_ID4``)."""
     held = ranking.fact_terms(observation)
-    return any((terms := set(_name_terms(name))) and terms.issubset(held) for name in named)
+    return any((terms := _name_terms(name)) and (set(terms).issubset(held) or _run_together(held, "".join(terms)))
+               for name in named)
+
+
+def _run_together(held: Sequence[str], whole: str) -> bool:
+    """Whether some terms that follow one another in `held` make `whole` when joined."""
+    for start, term in enumerate(held):
+        if not whole.startswith(term):
+            continue
+        joined = term
+        for following in held[start + 1:]:
+            if len(joined) >= len(whole):
+                break
+            joined += following
+        if joined == whole:
+            return True
+    return False
 
 
 def tells(observation: str, targets: Sequence[str], naming: Sequence[str]) -> bool:
