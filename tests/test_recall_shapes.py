@@ -661,3 +661,40 @@ def test_a_fact_names_an_entity_whose_name_it_writes_with_other_breaks(observati
     from memory_server.retrieval import scope
 
     assert scope.names(observation, ["VW_ID4"]) is named
+
+
+HOUSEHOLD = [entity("default_user", "person", ["Name is Terje", "Took Liv to the fjord", "Walks Tåke every morning"]),
+             entity("Tåke", "dog", ["Lapphund puppy"]), entity("Biscuit", "dog", ["Beagle"]),
+             entity("Dr_Lund", "vet", ["Vet in Tromsdalen"]), entity("Randi", "person", ["Died in 2023"]),
+             entity("Rome_Trip", "trip", ["A week in Rome"]), entity("Apixaban", "medication", ["Blood thinner"])]
+HOUSEHOLD_RELATIONS = [relation("default_user", "Tåke", "owns"), relation("default_user", "Biscuit", "owns"),
+                       relation("Tåke", "Dr_Lund", "vet_is"), relation("default_user", "Randi", "widower_of"),
+                       relation("default_user", "Rome_Trip", "took"), relation("default_user", "Apixaban", "takes")]
+
+
+@pytest.mark.parametrize(("question", "named"), [
+    ("Did I take my pills?", ("default_user",)),  # "take" is no name of the dog Tåke
+    ("What does Tåke eat?", ("Tåke",)), ("what does tåke eat?", ("Tåke",)),
+    ("Did I buy biscuits?", ("default_user",)),  # a name written without its capital in a question written with them
+    ("What does Biscuit eat?", ("Biscuit",)), ("what does biscuit eat", ("Biscuit",)),
+])
+def test_a_one_word_name_is_named_as_it_is_written(question: str, named: tuple[str, ...]) -> None:
+    found = kin_scope(question, HOUSEHOLD_RELATIONS, HOUSEHOLD)
+    assert found is not None and found.named == named, found
+
+
+def test_a_name_written_with_accents_is_named_in_a_fact_only_so_written() -> None:
+    from memory_server.retrieval import scope
+
+    assert not scope.names("Took Liv to the fjord", ["Tåke"])
+    assert scope.names("Walks Tåke every morning", ["Tåke"])
+
+
+@pytest.mark.parametrize(("question", "last"), [
+    ("Which vet do we take our dog to?", ("Dr_Lund",)),  # "take" yields to the words that name relations
+    ("What pills do I take?", ("Rome_Trip", "Apixaban")),  # alone, a light verb still names one
+    ("What did my late wife do?", ("Randi",)),  # a widower's wife
+])
+def test_a_light_verb_names_a_relation_only_when_no_other_word_does(question: str, last: tuple[str, ...]) -> None:
+    found = kin_scope(question, HOUSEHOLD_RELATIONS, HOUSEHOLD)
+    assert found is not None and found.last == last, found

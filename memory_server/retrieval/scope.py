@@ -65,8 +65,8 @@ _WORD: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
 RELATION_WORDS: Final = {
     "brother": "brother sibling", "sister": "sister sibling", "sibling": "sibling brother sister",
-    "wife": "wife spouse married marry", "husband": "husband spouse married marry",
-    "spouse": "spouse wife husband married marry",
+    "wife": "wife spouse married marry widower", "husband": "husband spouse married marry widow",
+    "spouse": "spouse wife husband married marry widow widower",
     "partner": "partner spouse married girlfriend boyfriend dating relationship engaged",
     "girlfriend": "girlfriend partner dating relationship engaged",
     "boyfriend": "boyfriend partner dating relationship engaged",
@@ -189,6 +189,16 @@ class Scope:
     past a relation, their name): else it asks who they are, and their facts answer (guarantee 7)."""
 
 
+LIGHT_VERBS: Final = "take have get make do give put keep go come"
+"""Verbs that say little of their own, which name a relation only when no other word of the
+question does ("What do I take for my blood pressure?": the medication taken)."""
+
+
+@cache
+def _light_verbs() -> frozenset[str]:
+    return frozenset(ranking.terms(LIGHT_VERBS) + [ranking.stem(word) for word in LIGHT_VERBS.split()])
+
+
 def _name_terms(name: str) -> tuple[str, ...]:
     return ranking.fact_terms(name)
 
@@ -204,15 +214,47 @@ def named_in(query: str, entities: Sequence[Mapping[str, Any]]) -> list[str]:
     if not wanted:
         return []
     capitalised = _capitalised(query)
+    spelled, spelled_capitalised = _spelled(query)
+    # (one who writes the question's first word with a capital writes names so: "Did I take my pills?"
+    # does not name the dog Take)
+    cased = query.lstrip()[:1].isupper()
     among = [(entity["name"], _name_terms(entity["name"])) for entity in entities[:NAMED_AMONG]]
     # (a last name term is a given name where it comes last, "Lee_Jaewon", when no other name ends so)
     endings = Counter(terms[-1] for _, terms in among if len(terms) > 1)
     named = []
     for name, terms in among:
-        if terms and (wanted.issuperset(terms) or (len(terms) > 1 and (
-                terms[0] in capitalised or (terms[-1] in capitalised and endings[terms[-1]] == 1)))):
+        if not terms:
+            continue
+        if not name.isascii():
+            # (a name written with accents is matched as it is written: "Tåke" is not "take")
+            held, held_capitalised, terms = spelled, spelled_capitalised, _name_words(name)
+        else:
+            held, held_capitalised = wanted, capitalised
+        if len(terms) == 1 and cased and terms[0] not in held_capitalised:
+            continue
+        if held.issuperset(terms) or (len(terms) > 1 and (
+                terms[0] in held_capitalised or (terms[-1] in held_capitalised and endings[terms[-1]] == 1))):
             named.append(name)
     return named
+
+
+def _name_words(name: str) -> tuple[str, ...]:
+    """A name's terms with their accents kept ("tåke", not "take")."""
+    return tuple(_spelled_terms(name))
+
+
+def _spelled_terms(text: str) -> list[str]:
+    """The terms of a text with their accents kept, in order."""
+    return [ranking.stem(word) for word in _SPELLED.findall(text.lower()) if word not in ranking.STOP_WORDS]
+
+
+def _spelled(text: str) -> tuple[set[str], set[str]]:
+    """The terms of the text's words with their accents kept: all, and those of words written with a capital."""
+    words = _SPELLED.findall(text)
+    return set(_spelled_terms(text)), set(_spelled_terms(" ".join(word for word in words if word[:1].isupper())))
+
+
+_SPELLED: Final = re.compile(r"[^\W_]+")
 
 
 def speaks_of_user(query: str) -> bool:
@@ -252,7 +294,9 @@ def _names_relation(term: str, relation_type: str, other_type: str, other_is_fro
             held = frozenset().union(*kin)
     if term in held or not _kinds().get(term, frozenset()).isdisjoint(held):
         return BY_TYPE
-    return BY_END if term in ranking.fact_terms(other_type) or term in _name_terms(other_name) else 0
+    # (a name written with accents is no word of a question's: "take" is no relation to the dog Tåke)
+    name_terms = _name_terms(other_name) if other_name.isascii() else _name_words(other_name)
+    return BY_END if term in ranking.fact_terms(other_type) or term in name_terms else 0
 
 
 def _other(relation: Mapping[str, Any], name: str) -> str:
@@ -378,9 +422,16 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
         found = naming(term)
         if found and not part and not naming(term, BY_TYPE) and any(
                 naming(later_term, BY_TYPE) for later_word, later_term, later_part in steps[number + 1:]
-                if not later_part and later_word != word):
+                if not later_part and later_word != word and later_term not in _light_verbs()):
             # A word naming only what is at the other end ("the place I volunteer at") yields to a
             # later one naming the relation itself: that is the relation asked about.
+            continue
+        if found and not part and term in _light_verbs() and (hops or any(
+                naming(later_term) for later_word, later_term, later_part in steps[number + 1:]
+                if not later_part and later_word != word and later_term not in _light_verbs())):
+            # A light verb ("take", "keep") names a relation only when no other word does: "Which vet
+            # do we take our dog to?" asks of the dog's vet, not of what is taken (trips, pills), and
+            # "What illness took my late wife?" of her.
             continue
         if not found:
             if part:
@@ -430,8 +481,16 @@ def names(observation: str, named: Sequence[str]) -> bool:
     """Whether the observation holds every term of a named entity's name, or its name's terms
     run together as terms that follow one another ("VW ID.4" for ``VW_ID4``)."""
     held = ranking.fact_terms(observation)
-    return any((terms := _name_terms(name)) and (set(terms).issubset(held) or _run_together(held, "".join(terms)))
-               for name in named)
+    spelled: list[str] | None = None
+    for name in named:
+        terms, among = _name_terms(name), held
+        if not name.isascii():  # (as written: "Took Liv to the fjord" does not name the dog Tåke)
+            if spelled is None:
+                spelled = _spelled_terms(observation)
+            terms, among = _name_words(name), spelled
+        if terms and (set(terms).issubset(among) or _run_together(among, "".join(terms))):
+            return True
+    return False
 
 
 def _run_together(held: Sequence[str], whole: str) -> bool:
