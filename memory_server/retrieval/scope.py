@@ -481,9 +481,10 @@ def names(observation: str, named: Sequence[str]) -> bool:
     """Whether the observation holds every term of a named entity's name, or its name's terms
     run together as terms that follow one another ("VW ID.4" for ``VW_ID4``)."""
     held = ranking.fact_terms(observation)
-    spelled: list[str] | None = None
+    spelled: Sequence[str] | None = None
     for name in named:
-        terms, among = _name_terms(name), held
+        terms: Sequence[str] = _name_terms(name)
+        among: Sequence[str] = held
         if not name.isascii():  # (as written: "Took Liv to the fjord" does not name the dog Tåke)
             if spelled is None:
                 spelled = _spelled_terms(observation)
