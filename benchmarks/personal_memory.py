@@ -99,6 +99,8 @@ def check_memory(records: list[dict[str, Any]], asked: list[Asked], today: date,
     assert len(triples) == len(set(triples)), "duplicate relations"
     questions = [item.text for item in asked]
     assert len(questions) == len(set(questions)), "duplicate questions"
+    facts = [item.fact for item in asked if item.fact is not None]
+    assert len(facts) == len(set(facts)), "two questions answered by the same fact"
     assert all(item.category in CATEGORIES for item in asked)
     for category in CATEGORIES:
         count = sum(1 for item in asked if item.category == category)
@@ -110,6 +112,12 @@ def check_memory(records: list[dict[str, Any]], asked: list[Asked], today: date,
         assert item.fact in texts, f"{item.text!r}: answer {item.fact!r} is no observation"
         holders = [text for text in texts if item.fact in text and text != item.fact]
         assert not holders, f"{item.fact!r} is inside {holders}"
+
+
+def happened(records: list[dict[str, Any]]) -> dict[str, date]:
+    """When each observation with a happenedOn happened, by its text."""
+    return {text: date.fromisoformat(day) for record in records if record["type"] == "entity"
+            for text, day in zip(record["observations"], record.get("happenedOn", [])) if day}
 
 
 def memory(today: date) -> list[dict[str, Any]]:

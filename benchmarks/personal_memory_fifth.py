@@ -24,7 +24,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
-from personal_memory import CATEGORIES, Asked, check_memory, entity_records, relation_records, season_start
+from personal_memory import CATEGORIES, Asked, check_memory, entity_records, happened, relation_records, season_start
 
 __all__ = ["CATEGORIES", "SETS", "Asked", "check", "memory"]
 
@@ -479,12 +479,8 @@ def check(today: date) -> None:
     records = memory(today)
     asked = SETS["fifth"]
     check_memory(records, asked, today, per_category=8)
-    entities = [record for record in records if record["type"] == "entity"]
-    facts = [item.fact for item in asked if item.fact is not None]
-    assert len(facts) == len(set(facts)), "two questions answered by the same fact"
     # each temporal answer happened within the time its question names, as docs/dates.md reads it
-    when = {text: date.fromisoformat(day) for entity in entities
-            for text, day in zip(entity["observations"], entity.get("happenedOn", [])) if day}
+    when = happened(records)
     previous_month_end = today.replace(day=1) - timedelta(days=1)
     spans = {"last spring": (season_start(today, 3), 3), "last summer": (season_start(today, 6), 3),
              "last autumn": (season_start(today, 9), 3), "last month": (previous_month_end.replace(day=1), 1)}
