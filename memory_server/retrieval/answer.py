@@ -28,9 +28,9 @@ Guarantees:
 5. `limit` keeps the first `limit` entities (in the order of their best fact) and all their facts.
 6. A name in the question scopes it (:mod:`.scope`), and no longer ranks its entity's facts. A fact
    naming where the last relation the question followed led, of whom it was followed from, scores
-   above the answer's best (:func:`_telling`, :data:`TOLD_ABOVE`); the entities that relation
+   above the answer's best (:mod:`.scoped`: ``_telling``, ``TOLD_ABOVE``); the entities that relation
    reached count double, those it passed through as the named; a neighbour's fact the words find
-   is evidence when it holds :data:`NEIGHBOUR_COVERAGE` of the question, is like it, or names them;
+   is evidence when it holds ``scoped.NEIGHBOUR_COVERAGE`` of the question, is like it, or names them;
    when nothing of the named entities or targets answers, a neighbour's fact only meaning finds is
    no answer either, unless it names them.
 7. Only evidence answers (:data:`MIN_COVERAGE`, or four fifths of the best coverage when that is
@@ -41,7 +41,7 @@ Guarantees:
 9. Versions of one kind of fact within an entity come newest first (:data:`VERSIONS_BAND`,
    :data:`CURRENT_BAND`).
 10. A window keeps the facts within it after 6 to 9 found and ranked them; when none left is of the
-    scope's targets or named entities, their facts within it come first (:func:`_scope_within`).
+    scope's targets or named entities, their facts within it come first (:func:`.scoped.first_within`).
 11. A fact that asks is weaker evidence than one that tells: its score, by words and by meaning, is
     cut by :data:`ASKING_CUT` times the share of its text in sentences that end in a question mark
     (:func:`asking`). "What sort of cars do you work on?" restates a question; it does not answer it.
@@ -63,6 +63,8 @@ import msgspec
 from ..index.search import FIELD_SEPARATOR
 from ..model.dates import Span
 from . import scope as scopes
+from . import scoped
+from .dated import fact_date, within
 from .paging.pages import FactOrder, Facts, Touching
 
 if TYPE_CHECKING:  # (ranking itself is imported with the first search by words)
@@ -279,29 +281,12 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
     joined: set[tuple[int, int]] = set()
     if scope is not None:
         # (what is left but filler, "Tell me about Bori", asks nothing of them but who they are)
-        asks = bool(terms) and scope.asks
-        fused = _with_scope(fused, entities, scope, asks, resemblance, joined, dated=window is not None)
-        # A neighbour's fact the words find is evidence about whom the question names when it holds
-        # most of the question, names them, or is like it: "year" in a neighbour's "eleven years"
-        # says nothing of "How much do I earn a year?".
-        around = {position for position, entity in enumerate(entities)
-                  if entity["name"] not in scope.named and entity["name"] not in scope.targets}
-        fused = [fact for fact in fused if fact[0] not in around or (fact[0], fact[1]) not in covered
-                 or covered[fact[0], fact[1]] >= NEIGHBOUR_COVERAGE
-                 or resemblance.get((fact[0], fact[1]), 0.0) >= MEANING_SCOPED
-                 or (fact[1] >= 0 and scopes.names(entities[fact[0]]["observations"][fact[1]], scope.named))]
-        if not _about(fused, entities, scope):
-            # Nothing of whom the question asks: a neighbour's fact only meaning finds is no answer
-            # about them ("Which rugby team does Callum support?" and his wife's netball), unless
-            # it names them ("Rosa: off to Lisbon next week", for "Where is Rosa going on a trip?").
-            fused = [fact for fact in fused if (fact[0], fact[1]) in by_words
-                     or (fact[1] >= 0 and scopes.names(entities[fact[0]]["observations"][fact[1]], scope.named))]
+        fused = scoped.weigh(fused, entities, scope, bool(terms) and scope.asks, covered, by_words, resemblance,
+                             joined, dated=window is not None)
     if window is not None:
         fused = [fact for fact in fused if within(entities[fact[0]], fact[1], window)]
-        if scope is not None and not _about(fused, entities, scope):
-            # (nothing of whom the question is about: their facts of that time come first)
-            fused = _scope_within(entities, scope, window, resemblance) + [
-                (position, index, score * NEIGHBOUR_SHARE) for position, index, score in fused]
+        if scope is not None:
+            fused = scoped.first_within(fused, entities, scope, window, resemblance)
     fused = _plausible(fused)
     fused = _newest_first(fused, entities, current=scopes.is_about_now(query), joined=joined)
     by_entity: dict[int, list[int]] = {}
@@ -355,40 +340,18 @@ MEANING_ALONE: Final = 0.45
 """A fact no word reaches is evidence by meaning at this cosine similarity to the question."""
 MEANING_ONE_WORD: Final = 0.27
 """... to a one-word question (``dog`` and "a border collie named Biscuit" are 0.37 apart)."""
-MEANING_SCOPED: Final = 0.25
-"""... inside the scope of a named entity (its facts are few, and about what is asked)."""
+MEANING_SCOPED: Final = scoped.MEANING_SCOPED
+"""... inside the scope of a named entity (:mod:`.scoped`)."""
 MEANING_WITHIN: Final = 0.2
 """... for a fact within the window the question names: its date answers the question's when, so
 its meaning need answer only the rest ("Where did we go on holiday last summer?" and "Spent a
 fortnight on the Isle of Skye" are 0.24 apart)."""
 MARGIN: Final = 0.35
 """An entity is shown when its best fact scores at least this share of the answer's best."""
-TARGET_SHARE: Final = 0.6
-"""The score, as a share of the answer's best, of the facts of an entity reached through a
-relation the question names, when nothing else makes them evidence."""
 VERSIONS_BAND: Final = 0.75
 """Facts of one entity scoring within this share of its best are versions of one kind of fact:
 newest first. For a question about the present, :data:`CURRENT_BAND`."""
 CURRENT_BAND: Final = 0.35
-def fact_date(entity: Mapping[str, Any], index: int) -> str:
-    """When a fact happened (its happenedOn), else when it was recorded, as an answer shows it
-    (``2026-05-15``, ``2026-05``); empty when unknown."""
-    every = entity.get("observationDates")
-    if not every or not 0 <= index < len(every) or every[index] is None:
-        return ""
-    shown: str = every[index]
-    if shown.startswith("happened "):
-        return shown[len("happened "):].split(",", 1)[0]
-    return shown
-
-
-def within(entity: Mapping[str, Any], index: int, window: Span) -> bool:
-    from ..model import dates
-
-    date = fact_date(entity, index)
-    return bool(date) and dates.overlaps(date, window)
-
-
 ASKING_CUT: Final = 0.8
 """How much of a fact's score the share of it that asks takes away (guarantee 11): a fact that is
 all question keeps a fifth; one that tells and then asks back keeps most of its own."""
@@ -469,126 +432,6 @@ def _fused(scored: list[tuple[int, int, float]], by_words: AbstractSet[tuple[int
 MEANING_SHARE: Final = 0.6
 """A fact only meaning finds, against word matches: this share of its similarity's share of the
 best (the best such fact ranks with a word match 0.6 as good as the best)."""
-
-
-def _with_scope(fused: list[tuple[int, int, float]], entities: Sequence[Any], scope: scopes.Scope,
-                asks: bool, resemblance: Mapping[tuple[int, int], float],
-                joined_here: set[tuple[int, int]], *, dated: bool = False) -> list[tuple[int, int, float]]:
-    """The facts of a scope, weighed by where they stand (guarantee 6): the named entities' as they
-    scored, the targets' doubled, the other neighbours' and those that mention a named entity at
-    NEIGHBOUR_SHARE. A target's facts that nothing else brings join at TARGET_SHARE of the best, the
-    one most like the question first (`resemblance`, the similarities the model gave; else in the
-    order they were written), and are added to `joined_here`; a question with nothing but names
-    (`asks` false) answers with the named entities' facts first (within a window, `dated`, the newest first)."""
-    if scope.news:
-        return _news(entities, scope, joined_here)
-    named, targets, last = set(scope.named), set(scope.targets), set(scope.last)
-    # (an entity that only mentions a named one, as a place a person went, is no more than a neighbour;
-    # one a relation passed through on the way is as the named)
-    weight = [2.0 if entity["name"] in last else 1.0 if entity["name"] in named or entity["name"] in targets
-              else NEIGHBOUR_SHARE for entity in entities]
-    joined = [(position, index, score * weight[position]) for position, index, score in fused]
-    top = max((score for _, _, score in joined), default=1.0)
-    have = {(position, index) for position, index, _ in fused}
-    if scope.last:
-        # A fact naming where the last relation followed led, of whom it was followed from, tells of
-        # that relation: it counts as the best of the answer (at least), before the target's own facts.
-        told = _telling(entities, set(scope.tellers), scope.last, scope.naming_last)
-        joined = [(position, index, max(score, top) * TOLD_ABOVE if (position, index) in told else score)
-                  for position, index, score in joined]
-        joined += [(position, index, top * TOLD_ABOVE) for position, index in sorted(told - have)]
-        have |= told
-    if not asks:
-        # A question asking nothing but whom it names ("Who is Seoyeon?", "What did Jisung do in
-        # 2025?"): their facts first, the most like it first (within a window, the newest), then
-        # what else was found (the user's "Started dating Kang Seoyeon").
-        mine = _theirs(entities, scope)
-        if dated:
-            mine.sort(key=lambda fact: fact_date(entities[fact[0]], fact[1]), reverse=True)
-        else:
-            mine.sort(key=lambda fact: -resemblance.get(fact, 0.0))  # (stable: written order)
-        taken = set(mine)
-        joined = [fact for fact in joined if (fact[0], fact[1]) not in taken] + [
-            (position, index, top * TOLD_ABOVE * (1 - place / (10 * len(mine) + 10)))
-            for place, (position, index) in enumerate(mine)]
-        joined_here.update(taken)
-        joined.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
-        return joined
-    wanted = [*scope.targets]
-    for rank, name in enumerate(wanted):
-        for position, entity in enumerate(entities):
-            if entity["name"] == name:
-                count = len(entity["observations"])
-                brought = [index for index in (range(count) if count else [-1]) if (position, index) not in have]
-                brought.sort(key=lambda index: -resemblance.get((position, index), 0.0))  # (stable: written order)
-                for place, index in enumerate(brought):
-                    joined.append((position, index, top * (TARGET_SHARE - 0.01 * rank) * (1 - place / (10 * count + 10))))
-                    joined_here.add((position, index))
-                break
-    joined.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
-    return joined
-
-
-def _news(entities: Sequence[Any], scope: scopes.Scope, joined_here: set[tuple[int, int]]) -> list[tuple[int, int, float]]:
-    """What is new with whom the question asks about (the last relation's targets, else the named
-    entities): their facts, newest first (scope guarantee 6)."""
-    held = _theirs(entities, scope)
-    held.sort(key=lambda fact: fact_date(entities[fact[0]], fact[1]), reverse=True)
-    joined_here.update(held)
-    return [(position, index, 1.0 - place / (len(held) + 1)) for place, (position, index) in enumerate(held)]
-
-
-def _theirs(entities: Sequence[Any], scope: scopes.Scope) -> list[tuple[int, int]]:
-    """The facts of whom the question asks about (the last relation's targets, else the named
-    entities), in written order; an entity without observations as itself (index -1)."""
-    whose = set(scope.last or scope.named)
-    return [(position, index) for position, entity in enumerate(entities) if entity["name"] in whose
-            for index in (range(len(entity["observations"])) if entity["observations"] else [-1])]
-
-
-def _scope_within(entities: Sequence[Any], scope: scopes.Scope, window: Span,
-                  resemblance: Mapping[tuple[int, int], float]) -> list[tuple[int, int, float]]:
-    """When nothing found within the window is of the entities the question is about, their facts
-    within it (the targets', else the named ones': "Where did we take the children last fall?"),
-    the most like the question first, then the newest (guarantee 10)."""
-    held = _facts_of(entities, set(scope.targets), lambda entity, index: within(entity, index, window))
-    if not held:
-        held = _facts_of(entities, set(scope.named), lambda entity, index: within(entity, index, window))
-    held.sort(key=lambda fact: fact_date(entities[fact[0]], fact[1]), reverse=True)
-    held.sort(key=lambda fact: -resemblance.get(fact, 0.0))  # (stable: the newest first among equals)
-    return [(position, index, 1.0 - place / (len(held) + 1)) for place, (position, index) in enumerate(held)]
-
-
-def _about(fused: Sequence[tuple[int, int, float]], entities: Sequence[Any], scope: scopes.Scope) -> bool:
-    """Whether some fact of the answer is of whom the question asks (its named entities or targets)."""
-    return any(entities[position]["name"] in scope.named or entities[position]["name"] in scope.targets
-               for position, _, _ in fused)
-
-
-def _facts_of(entities: Sequence[Any], names: AbstractSet[str],
-              keep: Callable[[Any, int], bool]) -> list[tuple[int, int]]:
-    """The facts (position, index) of the entities of these names that `keep` keeps, in order."""
-    return [(position, index) for position, entity in enumerate(entities) if entity["name"] in names
-            for index in range(len(entity["observations"])) if keep(entity, index)]
-
-
-def _telling(entities: Sequence[Any], tellers: AbstractSet[str], targets: Sequence[str],
-             naming: Sequence[str] = ()) -> set[tuple[int, int]]:
-    """The facts of the `tellers` that tell of the relation to one of the `targets` (scope guarantee 5)."""
-    def telling(entity: Any, index: int) -> bool:
-        return scopes.tells(entity["observations"][index], targets, naming)
-
-    return set(_facts_of(entities, tellers, telling))
-
-
-TOLD_ABOVE: Final = 1.01
-"""A fact that tells of the relation asked about comes before the best of the rest (guarantee 6)."""
-NEIGHBOUR_COVERAGE: Final = 0.6
-"""The share of the question's rarity a neighbour's fact found by words holds to be evidence about
-whom the question names, unless it names them or is like the question (guarantee 6)."""
-NEIGHBOUR_SHARE: Final = 0.35
-"""What a fact of an entity one relation from the named one counts, against the named entity's
-own: the question is about the named entity; its neighbours answer through a relation."""
 
 
 def _plausible(fused: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:

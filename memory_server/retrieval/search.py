@@ -43,6 +43,7 @@ from ..model.dates import Span
 from . import answer as answers
 from . import query as matching
 from . import when
+from .dated import fact_date
 from .paging.pages import Facts
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ def _event_date(sources: Sequence[CandidateSource], characters: int, event: str)
     """"since we moved": when the fact that best tells of moving happened (or was recorded)."""
     found = facts(sources, event, characters)
     for position, index in itertools.islice(found.order, 20):
-        if day := answers.fact_date(found.entities[position], index):
+        if day := fact_date(found.entities[position], index):
             with suppress(ValueError):
                 return dates.parse_when(day)[0][0]
     return None
