@@ -698,3 +698,13 @@ def test_a_name_written_with_accents_is_named_in_a_fact_only_so_written() -> Non
 def test_a_light_verb_names_a_relation_only_when_no_other_word_does(question: str, last: tuple[str, ...]) -> None:
     found = kin_scope(question, HOUSEHOLD_RELATIONS, HOUSEHOLD)
     assert found is not None and found.last == last, found
+
+
+@pytest.mark.parametrize(("question", "named"), [
+    ("Which city did Biscuit and I visit last autumn?", ("Biscuit", "default_user")),  # the two of them
+    ("Where did me and Biscuit go?", ("Biscuit", "default_user")),
+    ("Where does Biscuit sleep when I am away?", ("Biscuit",)),  # "I" alone, beside a name, is not "and I"
+])
+def test_the_user_named_beside_another_is_named_too(question: str, named: tuple[str, ...]) -> None:
+    found = kin_scope(question, HOUSEHOLD_RELATIONS, HOUSEHOLD)
+    assert found is not None and found.named == named, found

@@ -59,6 +59,8 @@ NAMED_AMONG: Final = 200
 MAX_HOPS: Final = 3
 """Relations followed at most ("what my sister's husband does for work": sister, husband, work)."""
 _FIRST_PERSON: Final = re.compile(r"\b(?:i|my|me|mine|myself|we|our|ours|us)\b", re.I)
+_WITH_USER: Final = re.compile(r"\b(?:and|&)\s+(?:I|me|myself)\b|\b(?:I|me)\s+and\b", re.I)
+"""The user named beside another: "Liv and I", "me and Tom"."""
 _WORD: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 """A word, with what follows its apostrophe ("Jordan's" is one word, not "Jordan" and a stray "s"
  that the question's meaning would be asked with)."""
@@ -357,6 +359,9 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     implied = not named and not speaks_of_user(query) and _speaks_of_kin(query)
     if not named and (implied or speaks_of_user(query)):
         named = [USER]
+    elif named and USER not in named and _WITH_USER.search(query):
+        # ("Which city did Liv and I visit?": the two of them)
+        named.append(USER)
     if not named:
         return None
     first = opened(named)
