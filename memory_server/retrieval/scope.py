@@ -16,7 +16,8 @@ Guarantees (for :func:`find`):
 2. A question that names no entity but speaks in the first person (I, my, me, mine, we, our,
    us) names :data:`USER`, the entity the README's prompt tells the model to keep the user in,
    when it exists; so does one that speaks of kin without a possessor (:data:`KIN_WORDS`: "Which
-   grandchild is the youngest?"), when a relation of the user's is what it names.
+   grandchild is the youngest?"), when a relation of the user's is what it names; one naming an
+   entity beside the user ("Liv and I", "me and Tom") names the user as well.
 3. The scope is the named entities, every entity one relation away from them, the entities whose
    observations name them (among those matched), and, past a relation the question names, the
    entities one relation further: "my brother's wife" follows, from the named entity, the
