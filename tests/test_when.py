@@ -122,6 +122,22 @@ def test_since_an_event_starts_at_the_date_of_the_fact_that_tells_it() -> None:
         "Who did I meet since I quit smoking?", None)
 
 
+def test_after_an_event_starts_at_its_date_and_the_every_day_names_none() -> None:
+    asked: list[str] = []
+
+    def events(words: str) -> datetime | None:
+        asked.append(words)
+        return day(2025, 7, 11)
+
+    assert parse_query("What did I join after moving in with Liv?", NOW, events=events) == (
+        "What did I join?", (day(2025, 7, 11), END_OF_TIME))
+    assert parse_query("What did I buy after the move?", NOW, events=events)[1] == (day(2025, 7, 11), END_OF_TIME)
+    # a time of day, a meal, a routine: no event to count from
+    for every_day in ("What do I drink after waking up?", "What do I eat after dinner?", "Where do I go after work?"):
+        assert parse_query(every_day, NOW, events=events) == (every_day, None)
+    assert asked == ["moving in with Liv", "the move"]
+
+
 def test_months_back_keep_to_the_calendar() -> None:
     march_31 = datetime(2026, 3, 31, 10, tzinfo=UTC)
     assert parse_query("a month ago", march_31)[1] == (day(2026, 1, 1), march_31 + timedelta(seconds=1))

@@ -25,7 +25,8 @@ and the window the phrase names come out. Phrases understood (any case, as whole
   November). ``last`` S is the latest S that has ended; ``this`` S and the others the S under way
   for a month at least, else the latest that has ended; S of a year Y is the one that starts in Y (a winter of Y starts
   in its December... except that ``winter 2025`` means the winter holding January 2025);
-- ``since`` an event (``since we moved``, ``since I started at Acme``): from the date of the fact
+- ``since`` or ``after`` an event (``since we moved``, ``since I started at Acme``, ``after moving
+  in with Liv``): from the date of the fact
   that best answers the event's words (its ``happenedOn``, else when it was recorded), given by the
   caller as `events`; no such dated fact, no window.
 
@@ -96,7 +97,7 @@ _season = "|".join(_SEASONS)
 # left whole without the patterns being compiled (2 ms, which a first search paid otherwise).
 _TRIGGER: Final = re.compile(r"\d|\b(?:" + "|".join(sorted(
     {*_MONTHS, *_DAYS, *_SEASONS, "today", "tonight", "this", "yesterday", "ago", "past", "last", "previous",
-     "since"},
+     "since", "after"},
     key=len, reverse=True)) + r")\b", re.I)
 
 
@@ -277,7 +278,10 @@ def _opened(span: Span, lead: str | None, now: datetime) -> Span:
 
 
 _SINCE_EVENT: Final = re.compile(
-    r"\bsince\s+(?P<event>(?:we|i|you|he|she|they|my|our|his|her|their|the)\s+[^?.!,;]{2,60}?)\s*(?=[?.!,;]|$)", re.I)
+    r"\b(?:[Ss]ince|[Aa]fter)\s+(?P<event>(?i:we|i|you|he|she|they|my|our|his|her|their|the)\s+[^?.!,;]{2,60}?"
+    r"|[a-z]+ing\s+[^?.!,;]{0,40}?\b[A-Z][^?.!,;]{0,30}?)\s*(?=[?.!,;]|$)")
+"""An event the question counts from: "since we moved", "after moving in with Liv" (a subject, or a
+verb in -ing with a name: not "after dinner", nor the every day of "after waking up")."""
 
 Events = Callable[[str], "datetime | None"]
 """The date of the fact that best answers some words (None: no dated fact answers them)."""
