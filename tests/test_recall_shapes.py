@@ -708,3 +708,20 @@ def test_a_light_verb_names_a_relation_only_when_no_other_word_does(question: st
 def test_the_user_named_beside_another_is_named_too(question: str, named: tuple[str, ...]) -> None:
     found = kin_scope(question, HOUSEHOLD_RELATIONS, HOUSEHOLD)
     assert found is not None and found.named == named, found
+
+
+def test_the_named_entity_stays_in_the_answer_beside_the_target_its_relation_reached(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # The engine's facts hold the word asked and count double, as the relation's target; the boat's
+    # own fact telling its engine, which only meaning finds, scores far below them, but the question
+    # is about the boat too.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [
+        entity("Frøya", "boat", ["Has a 10 hp Sabb single-cylinder diesel from 1974", "Painted white every spring",
+                                 "Built in Skjervøy in 1961", "Has a small wheelhouse", "Sleeps two",
+                                 "Moored at the Kvaløya pier", "Took Liv to Sommarøy in July",
+                                 "Caught a 9 kg cod off Hillesøy", "Needs new oakum in the seams"]),
+        entity("Sabb_Engine", "engine", ["Marine engine made in Bergen", "The engine of many small boats"])]})
+    client.ok("create_relations", {"relations": [relation("Frøya", "Sabb_Engine", "has_engine")]})
+    shown = facts(client.ok("search_nodes", {"query": "What engine does Frøya have?"}))
+    assert ("Frøya", "Has a 10 hp Sabb single-cylinder diesel from 1974") in shown, shown

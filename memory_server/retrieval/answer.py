@@ -37,7 +37,8 @@ Guarantees:
    less, :data:`RELATIVE_COVERAGE`; :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
    :data:`MEANING_SCOPED`): a question about something never said answers empty arrays;
    a small entity's facts are evidence by what the entity, read as one, covers (guarantee 2).
-8. An entity is shown only when its best fact scores within :data:`MARGIN` of the answer's best.
+8. An entity is shown only when its best fact scores within :data:`MARGIN` of the answer's best,
+   or the question's scope names it or reached it through a relation (guarantee 6).
 9. Versions of one kind of fact within an entity come newest first (:data:`VERSIONS_BAND`,
    :data:`CURRENT_BAND`).
 10. A window keeps the facts within it after 6 to 9 found and ranked them; when none left is of the
@@ -287,7 +288,10 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
         fused = [fact for fact in fused if within(entities[fact[0]], fact[1], window)]
         if scope is not None:
             fused = scoped.first_within(fused, entities, scope, window, resemblance)
-    fused = _plausible(fused)
+    asked = frozenset() if scope is None else frozenset(
+        position for position, entity in enumerate(entities)
+        if entity["name"] in scope.named or entity["name"] in scope.targets)
+    fused = _plausible(fused, asked)
     fused = _newest_first(fused, entities, current=scopes.is_about_now(query), joined=joined)
     by_entity: dict[int, list[int]] = {}
     for position, index, _ in fused:
@@ -434,15 +438,19 @@ MEANING_SHARE: Final = 0.6
 best (the best such fact ranks with a word match 0.6 as good as the best)."""
 
 
-def _plausible(fused: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
-    """Only the entities whose best fact scores within MARGIN of the answer's best (guarantee 8)."""
+def _plausible(fused: list[tuple[int, int, float]],
+               asked: AbstractSet[int] = frozenset()) -> list[tuple[int, int, float]]:
+    """Only the entities whose best fact scores within MARGIN of the answer's best (guarantee 8),
+    and those the question asks about (`asked`: the positions of a scope's named entities and
+    targets): "What engine does Frøya have?" is about the boat as much as about its engine, whose
+    facts the scope counts double."""
     if not fused:
         return fused
     best: dict[int, float] = {}
     for position, _, score in fused:
         best.setdefault(position, score)
     bar = MARGIN * fused[0][2]
-    return [fact for fact in fused if best[fact[0]] >= bar]
+    return [fact for fact in fused if best[fact[0]] >= bar or fact[0] in asked]
 
 
 def _newest_first(fused: list[tuple[int, int, float]], entities: Sequence[Any], *,
