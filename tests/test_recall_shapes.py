@@ -725,3 +725,23 @@ def test_the_named_entity_stays_in_the_answer_beside_the_target_its_relation_rea
     client.ok("create_relations", {"relations": [relation("Frøya", "Sabb_Engine", "has_engine")]})
     shown = facts(client.ok("search_nodes", {"query": "What engine does Frøya have?"}))
     assert ("Frøya", "Has a 10 hp Sabb single-cylinder diesel from 1974") in shown, shown
+
+
+def test_the_facts_telling_of_the_relation_are_versions_by_their_own_scores(memory_servers: MemoryServers,
+                                                                          tmp_path: Path) -> None:
+    # Every later fact naming the boat tells of the relation to it; among them, those that answer
+    # best come first, and only they are versions of one kind of fact (newest first): not the
+    # latest trip out in her.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [entity("default_user", "person", ["Name is Terje"]),
+                                               entity("Frøya", "boat", []), entity("Marex_19", "boat", [])]})
+    add_dated(client, [("default_user", "Owns a fibreglass Marex 19 motorboat", "2024-12-10"),
+                       ("default_user", "Sold the Marex and bought Frøya, a 1961 wooden snekke", "2026-03-18"),
+                       ("default_user", "Put Frøya in the water for the season", "2026-06-16"),
+                       ("default_user", "Caught a 9 kg cod from Frøya off Hillesøy", "2026-08-02"),
+                       ("default_user", "Plans to sail Frøya to Skjervøy next summer", "2026-09-24"),
+                       ("default_user", "Took Liv out on Frøya for the first time", "2026-10-01")])
+    client.ok("create_relations", {"relations": [relation("default_user", "Frøya", "owns"),
+                                                 relation("default_user", "Marex_19", "used_to_own")]})
+    shown = facts(client.ok("search_nodes", {"query": "Which boat did I buy?"}))
+    assert shown[0] == ("default_user", "Sold the Marex and bought Frøya, a 1961 wooden snekke"), shown

@@ -280,10 +280,11 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
     if beyond is not None:
         unlisted = len(matched) - len(_names_of(entities) & _names_of(matched))
     joined: set[tuple[int, int]] = set()
+    told: dict[tuple[int, int], float] = {}
     if scope is not None:
         # (what is left but filler, "Tell me about Bori", asks nothing of them but who they are)
         fused = scoped.weigh(fused, entities, scope, bool(terms) and scope.asks, covered, by_words, resemblance,
-                             joined, dated=window is not None)
+                             joined, told, dated=window is not None)
     if window is not None:
         fused = [fact for fact in fused if within(entities[fact[0]], fact[1], window)]
         if scope is not None:
@@ -292,7 +293,7 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
         position for position, entity in enumerate(entities)
         if entity["name"] in scope.named or entity["name"] in scope.targets)
     fused = _plausible(fused, asked)
-    fused = _newest_first(fused, entities, current=scopes.is_about_now(query), joined=joined)
+    fused = _newest_first(fused, entities, current=scopes.is_about_now(query), joined=joined, told=told)
     by_entity: dict[int, list[int]] = {}
     for position, index, _ in fused:
         by_entity.setdefault(position, []).append(index)
@@ -454,18 +455,28 @@ def _plausible(fused: list[tuple[int, int, float]],
 
 
 def _newest_first(fused: list[tuple[int, int, float]], entities: Sequence[Any], *,
-                  current: bool, joined: set[tuple[int, int]]) -> list[tuple[int, int, float]]:
+                  current: bool, joined: set[tuple[int, int]],
+                  told: Mapping[tuple[int, int], float] | None = None) -> list[tuple[int, int, float]]:
     """Within each entity, the dated facts scoring within the band of its best are its versions
     of one kind of fact: newest first, taking the places (scores) of the band in turn (guarantee 9).
-    The facts a scope `joined` without evidence are no versions of anything: their places stay."""
+    The facts a scope `joined` without evidence are no versions of anything: their places stay.
+    The facts that tell of the relation a question followed (`told`: their own scores, before they
+    were put above the rest) are versions among themselves, those within CURRENT_BAND of the best
+    of them by those scores: "Sold the Marex and bought Frøya" for "Which boat did I buy?", before
+    every later fact that names the boat."""
     band = CURRENT_BAND if current else VERSIONS_BAND
-    by_entity: dict[int, list[int]] = {}
-    for number, (position, _, _) in enumerate(fused):
-        by_entity.setdefault(position, []).append(number)
+    told = told or {}
+    groups: dict[tuple[int, bool], list[int]] = {}
+    for number, (position, index, _) in enumerate(fused):
+        groups.setdefault((position, (position, index) in told), []).append(number)
     result = list(fused)
-    for position, numbers in by_entity.items():
-        top = fused[numbers[0]][2]
-        versions = [number for number in numbers if fused[number][2] >= band * top
+    for (position, telling), numbers in groups.items():
+        def score(number: int, telling: bool = telling) -> float:
+            fact = fused[number]
+            return told[fact[0], fact[1]] if telling else fact[2]
+
+        top = max(score(number) for number in numbers)
+        versions = [number for number in numbers if score(number) >= (CURRENT_BAND if telling else band) * top
                     and (position, fused[number][1]) not in joined and fact_date(entities[position], fused[number][1])]
         if len(versions) < 2:
             continue

@@ -29,8 +29,8 @@ named entity (its facts are few, and about what is asked), where answer.MEANING_
 
 def weigh(fused: list[Fact], entities: Sequence[Any], scope: scopes.Scope, asks: bool,
           covered: Mapping[tuple[int, int], float], by_words: AbstractSet[tuple[int, int]],
-          resemblance: Mapping[tuple[int, int], float], joined_here: set[tuple[int, int]], *,
-          dated: bool = False) -> list[Fact]:
+          resemblance: Mapping[tuple[int, int], float], joined_here: set[tuple[int, int]],
+          told_here: dict[tuple[int, int], float], *, dated: bool = False) -> list[Fact]:
     """The answer's facts (`fused`, best first) weighed by the scope (:func:`_weighed`), then only
     those that are evidence about whom the question names: a neighbour's fact the words find
     (`covered`: its share of the question) when it holds most of the question, names them, or is
@@ -38,7 +38,7 @@ def weigh(fused: list[Fact], entities: Sequence[Any], scope: scopes.Scope, asks:
     year?"); when nothing of whom the question asks answers, a neighbour's fact only meaning finds
     is no answer about them ("Which rugby team does Callum support?" and his wife's netball),
     unless it names them ("Rosa: off to Lisbon next week", for "Where is Rosa going on a trip?")."""
-    fused = _weighed(fused, entities, scope, asks, resemblance, joined_here, dated=dated)
+    fused = _weighed(fused, entities, scope, asks, resemblance, joined_here, told_here, dated=dated)
     around = {position for position, entity in enumerate(entities)
               if entity["name"] not in scope.named and entity["name"] not in scope.targets}
 
@@ -64,8 +64,8 @@ def first_within(fused: list[Fact], entities: Sequence[Any], scope: scopes.Scope
 
 
 def _weighed(fused: list[Fact], entities: Sequence[Any], scope: scopes.Scope, asks: bool,
-             resemblance: Mapping[tuple[int, int], float], joined_here: set[tuple[int, int]], *,
-             dated: bool = False) -> list[Fact]:
+             resemblance: Mapping[tuple[int, int], float], joined_here: set[tuple[int, int]],
+             told_here: dict[tuple[int, int], float], *, dated: bool = False) -> list[Fact]:
     """The facts of a scope, weighed by where they stand (guarantee 6): the named entities' as they
     scored, the targets' doubled, the other neighbours' and those that mention a named entity at
     NEIGHBOUR_SHARE. A target's facts that nothing else brings join at TARGET_SHARE of the best, the
@@ -85,9 +85,14 @@ def _weighed(fused: list[Fact], entities: Sequence[Any], scope: scopes.Scope, as
     if scope.last:
         # A fact naming where the last relation followed led, of whom it was followed from, tells of
         # that relation: it counts as the best of the answer (at least), before the target's own facts.
+        # Among themselves they keep the order of their own scores (`told_here`: by these, not by
+        # their place above the rest, are they versions of one kind of fact: answer guarantee 9).
         told = _telling(entities, set(scope.tellers), scope.last, scope.naming_last)
-        joined = [(position, index, max(score, top) * TOLD_ABOVE if (position, index) in told else score)
-                  for position, index, score in joined]
+        own = {(position, index): score for position, index, score in joined if (position, index) in told}
+        told_here.update(own)
+        told_here.update((fact, 0.0) for fact in told - have)
+        joined = [(position, index, top * TOLD_ABOVE * (1.0 + TOLD_ORDER * score / top) if (position, index) in told
+                   else score) for position, index, score in joined]
         joined += [(position, index, top * TOLD_ABOVE) for position, index in sorted(told - have)]
         have |= told
     if not asks:
@@ -175,6 +180,9 @@ def _telling(entities: Sequence[Any], tellers: AbstractSet[str], targets: Sequen
 
 TOLD_ABOVE: Final = 1.01
 """A fact that tells of the relation asked about comes before the best of the rest (guarantee 6)."""
+TOLD_ORDER: Final = 0.001
+"""How much of its own score a fact that tells keeps above TOLD_ABOVE: enough to order such facts
+among themselves, too little to matter beside anything else."""
 NEIGHBOUR_COVERAGE: Final = 0.6
 """The share of the question's rarity a neighbour's fact found by words holds to be evidence about
 whom the question names, unless it names them or is like the question (guarantee 6)."""
