@@ -485,5 +485,25 @@ def test_the_cache_ranks_as_the_graph_and_checks_the_loaded_graphs_places(tmp_pa
         cold._placed = None
         with pytest.raises(index_cache.CacheMismatch):
             cold.holding("dogs", other)
+        # C7: the loaded graph's ranking index, taken from the postings, is the one made of its texts.
+        taken, built = cold.term_index(loaded), indexes.with_term_index(loaded).terms
+        assert built is not None
+        assert taken.names == built.names and list(taken.spans) == list(built.spans)
+        assert taken.total == built.total and taken.columns == built.columns
+        with pytest.raises(index_cache.CacheMismatch):
+            cold.term_index(other)
     finally:
         cold.close()
+
+
+def test_c7_a_cache_made_under_other_term_rules_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_server.index import ranking
+
+    graph = writes.create_entities(EMPTY, entity_items([entity("Ann", "person", "adopted a dog")])).graph
+    memory, content = cached_file(tmp_path, graph)
+    digest = index_cache.digest_of(content)
+    cold = index_cache.ColdIndex.open(memory, content, digest)
+    assert cold is not None
+    cold.close()
+    monkeypatch.setattr(ranking, "rules_digest", lambda: "the rules of another version")
+    assert index_cache.ColdIndex.open(memory, content, digest) is None

@@ -141,6 +141,23 @@ def terms(text: str) -> list[str]:
     return [term for token in _TOKEN.findall(text.lower()) for term in _index_terms(token)]
 
 
+_PROBE: Final = "Adopted adoption running cafés Café ÉTÉ naïve_résumé 東京都に住む ひらがなカタカナ Straße x2 12,5"
+
+
+@cache
+def rules_digest() -> str:
+    """A digest of the rules that make an entity's terms and counts (the field weights, the words
+    dropped, the tokens, the scripts cut into pairs, the stemmer's version and what it makes of a
+    probe): a ranking index kept from a version whose rules differ (an index cache) is not used."""
+    import hashlib
+
+    import Stemmer
+
+    described = [",".join(map(str, FIELD_WEIGHTS)), " ".join(sorted(STOP_WORDS)), _TOKEN.pattern,
+                 _NO_SPACE_SCRIPTS, str(Stemmer.version()), " ".join(terms(_PROBE))]
+    return hashlib.blake2b("\n".join(described).encode(), digest_size=16).hexdigest()
+
+
 def query_terms(query: str, *, question_words: bool = True) -> list[str]:
     """The distinct terms of a query, in order. Question words are dropped when others remain."""
     # Each distinct token once, in the order it first comes (counted in C): a query of a few
@@ -297,6 +314,40 @@ class TermIndex:
             ordered = sorted(merged)
             columns[term] = _column(ordered, list(map(merged.__getitem__, ordered)))
         return cls(names, spans, ordinals, columns, total, weights)
+
+    @classmethod
+    def of_postings(cls, names: list[str], spans: Sequence[int], total: int, terms: Sequence[str],
+                    starts: Sequence[int], holders: Sequence[int], counts: Sequence[int],
+                    weights: FieldWeights = FIELD_WEIGHTS) -> TermIndex:
+        """The index whose term number n is held by holders[starts[n]:starts[n + 1]] (ordinals, that
+        is places in `names`, ascending) with the counts at the same places: what :meth:`build`
+        makes of the same entities, in a pass over arrays rather than over every text (an index
+        cache's postings, storage/index_cache.py C7). ValueError when they do not fit together:
+        a holder out of order or out of range, a count of 0, lengths that do not sum to `total`."""
+        count = len(names)
+        if (len(spans) != count or sum(spans) != total or len(starts) != len(terms) + 1 or len(holders) != len(counts)
+                or (starts and (starts[0] != 0 or starts[-1] != len(holders)))
+                or not all(map(operator.le, starts, itertools.islice(starts, 1, None)))):
+            raise ValueError("the postings do not fit their entities")
+        ordinals = {name: ordinal for ordinal, name in enumerate(names)}
+        if len(ordinals) < count:
+            raise ValueError("an entity name comes twice")
+        # One array per term (holders, then counts: see _column), each cut from the two arrays as a
+        # whole, of the type a build gives them. (A term's holders ascending, the last in range:
+        # updated() finds an entity in them by bisection.)
+        code = "I" if max(holders, default=0) < 1 << 32 and max(counts, default=0) < 1 << 32 else "Q"
+        holders, counts = array(code, holders), array(code, counts)
+        if counts and min(counts) < 1:
+            raise ValueError("a term counted 0 times")
+        columns: dict[str, array[int]] = {}
+        for number, term in enumerate(terms):
+            start, end = starts[number], starts[number + 1]
+            if start == end or holders[end - 1] >= count or term in columns:
+                raise ValueError(f"the postings of {term!r} do not fit their entities")
+            column = columns[term] = holders[start:end] + counts[start:end]
+            if not all(map(operator.lt, column[:end - start - 1], itertools.islice(column, 1, end - start))):
+                raise ValueError(f"the holders of {term!r} are not in order")
+        return cls(names, array("Q", spans), ordinals, columns, total, weights)
 
     def updated(self, changes: Iterable[TermChange]) -> TermIndex:
         """The index after the changes (at most one per entity); this one stays as it was. A
