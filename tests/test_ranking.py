@@ -378,3 +378,13 @@ def test_coverage_counted_as_bits_or_as_sums_gives_the_same_scores(entities: lis
         ranking.MASKED_TERMS = masked  # type: ignore[misc]
     assert found[0] == found[1]
     assert list(found[0]) == list(found[1])
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(-1, 5),
+                          st.one_of(st.sampled_from([0.0, -0.0, 0.5, 1.0]), st.floats(0, 10, allow_nan=False)))))
+def test_facts_best_first_are_in_the_order_of_score_then_position_then_index(facts: list[tuple[int, int, float]]) -> None:
+    assert ranking.best_first(facts) == sorted(facts, key=lambda fact: (-fact[2], fact[0], fact[1]))
+    found = ranking.fact_hits("dogs park", [(f"e{n}", "pet", ["dogs in the park", "a park", "dogs"]) for n in range(4)])
+    assert found is not None
+    scored = ranking.score_facts(found)
+    assert scored == sorted(scored, key=lambda fact: (-fact[2], fact[0], fact[1]))

@@ -792,12 +792,23 @@ def score_facts(found: FactHits, ranker: FactRanker = FACTS, *, only: AbstractSe
             elif ranker.proximity and len(hits) > 1:
                 score *= 1.0 + ranker.proximity * closeness(fact, hits)
             scored.append((position, index, score))
-    scored.sort(key=_best_fact_first)
+    # (made in the order of positions and indexes, so a stable sort by score alone, in C, breaks
+    # its ties as best_first does)
+    scored.sort(key=_score_of, reverse=True)
     return scored
 
 
-def _best_fact_first(fact: ScoredFact) -> tuple[float, int, int]:
-    return -fact[2], fact[0], fact[1]
+_score_of: Final = operator.itemgetter(2)
+
+
+def best_first(facts: Iterable[ScoredFact]) -> list[ScoredFact]:
+    """The facts (position, index, score) highest score first, ties by position, then index: the
+    order of the key (-score, position, index), made by two sorts of C comparisons (a key function
+    would run Python code for each of thousands of facts): by position and index (the tuples
+    themselves), then stably by score (a reversed sort keeps equals in their order)."""
+    ordered = sorted(facts)
+    ordered.sort(key=_score_of, reverse=True)
+    return ordered
 
 
 def closeness(fact: Sequence[str], hits: AbstractSet[str]) -> float:
