@@ -413,14 +413,10 @@ class GraphStore(Saving):
         self._index_after(go_on, INDEX_AFTER)
 
     def _index_warm(self) -> None:
-        """The warm-up's word index, and the ranking's when the cache holds it, then coldstart
-        COLD -> WARM (or HOT)."""
+        """The warm-up's word index, then coldstart COLD -> WARM (or HOT); then the ranking's
+        index, when the cache holds it (WARM -> HOT)."""
         try:
             self._ensure_index("words")
-            # While the cache is of the graph's bytes its postings make the ranking's index, a pass
-            # over arrays (index_cache C7); once a write has removed the cache, only the graph's
-            # every text would (seconds at 100,000 entities, and a heap left larger).
-            self._ensure_index("terms", cached_only=True)
         except (GraphError, OSError):
             pass
         finally:
@@ -429,6 +425,11 @@ class GraphStore(Saving):
             # The load and the index's making leave much of the heap free (background B7); once the
             # graph answers, so that no read waits for it.
             background.give_back_memory()
+        # While the cache is of the graph's bytes its postings make the ranking's index, a pass
+        # over arrays (index_cache C7); once a write has removed the cache, only the graph's every
+        # text would (seconds at 100,000 entities, and a heap left larger).
+        with suppress(GraphError, OSError):
+            self._ensure_index("terms", cached_only=True)
 
     def poll_external_change(self) -> bool:
         """True when another process changed the file since this store last reported (or saw) it.
