@@ -344,6 +344,7 @@ def test_postings_that_do_not_fit_their_entities_make_no_index() -> None:
                   (names, spans, total, terms, starts, beyond, counts),  # a holder beyond the entities
                   (names, spans, total, terms, starts, holders, [0] * len(counts)),  # counted 0 times
                   (names, spans, total, terms, starts[:-1], holders, counts),  # a term without its postings
+                  (names, spans, total, terms, starts, [-1, *holders[1:]], counts),  # below 0
                   (["a", "a"], spans, total, terms, starts, holders, counts)):  # a name twice
         with pytest.raises(ValueError):
             ranking.TermIndex.of_postings(*wrong)  # type: ignore[arg-type]

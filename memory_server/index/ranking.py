@@ -211,6 +211,12 @@ def _column(ordinals: Sequence[int], counts: Sequence[int]) -> array[int]:
     return column
 
 
+def _fits_32(values: Sequence[int]) -> bool:
+    """Whether every value fits 32 bits unsigned: known from an array's type when it is narrower
+    (a pass over millions of values otherwise)."""
+    return getattr(values, "typecode", "Q") in ("B", "H", "I") or max(values, default=0) < 1 << 32
+
+
 def _set(column: array[int], at: int, value: int) -> array[int]:
     """`column` with `value` at `at`, widened to 64 bits when the value does not fit."""
     try:
@@ -335,10 +341,13 @@ class TermIndex:
         # One array per term (holders, then counts: see _column), each cut from the two arrays as a
         # whole, of the type a build gives them. (A term's holders ascending, the last in range:
         # updated() finds an entity in them by bisection.)
-        code = "I" if max(holders, default=0) < 1 << 32 and max(counts, default=0) < 1 << 32 else "Q"
-        holders, counts = array(code, holders), array(code, counts)
-        if counts and min(counts) < 1:
+        if 0 in counts:
             raise ValueError("a term counted 0 times")
+        code = "I" if _fits_32(holders) and _fits_32(counts) else "Q"
+        try:
+            holders, counts = array(code, holders), array(code, counts)
+        except OverflowError:  # (below 0, or beyond 64 bits)
+            raise ValueError("a holder or a count out of range") from None
         columns: dict[str, array[int]] = {}
         for number, term in enumerate(terms):
             start, end = starts[number], starts[number + 1]
