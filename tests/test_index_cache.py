@@ -134,21 +134,6 @@ def test_a_cache_is_only_used_for_the_bytes_it_was_made_of(tmp_path: Path) -> No
     assert sorted(path.name for path in tmp_path.iterdir()) == ["memory.jsonl", "memory.jsonl.index"]
 
 
-def test_a_cache_of_terms_made_another_way_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its postings are of the terms text made when it was built: under another ranking.TERMS
-    (irregular verbs not yet read as their base, say) they would not find what the text holds."""
-    from memory_server.index import ranking
-
-    graph = writes.create_entities(EMPTY, entity_items([entity("Ann", "person", "Bought a kayak")])).graph
-    memory, content = cached_file(tmp_path, graph)
-    digest = index_cache.digest_of(content)
-    cold = index_cache.ColdIndex.open(memory, content, digest)
-    assert cold is not None
-    cold.close()
-    monkeypatch.setattr(ranking, "TERMS", "1")
-    assert index_cache.ColdIndex.open(memory, content, digest) is None
-
-
 # -- the store and its cache --------------------------------------------------------------------
 
 
@@ -500,5 +485,25 @@ def test_the_cache_ranks_as_the_graph_and_checks_the_loaded_graphs_places(tmp_pa
         cold._placed = None
         with pytest.raises(index_cache.CacheMismatch):
             cold.holding("dogs", other)
+        # C7: the loaded graph's ranking index, taken from the postings, is the one made of its texts.
+        taken, built = cold.term_index(loaded), indexes.with_term_index(loaded).terms
+        assert built is not None
+        assert taken.names == built.names and list(taken.spans) == list(built.spans)
+        assert taken.total == built.total and taken.columns == built.columns
+        with pytest.raises(index_cache.CacheMismatch):
+            cold.term_index(other)
     finally:
         cold.close()
+
+
+def test_c7_a_cache_made_under_other_term_rules_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_server.index import ranking
+
+    graph = writes.create_entities(EMPTY, entity_items([entity("Ann", "person", "adopted a dog")])).graph
+    memory, content = cached_file(tmp_path, graph)
+    digest = index_cache.digest_of(content)
+    cold = index_cache.ColdIndex.open(memory, content, digest)
+    assert cold is not None
+    cold.close()
+    monkeypatch.setattr(ranking, "rules_digest", lambda: "the rules of another version")
+    assert index_cache.ColdIndex.open(memory, content, digest) is None

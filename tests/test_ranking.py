@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import given, settings
 from memory_helpers import MemoryServers, era, memory_servers  # noqa: F401  (fixtures)
 from write_items import entity_items, relation_items
@@ -304,6 +305,62 @@ def test_an_index_updated_change_by_change_is_the_one_built_afresh(
         ranking._UNUSED_KEPT = unused_kept
 
 
+def _as_postings(index: ranking.TermIndex) -> tuple[list[str], list[int], list[int], list[int]]:
+    """An index's columns as an index cache holds them: the terms, where each one's holders start,
+    the holders, the counts."""
+    terms, starts, holders, counts = list(index.columns), [0], [], []
+    for term in terms:
+        found = index.column(term)
+        assert found is not None
+        holders += found[0]
+        counts += found[1]
+        starts.append(len(holders))
+    return terms, starts, holders, counts
+
+
+@settings(max_examples=200)
+@given(st.lists(_change, max_size=8), st.lists(_change, max_size=4),
+       st.sampled_from(["adoption dogs", "the park", "cello bread dog"]))
+def test_an_index_of_its_postings_is_the_one_built_and_is_kept_up_to_date_as_it(
+        made: list[tuple[str, Any]], batch: list[tuple[str, Any]], query: str) -> None:
+    texts = {name: _search_text((name + fields[0], *fields[1:])) for name, fields in made if fields is not None}
+    built = ranking.TermIndex.build(texts.items())
+    taken = ranking.TermIndex.of_postings(list(built.names), built.spans, built.total, *_as_postings(built))
+    _same_index(taken, built)
+    assert taken.names == built.names and list(taken.spans) == list(built.spans) and taken.columns == built.columns
+    changes = {}
+    for name, fields in batch:  # (at most one change per entity, as a write gives them)
+        after = None if fields is None else _search_text((name + fields[0], *fields[1:]))
+        changes[name] = (name, changes[name][1] if name in changes else texts.get(name), after)
+        texts.pop(name, None)
+        if after is not None:
+            texts[name] = after
+    kept = taken.updated(change for change in changes.values() if change[1] is not None or change[2] is not None)
+    fresh = ranking.TermIndex.build(texts.items())
+    _same_index(kept, fresh)
+    for ranker in (ranking.DEFAULT, ranking.PLAIN):
+        assert ranking.rank(kept, query, ranker, texts.__getitem__) == ranking.rank(fresh, query, ranker, texts.__getitem__)
+
+
+def test_postings_that_do_not_fit_their_entities_make_no_index() -> None:
+    built = ranking.TermIndex.build([("a", "a\x00pet\x00dogs in the park"), ("b", "b\x00pet\x00dogs")])
+    names, spans, total = list(built.names), list(built.spans), built.total
+    terms, starts, holders, counts = _as_postings(built)
+    dogs = terms.index("dog")
+    assert holders[starts[dogs]:starts[dogs + 1]] == [0, 1]
+    unordered = holders[:starts[dogs]] + [1, 0] + holders[starts[dogs + 1]:]
+    beyond = holders[:starts[dogs]] + [0, 2] + holders[starts[dogs + 1]:]
+    for wrong in ((names, spans, total + 1, terms, starts, holders, counts),  # lengths not summing to the total
+                  (names, spans, total, terms, starts, unordered, counts),  # holders out of order
+                  (names, spans, total, terms, starts, beyond, counts),  # a holder beyond the entities
+                  (names, spans, total, terms, starts, holders, [0] * len(counts)),  # counted 0 times
+                  (names, spans, total, terms, starts[:-1], holders, counts),  # a term without its postings
+                  (names, spans, total, terms, starts, [-1, *holders[1:]], counts),  # below 0
+                  (["a", "a"], spans, total, terms, starts, holders, counts)):  # a name twice
+        with pytest.raises(ValueError):
+            ranking.TermIndex.of_postings(*wrong)  # type: ignore[arg-type]
+
+
 def test_counts_too_large_for_32_bits_are_kept_whole() -> None:
     weights = (1 << 40, 1)  # (a name's term then counts 2**40 times)
     index = ranking.TermIndex.build([("big", "big\x00thing\x00a big dog")], weights)
@@ -333,3 +390,24 @@ def test_coverage_counted_as_bits_or_as_sums_gives_the_same_scores(entities: lis
         ranking.MASKED_TERMS = masked  # type: ignore[misc]
     assert found[0] == found[1]
     assert list(found[0]) == list(found[1])
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(-1, 5),
+                          st.one_of(st.sampled_from([0.0, -0.0, 0.5, 1.0]), st.floats(0, 10, allow_nan=False)))))
+def test_facts_best_first_are_in_the_order_of_score_then_position_then_index(facts: list[tuple[int, int, float]]) -> None:
+    assert ranking.best_first(facts) == sorted(facts, key=lambda fact: (-fact[2], fact[0], fact[1]))
+    found = ranking.fact_hits("dogs park", [(f"e{n}", "pet", ["dogs in the park", "a park", "dogs"]) for n in range(4)])
+    assert found is not None
+    scored = ranking.score_facts(found)
+    assert scored == sorted(scored, key=lambda fact: (-fact[2], fact[0], fact[1]))
+
+
+def test_the_term_rules_digest_changes_with_the_terms_version_and_the_irregular_verbs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    made = ranking.rules_digest.__wrapped__  # (the digest itself is worked out once per process)
+    before = made()
+    monkeypatch.setattr(ranking, "TERMS", "1")
+    assert made() != before
+    monkeypatch.undo()
+    monkeypatch.setattr(ranking, "_IRREGULAR_GROUPS", "go went gone")
+    assert made() != before

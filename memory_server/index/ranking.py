@@ -79,8 +79,8 @@ def _fold(word: str) -> str:
 
 TERMS: Final = "2"
 """How text becomes terms, by version (2: irregular verbs' past forms read as their base). The
-terms are kept (the index cache's postings, PostgreSQL's terms column): each records the version
-its terms were made by, and terms of another are made again."""
+terms are kept: the index cache records the digest of these rules (:func:`rules_digest`), and
+PostgreSQL's schema the version its terms column holds; terms of another are made again."""
 
 _IRREGULAR_GROUPS: Final = """
 arise arose arisen|awake awoke awoken|be was were been|beat beaten|become became|begin began begun
@@ -182,6 +182,24 @@ def terms(text: str) -> list[str]:
     return [term for token in _TOKEN.findall(text.lower()) for term in _index_terms(token)]
 
 
+_PROBE: Final = "Adopted adoption running cafés Café ÉTÉ naïve_résumé 東京都に住む ひらがなカタカナ Straße x2 12,5"
+
+
+@cache
+def rules_digest() -> str:
+    """A digest of the rules that make an entity's terms and counts (their version, TERMS; the
+    field weights, the irregular verbs, the words dropped, the tokens, the scripts cut into pairs,
+    the stemmer's version and what it makes of a probe): a ranking index kept from a version whose
+    rules differ (an index cache) is not used."""
+    import hashlib
+
+    import Stemmer
+
+    described = [TERMS, ",".join(map(str, FIELD_WEIGHTS)), " ".join(sorted(STOP_WORDS)), _TOKEN.pattern,
+                 _NO_SPACE_SCRIPTS, _IRREGULAR_GROUPS, str(Stemmer.version()), " ".join(terms(_PROBE))]
+    return hashlib.blake2b("\n".join(described).encode(), digest_size=16).hexdigest()
+
+
 def query_terms(query: str, *, question_words: bool = True) -> list[str]:
     """The distinct terms of a query, in order. Question words are dropped when others remain."""
     # Each distinct token once, in the order it first comes (counted in C): a query of a few
@@ -233,6 +251,12 @@ def _column(ordinals: Sequence[int], counts: Sequence[int]) -> array[int]:
         column = array("Q", ordinals)
         column.extend(array("Q", counts))
     return column
+
+
+def _fits_32(values: Sequence[int]) -> bool:
+    """Whether every value fits 32 bits unsigned: known from an array's type when it is narrower
+    (a pass over millions of values otherwise)."""
+    return getattr(values, "typecode", "Q") in ("B", "H", "I") or max(values, default=0) < 1 << 32
 
 
 def _set(column: array[int], at: int, value: int) -> array[int]:
@@ -338,6 +362,43 @@ class TermIndex:
             ordered = sorted(merged)
             columns[term] = _column(ordered, list(map(merged.__getitem__, ordered)))
         return cls(names, spans, ordinals, columns, total, weights)
+
+    @classmethod
+    def of_postings(cls, names: list[str], spans: Sequence[int], total: int, terms: Sequence[str],
+                    starts: Sequence[int], holders: Sequence[int], counts: Sequence[int],
+                    weights: FieldWeights = FIELD_WEIGHTS) -> TermIndex:
+        """The index whose term number n is held by holders[starts[n]:starts[n + 1]] (ordinals, that
+        is places in `names`, ascending) with the counts at the same places: what :meth:`build`
+        makes of the same entities, in a pass over arrays rather than over every text (an index
+        cache's postings, storage/index_cache.py C7). ValueError when they do not fit together:
+        a holder out of order or out of range, a count of 0, lengths that do not sum to `total`."""
+        count = len(names)
+        if (len(spans) != count or sum(spans) != total or len(starts) != len(terms) + 1 or len(holders) != len(counts)
+                or (starts and (starts[0] != 0 or starts[-1] != len(holders)))
+                or not all(map(operator.le, starts, itertools.islice(starts, 1, None)))):
+            raise ValueError("the postings do not fit their entities")
+        ordinals = {name: ordinal for ordinal, name in enumerate(names)}
+        if len(ordinals) < count:
+            raise ValueError("an entity name comes twice")
+        # One array per term (holders, then counts: see _column), each cut from the two arrays as a
+        # whole, of the type a build gives them. (A term's holders ascending, the last in range:
+        # updated() finds an entity in them by bisection.)
+        if 0 in counts:
+            raise ValueError("a term counted 0 times")
+        code = "I" if _fits_32(holders) and _fits_32(counts) else "Q"
+        try:
+            holders, counts = array(code, holders), array(code, counts)
+        except OverflowError:  # (below 0, or beyond 64 bits)
+            raise ValueError("a holder or a count out of range") from None
+        columns: dict[str, array[int]] = {}
+        for number, term in enumerate(terms):
+            start, end = starts[number], starts[number + 1]
+            if start == end or holders[end - 1] >= count or term in columns:
+                raise ValueError(f"the postings of {term!r} do not fit their entities")
+            column = columns[term] = holders[start:end] + counts[start:end]
+            if not all(map(operator.lt, column[:end - start - 1], itertools.islice(column, 1, end - start))):
+                raise ValueError(f"the holders of {term!r} are not in order")
+        return cls(names, array("Q", spans), ordinals, columns, total, weights)
 
     def updated(self, changes: Iterable[TermChange]) -> TermIndex:
         """The index after the changes (at most one per entity); this one stays as it was. A
@@ -782,12 +843,23 @@ def score_facts(found: FactHits, ranker: FactRanker = FACTS, *, only: AbstractSe
             elif ranker.proximity and len(hits) > 1:
                 score *= 1.0 + ranker.proximity * closeness(fact, hits)
             scored.append((position, index, score))
-    scored.sort(key=_best_fact_first)
+    # (made in the order of positions and indexes, so a stable sort by score alone, in C, breaks
+    # its ties as best_first does)
+    scored.sort(key=_score_of, reverse=True)
     return scored
 
 
-def _best_fact_first(fact: ScoredFact) -> tuple[float, int, int]:
-    return -fact[2], fact[0], fact[1]
+_score_of: Final = operator.itemgetter(2)
+
+
+def best_first(facts: Iterable[ScoredFact]) -> list[ScoredFact]:
+    """The facts (position, index, score) highest score first, ties by position, then index: the
+    order of the key (-score, position, index), made by two sorts of C comparisons (a key function
+    would run Python code for each of thousands of facts): by position and index (the tuples
+    themselves), then stably by score (a reversed sort keeps equals in their order)."""
+    ordered = sorted(facts)
+    ordered.sort(key=_score_of, reverse=True)
+    return ordered
 
 
 def closeness(fact: Sequence[str], hits: AbstractSet[str]) -> float:

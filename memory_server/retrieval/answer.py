@@ -430,8 +430,9 @@ def _fused(scored: list[tuple[int, int, float]], by_words: AbstractSet[tuple[int
             elif similarity >= floor or (window is not None and similarity >= MEANING_WITHIN
                                          and within(entities[position], index, window)):
                 fused[fact] = MEANING_SHARE * share if evidence else share
-    return sorted(((position, index, score) for (position, index), score in fused.items()),
-                  key=lambda fact: (-fact[2], fact[0], fact[1]))
+    from ..index import ranking
+
+    return ranking.best_first((position, index, score) for (position, index), score in fused.items())
 
 
 MEANING_SHARE: Final = 0.6
@@ -513,8 +514,7 @@ def _small_as_one(found: ranking.FactHits, entities: Sequence[Any], scored: list
     placed = [(position, index, score if position not in whole
                else whole[position] if best[position] == number else min(score, whole[position]))
               for number, (position, index, score) in enumerate(scored)]
-    placed.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
-    return placed
+    return ranking.best_first(placed)
 
 
 __all__ = [

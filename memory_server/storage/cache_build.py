@@ -172,7 +172,7 @@ def _contents(graph: Graph, data: bytes, digest: str) -> tuple[dict[str, bytes] 
         postings.extend(map(to_place.__getitem__, found[0]))
         tfs.extend(found[1])
         postings_at.append(len(postings))
-    from ..index.ranking import FIELD_WEIGHTS, TERMS
+    from ..index.ranking import FIELD_WEIGHTS, rules_digest
 
     types, connected = census.summary_counts(graph)
     summary = {"entities": len(graph.entities), "relations": len(graph.relations), "types": types,
@@ -186,7 +186,8 @@ def _contents(graph: Graph, data: bytes, digest: str) -> tuple[dict[str, bytes] 
         "postings": _pack(postings), "tfs": _pack(tfs),
     }
     meta = {"format": FORMAT, "digest": digest, "size": str(len(data)), "total": str(terms.total),
-            "weights": ",".join(map(str, FIELD_WEIGHTS)), "terms": TERMS, "summary": encode(summary).decode()}
+            "weights": ",".join(map(str, FIELD_WEIGHTS)), "term_rules": rules_digest(),
+            "summary": encode(summary).decode()}
     meta.update((f"mac:{name}", _part_digest(digest, name, parts[name])) for name in PARTS)
     meta["mac"] = _keyed_digest(digest, meta)
     return parts, meta

@@ -31,6 +31,13 @@ C5. It is removed, with every temporary and journal file of it, before a save of
     text a write removed is in no file of the cache once the write is answered, and a memory
     that went below :data:`WORTH_CACHING` has none.
 C6. Deleting it loses nothing; the memory file's format does not change.
+C7. The graph made of the same bytes takes its ranking index from the cache's postings (the
+    store's first index, which writes then keep up to date, and which the next cache is made of):
+    only from a cache made under this version's term rules (ranking.rules_digest, in the meta
+    table: a cache of other rules is not used at all), only for a graph whose entities are the
+    cache's, name for name in order, and only from postings that fit them (each term's holders
+    ascending and within the entities, no count of 0, lengths summing to the total); else
+    CacheMismatch, and the graph's index is made from its texts.
 
 Answers from the cache equal the answers from the graph in memory: the cache gives parts of the
 graph (the entities a search may match, with the ranking's postings of the whole memory), and
@@ -50,7 +57,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -60,6 +67,9 @@ from ..model.census import Listing, cut_summary
 from ..model.graph import EMPTY, Edge, Graph, Node
 from ..model.records import EntityRecord, Extended, RelationRecord, decode_line
 from ..osio import NotARegularFile, refuse_unless_regular
+
+if TYPE_CHECKING:  # (ranking is imported with the first search by words)
+    from ..index import ranking
 
 FORMAT: Final = "4"
 """Caches of another format are made again: 4 holds places in the file, not copies."""
@@ -208,10 +218,11 @@ class ColdIndex:
             # Never changed in place (C4), so read without locks or a journal.
             db = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
             meta = {str(key): str(value) for key, value in db.execute("SELECT key, value FROM meta")}
-            from ..index.ranking import FIELD_WEIGHTS, TERMS
+            from ..index.ranking import FIELD_WEIGHTS, rules_digest
 
             if (meta.get("format") == FORMAT and meta.get("digest") == digest
-                    and meta.get("weights") == ",".join(map(str, FIELD_WEIGHTS)) and meta.get("terms") == TERMS
+                    and meta.get("weights") == ",".join(map(str, FIELD_WEIGHTS))
+                    and meta.get("term_rules") == rules_digest()
                     and hmac.compare_digest(_keyed_digest(digest, meta), meta.get("mac", ""))):
                 cold, db = cls(data, meta, db), None
                 return cold
@@ -509,6 +520,21 @@ class ColdIndex:
         if len(holders) != len(counts) or (holders and max(holders) >= len(self.names)):
             raise CacheMismatch(f"the postings of {term!r} do not fit the cache's entities")
         return holders, counts
+
+    def term_index(self, loaded: Graph) -> ranking.TermIndex:
+        """The ranking's index of `loaded`, the graph made of the bytes this cache was checked
+        against, from the cache's postings (C7): what TermIndex.build makes of its texts."""
+        from ..index import ranking
+
+        names = list(loaded.entities)  # (the graph's own strings, not the cache's copies)
+        if names != self.names:
+            raise CacheMismatch("the graph's entities are not the cache's")
+        try:
+            return ranking.TermIndex.of_postings(
+                names, self._lengths, self._total, msgspec.json.decode(self._terms_list, type=list[str]),
+                self._postings_at, self._postings, self._tfs)
+        except ValueError as error:
+            raise CacheMismatch(f"the cache's postings: {error}") from None
 
     def holders(self, term: str) -> dict[str, int] | None:
         found = self.column(term)

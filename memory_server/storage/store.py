@@ -9,7 +9,7 @@ file atomically (see files.py). The pieces, each with its own guarantees:
 - candidates.py: a search's candidate sources (F1-F4), for retrieval/search.py;
 - coldstart.py: a new process's first answers from the cache or the file's records, and the cache
   kept up (S1-S4, K1-K3);
-- index_cache.py: the cache itself (C1-C6); indexing.py: the kinds of index, and a made one published;
+- index_cache.py: the cache itself (C1-C7); indexing.py: the kinds of index, and a made one published;
 - loading.py: bytes to graph (L1-L4); files.py, lock.py: the file and its lock;
 - settling.py: the conditions of interface.py's wait_until, waited on as events (E1-E3).
 
@@ -50,6 +50,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -60,7 +61,7 @@ from ..model import indexes, writes
 from ..model.graph import Graph, GraphError
 from ..model.items import Entity, ObservationsToAdd, ObservationsToDelete, Relation
 from ..model.records import Line
-from . import indexing
+from . import index_cache, indexing
 from .candidates import FirstAnswers, GraphCandidates, first_answer
 from .coldstart import CLOSE_BUDGET, CacheKeeper, ColdStart, FileBytes, FirstSource, State
 from .commit import MAX_BATCH, GroupCommit, Operation, WriteResult
@@ -412,7 +413,8 @@ class GraphStore(Saving):
         self._index_after(go_on, INDEX_AFTER)
 
     def _index_warm(self) -> None:
-        """The warm-up's word index, then coldstart COLD -> WARM (or HOT)."""
+        """The warm-up's word index, then coldstart COLD -> WARM (or HOT); then the ranking's
+        index, when the cache holds it (WARM -> HOT)."""
         try:
             self._ensure_index("words")
         except (GraphError, OSError):
@@ -423,6 +425,11 @@ class GraphStore(Saving):
             # The load and the index's making leave much of the heap free (background B7); once the
             # graph answers, so that no read waits for it.
             background.give_back_memory()
+        # While the cache is of the graph's bytes its postings make the ranking's index, a pass
+        # over arrays (index_cache C7); once a write has removed the cache, only the graph's every
+        # text would (seconds at 100,000 entities, and a heap left larger).
+        with suppress(GraphError, OSError):
+            self._ensure_index("terms", cached_only=True)
 
     def poll_external_change(self) -> bool:
         """True when another process changed the file since this store last reported (or saw) it.
@@ -522,10 +529,11 @@ class GraphStore(Saving):
                 return self._load_read(read, first=True)
             return self._load(first=snapshot is None)
 
-    def _ensure_index(self, kind: str) -> Graph:
+    def _ensure_index(self, kind: str, *, cached_only: bool = False) -> Graph:
         """The graph with its word index ("words") or also the ranking's ("terms"), made once per
         load; writes keep them up to date. One index at a time: a second search waits for this
-        one rather than making another."""
+        one rather than making another. The ranking's is taken from the first start's cache when
+        that is of the graph's bytes (index_cache C7); `cached_only`: only then."""
         graph = self._graph() if kind == "words" else self._ensure_index("words")
         if getattr(graph, kind) is not None:
             return graph
@@ -535,7 +543,11 @@ class GraphStore(Saving):
                 return graph
             maker, loss = indexing.KINDS[kind]
             try:
-                indexed = getattr(indexes, maker)(graph)
+                indexed = self._ranked_from_cache(graph) if kind == "terms" else None
+                if indexed is None:
+                    if cached_only:
+                        return graph
+                    indexed = getattr(indexes, maker)(graph)
             except Exception as error:  # MemoryError, or a fault of ours: searches scan (or rank slowly) instead
                 log.warning("%s (%r).", loss, error)
                 self._unindexable[kind] = graph
@@ -547,6 +559,17 @@ class GraphStore(Saving):
             # The index's making and the cache let go leave much of the heap free (background B7).
             background.give_back_memory()
         return indexed
+
+    def _ranked_from_cache(self, graph: Graph) -> Graph | None:
+        """`graph` with the ranking index of the first start's cache, when the cache was checked
+        against the very bytes the graph was made of (index_cache C7): a pass over its postings
+        rather than over every text. None otherwise, or when the cache fails a check (let go, S1)."""
+        cold = self._coldstart.cache(words=True)
+        snapshot = self._snapshot
+        if not isinstance(cold, index_cache.ColdIndex) or snapshot is None or snapshot.graph is not graph \
+                or snapshot.content is None or len(snapshot.content) != 1 or snapshot.content[0] is not cold.data:
+            return None
+        return first_answer(self._coldstart, cold, lambda: replace(graph, terms=cold.term_index(graph)))
 
     def _publish_index(self, graph: Graph, indexed: Graph) -> None:
         snapshot = self._snapshot
