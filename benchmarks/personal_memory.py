@@ -68,6 +68,35 @@ def entity_records(entities: list[tuple[str, str, list[tuple[str, str | None]]]]
     return records
 
 
+Told = tuple[str, str | None]
+"""When a fact was recorded, and when it happened (None: a standing fact, no happenedOn)."""
+
+
+def latest_day(today: date, month: int, day: int, *, year_back: int = 0) -> date:
+    """The latest `month`/`day` not after today ("on 17 May"), or the one `year_back` years before."""
+    this_year = date(today.year, month, day)
+    latest = this_year if this_year <= today else date(today.year - 1, month, day)
+    return date(latest.year - year_back, month, day)
+
+
+def dated_records(entities: list[tuple[str, str, list[tuple[str, Told]]]],
+                  fillers: list[tuple[str, str, list[str]]], filler_day: str, *,
+                  in_told_order: bool = False) -> list[dict[str, Any]]:
+    """The entities' records, each observation recorded the day it was told (`in_told_order`: kept
+    in that order), events with the day they happened (happenedOn), standing facts without one;
+    then the fillers' (`entity_records`)."""
+    records: list[dict[str, Any]] = []
+    for name, kind, given in entities:
+        facts = sorted(given, key=lambda fact: fact[1][0]) if in_told_order else given
+        told = [recorded for _, (recorded, _) in facts]
+        records.append({"type": "entity", "name": name, "entityType": kind,
+                        "observations": [text for text, _ in facts],
+                        "createdAt": f"{min(told)}T12:00:00.000Z", "updatedAt": f"{max(told)}T12:00:00.000Z",
+                        "recordedAt": [f"{day}T12:00:00.000Z" for day in told],
+                        "happenedOn": [happened for _, (_, happened) in facts]})
+    return records + entity_records([], fillers, filler_day)
+
+
 def relation_records(relations: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
     return [{"type": "relation", "from": source, "to": target, "relationType": kind}
             for source, target, kind in relations]

@@ -29,40 +29,22 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
-from personal_memory import CATEGORIES, Asked, check_memory, entity_records, happened, relation_records, season_start
+from personal_memory import (
+    CATEGORIES,
+    Asked,
+    Told,
+    check_memory,
+    dated_records,
+    happened,
+    latest_day,
+    relation_records,
+    season_start,
+)
 
 __all__ = ["CATEGORIES", "SETS", "Asked", "check", "memory"]
 
 BASE = date(2026, 12, 3)
 """The last day of the chats as written; every shifted date moves with `today` - BASE."""
-
-Told = tuple[str, str | None]
-"""When a fact was recorded, and when it happened (None: a standing fact, no happenedOn)."""
-
-
-def latest_day(today: date, month: int, day: int, *, year_back: int = 0) -> date:
-    """The latest `month`/`day` not after today ("on 24 June"), or the one `year_back` years before."""
-    this_year = date(today.year, month, day)
-    latest = this_year if this_year <= today else date(today.year - 1, month, day)
-    return date(latest.year - year_back, month, day)
-
-
-def dated_records(entities: list[tuple[str, str, list[tuple[str, Told]]]],
-                  fillers: list[tuple[str, str, list[str]]], filler_day: str) -> list[dict[str, Any]]:
-    """The entities' records, each observation recorded the day it was told (and kept in that order),
-    events with the day they happened (happenedOn), standing facts without one; then the fillers'
-    (`entity_records`)."""
-    records: list[dict[str, Any]] = []
-    for name, kind, unordered in entities:
-        facts = sorted(unordered, key=lambda fact: fact[1][0])   # in the order they were told
-        told = [recorded for _, (recorded, _) in facts]
-        records.append({"type": "entity", "name": name, "entityType": kind,
-                        "observations": [text for text, _ in facts],
-                        "createdAt": f"{min(told)}T12:00:00.000Z", "updatedAt": f"{max(told)}T12:00:00.000Z",
-                        "recordedAt": [f"{day}T12:00:00.000Z" for day in told],
-                        "happenedOn": [happened for _, (_, happened) in facts]})
-    return records + entity_records([], fillers, filler_day)
-
 
 def memory(today: date) -> list[dict[str, Any]]:
     """The memory's records (entities with observation dates, then relations) as of `today`."""
@@ -1481,7 +1463,7 @@ def memory(today: date) -> list[dict[str, Any]]:
         ("Candesartan", "medication", ["Blood pressure pill that is also used to prevent migraines"]),
         ("Parc_national_du_Bic", "place", ["Coastal park near Rimouski on the Saint Lawrence"]),
     ]
-    records = dated_records(entities, fillers, s("2025-06-01")[0])
+    records = dated_records(entities, fillers, s("2025-06-01")[0], in_told_order=True)
     relations = [
         ("default_user", "Amira_Haddad", "married_to"), ("Léa_Bouchard", "default_user", "daughter_of"),
         ("Léa_Bouchard", "Amira_Haddad", "daughter_of"), ("default_user", "Second_Baby", "expecting"),

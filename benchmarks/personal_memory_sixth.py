@@ -26,34 +26,19 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
-from personal_memory import CATEGORIES, Asked, check_memory, entity_records, happened, relation_records, season_start
+from personal_memory import (
+    CATEGORIES,
+    Asked,
+    Told,
+    check_memory,
+    dated_records,
+    happened,
+    latest_day,
+    relation_records,
+    season_start,
+)
 
 __all__ = ["CATEGORIES", "SETS", "Asked", "check", "memory"]
-
-Told = tuple[str, str | None]
-"""When a fact was recorded, and when it happened (None: a standing fact, no happenedOn)."""
-
-
-def latest_day(today: date, month: int, day: int) -> date:
-    """The latest `month`/`day` not after today ("on 17 May")."""
-    this_year = date(today.year, month, day)
-    return this_year if this_year <= today else date(today.year - 1, month, day)
-
-
-def dated_records(entities: list[tuple[str, str, list[tuple[str, Told]]]],
-                  fillers: list[tuple[str, str, list[str]]], filler_day: str) -> list[dict[str, Any]]:
-    """The entities' records, each observation recorded the day it was told, events with the day they
-    happened (happenedOn), standing facts without one; then the fillers' (`entity_records`)."""
-    records: list[dict[str, Any]] = []
-    for name, kind, facts in entities:
-        told = [recorded for _, (recorded, _) in facts]
-        records.append({"type": "entity", "name": name, "entityType": kind,
-                        "observations": [text for text, _ in facts],
-                        "createdAt": f"{min(told)}T12:00:00.000Z", "updatedAt": f"{max(told)}T12:00:00.000Z",
-                        "recordedAt": [f"{day}T12:00:00.000Z" for day in told],
-                        "happenedOn": [happened for _, (_, happened) in facts]})
-    return records + entity_records([], fillers, filler_day)
-
 
 def memory(today: date) -> list[dict[str, Any]]:
     """The memory's records (entities with observation dates, then relations) as of `today`."""
