@@ -10,7 +10,9 @@ Guarantees (for :func:`find`):
 1. An entity is named when every term of its name is a term of the question, or when its name
    has several terms and the question holds the first one as a capitalised word ("Maria" for
    ``Maria_Garcia``), or the last one when no other of these names ends with it ("Jaewon" for
-   ``Lee_Jaewon``: names written family name first). Only the first :data:`NAMED_AMONG` matched
+   ``Lee_Jaewon``: names written family name first). A name with accents is matched by its
+   accents ("take" is not the dog ``Tåke``); a one-word name, in a question that begins with a
+   capital, only where the question writes it with one. Only the first :data:`NAMED_AMONG` matched
    entities are looked at (they are ranked with a name term counting three times, so a named
    entity is among them).
 2. A question that names no entity but speaks in the first person (I, my, me, mine, we, our,
@@ -26,7 +28,8 @@ Guarantees (for :func:`find`):
    "dog", "my boss's fleet"), then from where they led those a later word names. A word naming a
    relation only by what is at its other end yields to a later word naming a relation of the same
    entity by its own type ("the place I volunteer at": ``volunteers_at``, not every relation to a
-   place). The entities so reached are the scope's targets, the last hop's first.
+   place), and a light verb (:data:`LIGHT_VERBS`) names one only when no other word does ("Which
+   vet do we take our dog to?"). The entities so reached are the scope's targets, the last hop's first.
 4. The words left to rank the scope's facts are the question without the names' terms and
    without the words that named the relations followed. A name is no evidence for its own
    entity's facts, but it is for another named entity's fact that mentions it ("Alice's reason
