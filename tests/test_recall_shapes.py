@@ -745,3 +745,56 @@ def test_the_facts_telling_of_the_relation_are_versions_by_their_own_scores(memo
                                                  relation("default_user", "Marex_19", "used_to_own")]})
     shown = facts(client.ok("search_nodes", {"query": "Which boat did I buy?"}))
     assert shown[0] == ("default_user", "Sold the Marex and bought Frøya, a 1961 wooden snekke"), shown
+
+
+@pytest.mark.parametrize(("observation", "told"), [
+    ("Coxswain of the station's rescue boat for twenty years", True),  # the whole name the question wrote
+    ("Took the rescue dog for a walk", False),  # one of its words
+    ("Drives past the bus station every morning", False),
+])
+def test_a_fact_holding_the_whole_name_the_question_called_a_relations_end_by_tells_of_it(
+        observation: str, told: bool) -> None:
+    # "Kjetil's role at the rescue station": the relation is named by the name at its other end, and
+    # Kjetil's fact holding the whole of that name says what he is there, before the station's own.
+    from memory_server.retrieval import scope
+
+    found = kin_scope("What is Kjetil's role at the rescue station?",
+                      [relation("Kjetil_Moe", "Kvaloya_Rescue_Station", "volunteers_at")],
+                      [entity("default_user", "person", ["Name is Terje"]),
+                       entity("Kjetil_Moe", "person", ["Lives in Tromsdalen"]),
+                       entity("Kvaloya_Rescue_Station", "organization", ["Towed a broken-down boat"])])
+    assert found.last == ("Kvaloya_Rescue_Station",), found
+    assert scope.tells(observation, found.last, found.naming_last) is told
+
+
+@pytest.mark.parametrize(("question", "called"), [
+    ("How do I know Dana?", ("sam", "rivera")), ("How did I meet Dana?", ("sam", "rivera")),
+    ("Who is Dana to me?", ("sam", "rivera")), ("How does Dana know me?", ("sam", "rivera")),
+    ("What does Dana know about boats?", ()),  # a question of what she knows, not of how we know each other
+    ("How do I know my dog is ill?", ()),  # whom it names is the user
+])
+def test_a_question_asking_how_the_user_knows_someone_is_told_apart(question: str, called: tuple[str, ...]) -> None:
+    found = kin_scope(question, [relation("Dana", "default_user", "friend_of")],
+                      [entity("default_user", "person", ["Name is Sam Rivera", "Has a dog called Bo"]),
+                       entity("Dana", "person", ["Sam's old flatmate"])])
+    assert found is not None and found.user_called == called, found
+
+
+def test_how_the_user_knows_someone_is_their_facts_that_call_the_user_by_name(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "How do I know Dana?": her facts that call the user by name (in the order told, what the words
+    # find first), not the facts elsewhere that hold "knew".
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Name is Sam Rivera", "Has a dog called Bo", "Knew the answer at the quiz"]),
+        entity("Dana_Okafor", "person", ["Was Sam's flatmate at university in Leeds", "Plays the cello",
+                                         "Lives in Bristol", "Sent Sam a birthday card"]),
+        entity("Old_Boat", "boat", ["Had an engine that Sam knew inside out"]),
+    ]})
+    client.ok("create_relations", {"relations": [relation("Dana_Okafor", "default_user", "friend_of")]})
+    for question in ("How do I know Dana?", "Who is Dana to me?"):
+        answer = client.ok("search_nodes", {"query": question})
+        shown = facts(answer)
+        assert shown[:2] == [("Dana_Okafor", "Was Sam's flatmate at university in Leeds"),
+                             ("Dana_Okafor", "Sent Sam a birthday card")], (question, shown)
+        assert relation("Dana_Okafor", "default_user", "friend_of") in answer["relations"]

@@ -36,15 +36,22 @@ Guarantees (for :func:`find`):
    for visiting Lisbon": Alice's facts that name Lisbon): such a name's terms stay.
 5. At most :data:`MAX_HOPS` relations are followed. A fact of the entities the last relation was
    followed from (`tellers`: the named ones, after one) that names an entity it reached (`last`),
-   or holds the word that named that relation and calls the entity by its first or last name
+   or holds the word that named that relation and calls the entity by its first or last name,
+   or holds every term of the entity's name the question wrote when those named the relation
    (:func:`tells`), tells of the very relation asked about: "Started a new job at Lumen Health",
    for "Who is my employer now?"; "Firefighter with the Changwon fire department", for "What does
-   my sister's husband do for work?".
+   my sister's husband do for work?"; "Coxswain of the station's rescue boat", for "What is
+   Kjetil's role at the rescue station?".
 6. A question that asks nothing of whom it names but what is new with them ("What happened to
    Jaewon recently?", "How is my sister doing?") has no words left to rank by (`news`): their
    facts come newest first.
 7. `asks` is false when the words left are filler ("Tell me about Bo") or, past a relation, only a
    name asked ("What is my dog called?"): the question asks who they are.
+8. A question asking how the user knows whom it names ("How do I know Odd?", "How did I meet
+   Liv?", "Who is Bo to me?", :data:`_ACQUAINTANCE`), following no relation, carries the names the
+   user goes by (`user_called`: the terms of the capitalised words after "Name is", "goes by",
+   "known as" or "calls him" in the user's facts): the named entities' facts calling the user so
+   tell it.
 """
 
 from __future__ import annotations
@@ -65,6 +72,14 @@ MAX_HOPS: Final = 3
 _FIRST_PERSON: Final = re.compile(r"\b(?:i|my|me|mine|myself|we|our|ours|us)\b", re.I)
 _WITH_USER: Final = re.compile(r"\b(?:and|&)\s+(?:I|me|myself)\b|\b(?:I|me)\s+and\b", re.I)
 """The user named beside another: "Liv and I", "me and Tom"."""
+_ACQUAINTANCE: Final = re.compile(
+    r"\bhow\s+(?:do|did)\s+(?:I|we)\s+(?:know|meet|get\s+to\s+know)\b|\bwhere\s+did\s+(?:I|we)\s+meet\b"
+    r"|\bhow\s+(?:does|did|do)\s+.+\s+know\s+(?:me|us)\b|\bwho\s+(?:is|was|are|were)\s+.+\s+to\s+(?:me|us)\b"
+    r"|\brelated\s+to\s+(?:me|us)\b", re.I)
+"""A question asking how the user knows whom it names: "How do I know Odd?", "Who is Bo to me?"."""
+_CALLED: Final = re.compile(
+    r"\b(?:[Nn]ame\s+is|[Gg]oes\s+by|[Kk]nown\s+as|calls?\s+(?:him|her|them))\s+([A-Z][^\W_]*)(?:\s+([A-Z][^\W_]*))?")
+"""How a fact of the user's gives the name they go by: "Name is Terje Solbakken", "goes by Nell"."""
 _WORD: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 """A word, with what follows its apostrophe ("Jordan's" is one word, not "Jordan" and a stray "s"
  that the question's meaning would be asked with)."""
@@ -193,6 +208,9 @@ class Scope:
     asks: bool = True
     """Whether the words left ask something of whom the question is about (not only filler, nor,
     past a relation, their name): else it asks who they are, and their facts answer (guarantee 7)."""
+    user_called: tuple[str, ...] = ()
+    """When the question asks how the user knows whom it names (guarantee 8): the terms of the
+    names the user goes by, as the user's facts give them; their facts calling the user so tell it."""
 
 
 LIGHT_VERBS: Final = "take have get make do give put keep go come"
@@ -209,7 +227,7 @@ def _name_terms(name: str) -> tuple[str, ...]:
     return ranking.fact_terms(name)
 
 
-def _capitalised(text: str) -> set[str]:
+def called_in(text: str) -> set[str]:
     """The terms of the words written with a capital: names, as people write them."""
     return {term for word in _WORD.findall(text) if word[:1].isupper() for term in ranking.terms(word)}
 
@@ -219,7 +237,7 @@ def named_in(query: str, entities: Sequence[Mapping[str, Any]]) -> list[str]:
     wanted = set(ranking.query_terms(query, question_words=False))
     if not wanted:
         return []
-    capitalised = _capitalised(query)
+    capitalised = called_in(query)
     spelled, spelled_capitalised = _spelled(query)
     # (one who writes the question's first word with a capital writes names so: "Did I take my pills?"
     # does not name the dog Take)
@@ -453,6 +471,12 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
             before = (hops, list(reached), tellers, hop, list(targets), naming_last)
         used.add(word)
         naming_last = tuple(ranking.query_terms(word, question_words=False))
+        if any(set(naming_last) & set(_name_terms(other)) for other in found):
+            # ("Kjetil's role at the rescue station": the relation named by the name at its end; the
+            # whole of that name the question writes names it)
+            naming_last = tuple(dict.fromkeys(
+                term for every in every_word for term in ranking.query_terms(every, question_words=False)
+                if any(term in _name_terms(other) for other in found)))
         hops += 1
         reached += found
         tellers, hop = hop, list(dict.fromkeys(found))
@@ -477,8 +501,21 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     last = tuple(hop) if hops else ()
     # ("What are my kids' names?": past a relation, a name asked is who they are)
     asks = any(term not in _naming() for term in content_terms(rest)) if hops else bool(content_terms(rest))
+    called = _user_called(query, named, opened) if not hops else ()
     return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations, hops,
-                 last, tuple(tellers) if hops else (), news, naming_last, asks)
+                 last, tuple(tellers) if hops else (), news, naming_last, asks, called)
+
+
+def _user_called(query: str, named: Sequence[str], opened: Opened) -> tuple[str, ...]:
+    """The terms of the names the user goes by, when the question asks how the user knows whom it
+    names (guarantee 8); else nothing."""
+    if USER in named or not _ACQUAINTANCE.search(query):
+        return ()
+    user = next((entity for entity in opened([USER])["entities"] if entity["name"] == USER), None)
+    if user is None:
+        return ()
+    return tuple(dict.fromkeys(term for observation in user["observations"] for found in _CALLED.finditer(observation)
+                               for word in found.groups() if word for term in ranking.terms(word)))
 
 
 def mentions(entity: Mapping[str, Any], named: Sequence[str]) -> bool:
@@ -528,9 +565,11 @@ def tells(observation: str, targets: Sequence[str], naming: Sequence[str]) -> bo
     held = ranking.fact_terms(observation)
     if not naming or not set(naming) & set(held):
         return False
-    called = _capitalised(observation)
+    if len(naming) > 1 and set(naming) <= set(held):
+        return True
+    called = called_in(observation)
     return any(len(terms := _name_terms(name)) > 1 and (terms[0] in called or terms[-1] in called) for name in targets)
 
 
-__all__ = ["NAMED_AMONG", "RELATION_WORDS", "USER", "Opened", "Scope", "find", "mentions", "named_in", "names",
+__all__ = ["NAMED_AMONG", "RELATION_WORDS", "USER", "Opened", "Scope", "called_in", "find", "mentions", "named_in", "names",
            "speaks_of_user"]

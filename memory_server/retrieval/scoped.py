@@ -95,6 +95,21 @@ def _weighed(fused: list[Fact], entities: Sequence[Any], scope: scopes.Scope, as
                    else score) for position, index, score in joined]
         joined += [(position, index, top * TOLD_ABOVE) for position, index in sorted(told - have)]
         have |= told
+    known: set[tuple[int, int]] = set()
+    if scope.user_called:
+        # "How do I know Odd?": their facts calling the user by name tell it (scope guarantee 8).
+        known = set(_facts_of(entities, set(scope.named), lambda entity, index: bool(
+            set(scope.user_called) & scopes.called_in(entity["observations"][index]))))
+        # Those the words or the model found keep the order of their scores; the others follow in
+        # the order they were told (how one came to know someone is told first), and are no versions.
+        told_here.update({(position, index): score for position, index, score in joined if (position, index) in known})
+        joined = [(position, index, top * TOLD_ABOVE * (1.0 + TOLD_ORDER * score / top)
+                   if (position, index) in known else score) for position, index, score in joined]
+        unfound = sorted(known - have)
+        joined += [(position, index, top * TOLD_ABOVE * (1.0 - place / (10 * len(unfound) + 10)))
+                   for place, (position, index) in enumerate(unfound)]
+        joined_here.update(unfound)
+        have |= known
     if not asks:
         # A question asking nothing but whom it names ("Who is Seoyeon?", "What did Jisung do in
         # 2025?"): their facts first, the most like it first (within a window, the newest), then
@@ -104,6 +119,7 @@ def _weighed(fused: list[Fact], entities: Sequence[Any], scope: scopes.Scope, as
             mine.sort(key=lambda fact: fact_date(entities[fact[0]], fact[1]), reverse=True)
         else:
             mine.sort(key=lambda fact: -resemblance.get(fact, 0.0))  # (stable: written order)
+        mine.sort(key=lambda fact: fact not in known)  # ("Who is Dana to me?": those calling the user first)
         taken = set(mine)
         joined = [fact for fact in joined if (fact[0], fact[1]) not in taken] + [
             (position, index, top * TOLD_ABOVE * (1 - place / (10 * len(mine) + 10)))
