@@ -7,6 +7,7 @@ an answer holds no filler, and a fact that asks ranks below one that tells (docs
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -798,3 +799,26 @@ def test_how_the_user_knows_someone_is_their_facts_that_call_the_user_by_name(
         assert shown[:2] == [("Dana_Okafor", "Was Sam's flatmate at university in Leeds"),
                              ("Dana_Okafor", "Sent Sam a birthday card")], (question, shown)
         assert relation("Dana_Okafor", "default_user", "friend_of") in answer["relations"]
+
+
+def test_a_fact_of_the_window_is_found_by_meaning_beyond_the_memorys_most_alike(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "What happened on the rescue callout in August 2025?": the callout's fact shares no word with
+    # the question and is only a little like it (0.22); fifty facts of other months are more alike,
+    # more than the few that meaning gives a question without a window.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [entity("Harbour_Station", "organization", [])]})
+    add_dated(client, [("Harbour_Station", f"Rescue boat crew drill number {number} on a calm evening",
+                        f"2024-{month:02d}-{day:02d}") for number, (month, day) in enumerate(
+                            ((month, day) for month in range(1, 13) for day in (3, 10, 17, 24, 27)), 1)
+                       if number <= 50])
+    add_dated(client, [("Harbour_Station", "Crew towed in a fishing boat with a rope in its propeller off Sommarøy",
+                        "2025-08-14"),
+                       ("Harbour_Station", "Bought new oilskins for the volunteers", "2025-08-20")])
+    callout = ("Harbour_Station", "Crew towed in a fishing boat with a rope in its propeller off Sommarøy")
+    question = {"query": "What happened on the rescue callout in August 2025?"}
+    # (the 52 facts are embedded in the background: a search waits for no more than its own vector)
+    deadline = time.monotonic() + 60
+    while callout not in (shown := facts(client.ok("search_nodes", question))) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert callout in shown[:2], shown

@@ -398,7 +398,9 @@ def _fused(scored: list[tuple[int, int, float]], by_words: AbstractSet[tuple[int
         try:
             # Within a scope the question without its names resembles everyone's facts alike: all
             # the candidates are asked for, and the scope's kept (the others have no place here).
-            found = nearest(query, SCORED_FACTS if scope is not None else SEMANTIC_CANDIDATES)
+            # Within a window, likewise: a fact of that time need be only a little like the question
+            # (MEANING_WITHIN), and the best few of the whole memory are seldom of that time.
+            found = nearest(query, SCORED_FACTS if scope is not None or window is not None else SEMANTIC_CANDIDATES)
         except Exception:  # a model that fails answers nothing; the words still do
             found = None
     best_word = max((score for _, _, score in evidence), default=0.0) or 1.0
