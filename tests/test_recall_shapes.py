@@ -822,3 +822,38 @@ def test_a_fact_of_the_window_is_found_by_meaning_beyond_the_memorys_most_alike(
     while callout not in (shown := facts(client.ok("search_nodes", question))) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert callout in shown[:2], shown
+
+
+@pytest.mark.parametrize(("question", "owned"), [
+    ("What is Ingrid's dog called?", ("ingrid",)), ("Where does Ingrid's dog sleep?", ("ingrid",)),
+    ("What is Ingrid's husband's job?", ()),  # a relation of hers names him
+    ("What does Ingrid do for work?", ()),  # no possessive
+])
+def test_a_thing_of_a_named_persons_no_relation_names_is_told_apart(question: str, owned: tuple[str, ...]) -> None:
+    found = kin_scope(question, [relation("Ingrid", "default_user", "daughter_of"),
+                                 relation("Callum", "Ingrid", "husband_of")],
+                      [entity("default_user", "person", ["Name is Terje", "Has a dog called Take"]),
+                       entity("Ingrid", "person", ["Terje's daughter"]), entity("Callum", "person", ["Engineer"])])
+    assert found is not None and found.owned == owned, found
+
+
+def test_a_neighbours_fact_says_nothing_of_a_thing_of_the_named_persons_unless_it_names_them(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "What is Ingrid's dog called?": she has none; her son's wish for a dog and her father's dog are
+    # like the question, and neither is hers (nor is her father's name, "Terje Reid", hers). A
+    # neighbour's fact calling her by the name the question did still answers of her.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Name is Terje Reid", "Has an elkhound puppy called Skodde",
+                                          "Took Skodde to puppy class at the dog club"]),
+        entity("Ingrid_Reid", "person", ["Terje's daughter", "Lives in Perth", "Works as a midwife"]),
+        entity("Finn_Reid", "person", ["Loves Skodde and wants a dog of his own", "Plays football"]),
+        entity("Kari", "person", ["Ingrid's old school friend", "Looked after Ingrid's cat Pus while she moved"]),
+    ]})
+    client.ok("create_relations", {"relations": [relation("Ingrid_Reid", "default_user", "daughter_of"),
+                                                 relation("Finn_Reid", "Ingrid_Reid", "son_of"),
+                                                 relation("Kari", "Ingrid_Reid", "friend_of")]})
+    answer = client.ok("search_nodes", {"query": "What is Ingrid's dog called?"})
+    assert sum(len(shown["observations"]) or 1 for shown in answer["entities"]) <= 1, answer
+    shown = facts(client.ok("search_nodes", {"query": "What is Ingrid's cat called?"}))
+    assert ("Kari", "Looked after Ingrid's cat Pus while she moved") in shown[:2], shown

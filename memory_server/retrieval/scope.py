@@ -52,6 +52,10 @@ Guarantees (for :func:`find`):
    user goes by (`user_called`: the terms of the capitalised words after "Name is", "goes by",
    "known as" or "calls him" in the user's facts): the named entities' facts calling the user so
    tell it.
+9. A question asking, by a possessive, of a thing of a named entity's that no relation of theirs
+   names ("What is Ingrid's dog called?": she has none) carries the possessive's terms (`owned`):
+   a neighbour's fact is then evidence only when it names them, or writes that name as a name
+   ("Looked after Ingrid's cat Pus"); her son's wish for a dog and her father's dog are not.
 """
 
 from __future__ import annotations
@@ -211,6 +215,10 @@ class Scope:
     user_called: tuple[str, ...] = ()
     """When the question asks how the user knows whom it names (guarantee 8): the terms of the
     names the user goes by, as the user's facts give them; their facts calling the user so tell it."""
+    owned: tuple[str, ...] = ()
+    """When the question asks of a thing of a named entity's, by its possessive, that no relation
+    of theirs names ("What is Ingrid's dog called?"): the terms of that possessive. A neighbour's
+    fact says nothing of the thing unless it names them, or calls them so (guarantee 9)."""
 
 
 LIGHT_VERBS: Final = "take have get make do give put keep go come"
@@ -225,6 +233,8 @@ def _light_verbs() -> frozenset[str]:
 
 def _name_terms(name: str) -> tuple[str, ...]:
     return ranking.fact_terms(name)
+
+
 
 
 def called_in(text: str) -> set[str]:
@@ -502,8 +512,12 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     # ("What are my kids' names?": past a relation, a name asked is who they are)
     asks = any(term not in _naming() for term in content_terms(rest)) if hops else bool(content_terms(rest))
     called = _user_called(query, named, opened) if not hops else ()
+    # ("What is Ingrid's dog called?": a thing of hers that no relation of hers names)
+    owned = () if hops else tuple(dict.fromkeys(
+        term for place, word in enumerate(every_word) if place not in kept and re.search(r"['’]s$", word)
+        for term in ranking.terms(word)))
     return Scope(tuple(named), frozenset(views), tuple(targets), rest, asked, views, relations, hops,
-                 last, tuple(tellers) if hops else (), news, naming_last, asks, called)
+                 last, tuple(tellers) if hops else (), news, naming_last, asks, called, owned)
 
 
 def _user_called(query: str, named: Sequence[str], opened: Opened) -> tuple[str, ...]:

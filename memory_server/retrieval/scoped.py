@@ -45,11 +45,21 @@ def weigh(fused: list[Fact], entities: Sequence[Any], scope: scopes.Scope, asks:
     def names_them(fact: Fact) -> bool:
         return fact[1] >= 0 and scopes.names(entities[fact[0]]["observations"][fact[1]], scope.named)
 
-    fused = [fact for fact in fused if fact[0] not in around or (fact[0], fact[1]) not in covered
-             or covered[fact[0], fact[1]] >= NEIGHBOUR_COVERAGE
-             or resemblance.get((fact[0], fact[1]), 0.0) >= MEANING_SCOPED or names_them(fact)]
+    def calls_them(fact: Fact) -> bool:
+        # ("Looked after Ingrid's cat Pus": written as a name, as the question's possessive wrote it)
+        return fact[1] >= 0 and bool(set(scope.owned) & scopes.called_in(entities[fact[0]]["observations"][fact[1]]))
+
+    def evidence(fact: Fact) -> bool:
+        if scope.owned:
+            # ("What is Ingrid's dog called?": her son's wish for a dog, her father's dog, say nothing of hers)
+            return calls_them(fact)
+        return ((fact[0], fact[1]) not in covered or covered[fact[0], fact[1]] >= NEIGHBOUR_COVERAGE
+                or resemblance.get((fact[0], fact[1]), 0.0) >= MEANING_SCOPED)
+
+    fused = [fact for fact in fused if fact[0] not in around or names_them(fact) or evidence(fact)]
     if not _about(fused, entities, scope):
-        fused = [fact for fact in fused if (fact[0], fact[1]) in by_words or names_them(fact)]
+        fused = [fact for fact in fused if (fact[0], fact[1]) in by_words or names_them(fact)
+                 or (scope.owned and calls_them(fact))]
     return fused
 
 
