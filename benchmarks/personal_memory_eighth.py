@@ -93,6 +93,31 @@ def memory(today: date) -> list[dict[str, Any]]:
 
     entities: list[tuple[str, str, list[tuple[str, Told]]]] = [
         ("default_user", "person", [
+            ("Bought new non-slip mats for the bakehouse floor", e("2025-01-03")),
+            ("Had a sore throat for a week after the Fallas smoke", on(fallas_before, 4)),
+            ("Got a fine for parking the van on the pavement in Russafa", e("2025-04-11")),
+            ("Painted the Benimaclet flat's kitchen yellow", e("2025-07-12")),
+            ("Bought a blackout blind for the Benimaclet bedroom", e("2025-07-08")),
+            ("Made a cake for Sonia's birthday with her name in almonds", e("2025-09-12")),
+            ("Sent the Russafa regulars a message with the new shop's address", e("2025-12-05")),
+            ("Had the first Monday off in the new shop and spent it sleeping", e("2025-12-15")),
+            ("Tried a pumpkin-seed loaf that sold out by ten", e("2026-01-23")),
+            ("Bought a coffee machine for the shop's outside tables", e("2026-03-02")),
+            ("Went to the notary twice because a stamp was missing", e("2026-04-08")),
+            ("Lost her reading glasses in a moving box for a week", e("2026-05-21")),
+            ("Bought a rocking chair for Mum's room", e("2026-05-29")),
+            ("Took Lluna to a greyhound walk on the beach with forty other galgos", e("2026-09-27")),
+            ("Practised her first class on Vicent and Mum in the kitchen", e("2026-09-13")),
+            ("Her first group of students are mostly in their twenties", s("2026-09-16")),
+            ("Gave the students a massa mare each to take home", e("2026-10-14")),
+            ("Lent the clay oven to Neus's son for a birthday", e("2026-10-03")),
+            ("Cleaned the solar panels with a long brush after a dust storm", e("2026-11-02")),
+            ("Bought new winter pyjamas for Mum", e("2026-11-13")),
+            ("Is worried the electric oven won't cope with the Christmas orders", s("2026-11-27")),
+            ("Does the deliveries herself again since the wrist healed", s("2026-11-24")),
+            ("Has a spare key to the shop at Sonia's", s("2026-01-05")),
+            ("Got a parking space in the street outside the Alboraia house", s("2026-05-20")),
+            ("Reads the Levante newspaper at the shop counter", s("2025-01-12")),
             ("Name is Carmen Ferrer Llorens", s("2024-12-04")),
             ("Born on 14 May 1971 in Xàtiva", s("2024-12-04")),
             ("Grew up in Xàtiva and moved to Valencia at seventeen when her father opened the bakery", s("2024-12-04")),
@@ -406,6 +431,11 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Went past the old shop; it's a souvenir shop now", e("2026-03-28")),
         ]),
         ("Vicent_Martínez", "person", [
+            ("Had a cold that kept him off work for a week", e("2025-02-17")),
+            ("Played at the Nou d'Octubre parade with the band", e("2025-10-09", 1)),
+            ("Fixed the Alboraia house's shutters himself", e("2026-05-23")),
+            ("Wants a dog that can go on long walks", s("2026-05-25")),
+            ("Gets up at 5 on early-shift weeks", s("2025-01-12")),
             ("Carmen's husband", s("2024-12-04")),
             ("Born in 1968 in Rubielos de Mora, Teruel", s("2024-12-04")),
             ("Drives trams for Metrovalencia on line 4", s("2024-12-04")),
@@ -438,6 +468,10 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Is the family's handyman", s("2025-11-22")),
         ]),
         ("Laia_Martínez", "person", [
+            ("Sends Carmen videos of Biel every night", s("2025-01-18")),
+            ("Had her baby shower at Carmen's in Alboraia", e("2026-07-04")),
+            ("Goes back to the chemist's in January", s("2026-11-15")),
+            ("Wants to move closer to Valencia one day", s("2026-06-20")),
             ("Carmen's daughter, born in 1994", s("2024-12-04")),
             ("Pharmacist at a chemist's in Castelló de la Plana", s("2024-12-04")),
             ("Lives in Castelló with Jordi and Biel", s("2024-12-04")),
@@ -458,6 +492,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Is better at pastries than bread", s("2025-12-24")),
         ]),
         ("Jordi_Puig", "person", [
+            ("Rescued a family from a fire in Benicàssim", e("2025-07-29")),
+            ("Has a motorbike he only rides in summer", s("2025-05-10")),
             ("Laia's husband", s("2024-12-04")),
             ("Firefighter with the Castelló provincial fire service", s("2024-12-05")),
             ("Grew up in Vila-real", s("2024-12-05")),
@@ -470,6 +506,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Is a very good cook of fideuà", s("2025-09-14")),
         ]),
         ("Biel_Puig", "person", [
+            ("Dressed as a little fallero for the Ofrenda", on(days(fallas, -2), 1)),
+            ("Learned to swim with armbands at Patacona", e("2026-07-08")),
             ("Carmen's grandson, Laia and Jordi's son", s("2024-12-04")),
             ("Goes to the Escoleta El Grillet four mornings a week", s("2024-12-08")),
             ("Calls Carmen 'iaia'", s("2024-12-08")),
@@ -486,6 +524,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Eats bread with oil and sugar for a snack", s("2026-07-09")),
         ]),
         ("Carla_Puig", "person", [
+            ("Has her grandmother's chin, Vicent says", s("2026-08-15")),
             ("Carmen's granddaughter, Laia and Jordi's baby girl", e("2026-08-09", 1)),
             ("Weighed 3.2 kilos at birth", e("2026-08-09", 1)),
             ("Has a lot of black hair like Laia did", s("2026-08-14")),
@@ -495,6 +534,9 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Had colic for her first six weeks", s("2026-09-30")),
         ]),
         ("Pau_Martínez", "person", [
+            ("Works four nights and two days a week at the bakery", s("2026-09-21")),
+            ("Went to a bakery fair in Madrid", e("2026-02-23")),
+            ("Wants a bigger oven for the pizza nights", s("2026-06-05")),
             ("Carmen's son, born in 1998", s("2024-12-04")),
             ("Bakes with Carmen at Forn Ferrer", s("2024-12-04")),
             ("Trained as a baker at the Escola d'Hostaleria", s("2024-12-05")),
@@ -521,6 +563,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Entered the regional croissant contest and came third", e("2026-11-11")),
         ]),
         ("Naiara_Etxeberria", "person", [
+            ("Ran the sound for an open-air concert at Viveros", e("2026-07-12")),
+            ("Has a big family of cousins in Getxo", s("2026-07-28")),
             ("Pau's girlfriend, from Bilbao", s("2024-12-05")),
             ("Works as a sound technician at the Palau de les Arts", s("2024-12-05")),
             ("Has lived in Valencia since 2019", s("2024-12-05")),
@@ -533,6 +577,10 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Turned 29", e("2026-07-02")),
         ]),
         ("Amparo_Llorens", "person", [
+            ("Was a seamstress before she married", s("2025-03-01")),
+            ("Loves Biel's visits more than anything", s("2026-07-20")),
+            ("Had a urinary infection that made her confused for two days", e("2026-09-28")),
+            ("Cried leaving the Xàtiva flat", e("2026-05-31", 1)),
             ("Carmen's mother, born in 1944", s("2024-12-04")),
             ("Widowed since Carmen's father died in 2019", s("2024-12-04")),
             ("Lives alone in her flat near the Albereda in Xàtiva", s("2024-12-04")),
@@ -563,6 +611,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Still makes pilotes for Christmas, sitting down", s("2026-11-26")),
         ]),
         ("Josep_Ferrer", "person", [
+            ("Was born in Canals in 1941", s("2025-03-27")),
+            ("Used to say bread is only good with time", s("2025-12-08")),
             ("Carmen's father, who died in 2019", s("2024-12-04")),
             ("Dad, Josep Ferrer, opened Forn Ferrer in Russafa in 1988", s("2024-12-05")),
             ("Was a baker at someone else's forn in Xàtiva for twenty years first", s("2024-12-05")),
@@ -573,6 +623,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Started the shop's massa mare with a handful of grapes", s("2025-12-08")),
         ]),
         ("Toni_Ferrer", "person", [
+            ("Teases Carmen about being a double iaia now", s("2026-08-10")),
+            ("Plays dominoes on Sunday mornings in Catarroja", s("2025-09-07")),
             ("Carmen's younger brother, born in 1974", s("2024-12-04")),
             ("Works on the assembly line at the Ford plant in Almussafes", s("2024-12-04")),
             ("Lives in Catarroja with Rosa and the kids", s("2024-12-04")),
@@ -590,6 +642,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Helped carry Mum's furniture to Alboraia", e("2026-05-31")),
         ]),
         ("Rosa_Climent", "person", [
+            ("Cuts Amparo's hair at home once a month", s("2026-07-15")),
+            ("Runs an Instagram page for her salon", s("2025-04-10")),
             ("Toni's wife", s("2024-12-04")),
             ("Runs a hair salon in Catarroja that she had to rebuild after the flood", s("2024-12-05")),
             ("Reopened the salon with new chairs from the flood grant", e("2025-03-15")),
@@ -601,6 +655,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Organised Marta's graduation party", e("2026-07-11", 1)),
         ]),
         ("Marta_Ferrer", "person", [
+            ("Works part-time in a lab in Barcelona", s("2026-10-15")),
+            ("Came home for the summer and worked in the Murta shop", e("2026-07-15")),
             ("Toni and Rosa's daughter, born in 2004", s("2024-12-04")),
             ("Studies biotechnology at the Universidad Autónoma de Madrid", s("2024-12-05")),
             ("Shares a flat in Madrid with two girls from Murcia", s("2024-12-13")),
@@ -611,6 +667,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Took Carmen and Vicent to the Prado", on(days(winter_before, 13))),
         ]),
         ("Xavi_Ferrer", "person", [
+            ("Passed his master electrician exam", e("2026-03-20")),
+            ("Has a girlfriend, Laura, who is a vet nurse", s("2025-10-01")),
             ("Toni and Rosa's son, born in 2001", s("2024-12-04")),
             ("Electrician who did the wiring in the Murta shop", s("2025-11-10")),
             ("Lost his motorbike in the flood", s("2024-12-05")),
@@ -619,6 +677,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Plays in the Catarroja band with the tuba", s("2025-03-16")),
         ]),
         ("Pilar_Martínez", "person", [
+            ("Her husband Ernesto is from Mallorca", s("2025-12-20")),
+            ("Comes for paella at Vicent's every few months", s("2026-06-20")),
             ("Vicent's sister", s("2024-12-06")),
             ("Teaches maths at a secondary school in Alzira", s("2024-12-06")),
             ("Lives in Alzira with her husband Ernesto", s("2024-12-06")),
@@ -630,6 +690,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Sends Carmen sobrasada from Mallorca every Christmas", s("2025-12-20")),
         ]),
         ("Dolores_Soler", "person", [
+            ("Came down to Castelló to meet Carla", e("2026-09-01", 1)),
+            ("Listens to the radio all day", s("2025-08-05")),
             ("Vicent's mother, born in 1938", s("2024-12-06")),
             ("Lives in Rubielos de Mora, the village in Teruel where Vicent grew up", s("2024-12-06")),
             ("Widowed since 2011", s("2024-12-06")),
@@ -641,6 +703,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Knitted Carla a white shawl", e("2026-09-01")),
         ]),
         ("Canela", "dog", [
+            ("Slept on Carmen's feet every night", s("2025-02-01")),
+            ("Was afraid of fireworks and hid in the bath during Fallas", s("2025-03-16")),
             ("Carmen and Vicent's mixed-breed dog, found as a puppy in 2010", s("2024-12-04")),
             ("Brown with a white chest", s("2024-12-04")),
             ("Slept under the counter of the Russafa shop every morning", s("2024-12-04")),
@@ -655,6 +719,9 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Used to bark at the bin lorry every night", s("2025-02-01")),
         ]),
         ("Lluna", "dog", [
+            ("Is scared of the Kangoo's beeping when it reverses", s("2026-07-01")),
+            ("Has a red collar with her name on a brass tag", s("2026-06-15")),
+            ("Weighs 24 kilos", s("2026-07-14")),
             ("Retired racing galga, four years old", e("2026-06-13")),
             ("Came from the Galgos del Sol rescue", s("2026-06-13")),
             ("Brindle coat with a white blaze", s("2026-06-13")),
@@ -671,6 +738,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Steals bread off the kitchen table", s("2026-09-03")),
         ]),
         ("Farina", "cat", [
+            ("Loved sleeping on the warm flour sacks", s("2024-12-10")),
             ("Grey cat who lived in the Russafa shop's back room", s("2024-12-10")),
             ("Kept the mice away from the flour sacks", s("2024-12-10")),
             ("Was adopted by Encarna when the shop closed", e("2025-10-28")),
@@ -679,6 +747,9 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Came to the shop as a stray in 2012", s("2024-12-10")),
         ]),
         ("Maite_Sanchis", "person", [
+            ("Drives a Fiat Panda", s("2025-02-15")),
+            ("Is learning to play the guitar", s("2026-01-10")),
+            ("Went to London to see her son at Christmas", on(christmas, 3)),
             ("Carmen's best friend since primary school in Xàtiva", s("2024-12-04")),
             ("Teaches Valencian language and literature at a secondary school in Xàtiva", s("2024-12-05")),
             ("Lives in a house with a fig tree on the edge of Xàtiva", s("2024-12-05")),
@@ -693,6 +764,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Comes for all-i-pebre at Carmen's in Alboraia", s("2026-11-08")),
         ]),
         ("Lucía_Ortega", "person", [
+            ("Lent Carmen a Camilleri novel before the Sicily trip", e("2025-04-30")),
+            ("Does translations for the Valencian courts at night", s("2025-02-04")),
             ("Carmen's friend from the Russafa book club", s("2024-12-07")),
             ("Works as a court interpreter for Arabic and French", s("2024-12-07")),
             ("Grew up in Melilla", s("2024-12-07")),
@@ -706,6 +779,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Moved flats within Russafa when her rent went up", e("2026-01-30")),
         ]),
         ("Inma_Gil", "person", [
+            ("Has two teenage sons", s("2025-01-17")),
+            ("Is thinking of closing the stall and retiring", s("2026-10-30")),
             ("Runs the flower stall at the Mercat de Russafa", s("2024-12-07")),
             ("Has played pádel with Carmen since 2015", s("2024-12-07")),
             ("Has known Carmen for twenty years through the market", s("2024-12-07")),
@@ -717,6 +792,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Sprained her ankle on the court", e("2026-03-31")),
         ]),
         ("Rafa_Bonet", "person", [
+            ("Has a bar cat called Domino", s("2025-04-02")),
             ("Owns Bar Bonet across from the old Russafa shop, where Carmen had her coffee for twenty years", s("2024-12-10")),
             ("Was her father's dominoes partner", s("2024-12-10")),
             ("Buys the bar's bread from Forn Ferrer", s("2024-12-10")),
@@ -728,6 +804,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Came to the opening of the Murta shop with a bottle of cava", e("2025-12-12", 1)),
         ]),
         ("Encarna_Pérez", "person", [
+            ("Was a dressmaker all her life", s("2024-12-10")),
+            ("Visited the new shop once, by taxi", e("2026-02-20")),
             ("Carmen's old neighbour on the second floor of the Russafa building", s("2024-12-10")),
             ("Is 87 and has lived in the building since 1962", s("2024-12-10")),
             ("Is the only tenant the fund couldn't move out, with an old rent contract", s("2025-04-10")),
@@ -738,6 +816,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Bought a barra every day for 37 years", s("2025-10-31")),
         ]),
         ("Neus_Cervera", "person", [
+            ("Sells her tiger nuts to the horchata makers", s("2026-08-29")),
+            ("Lends Carmen her hoe and her ladder", s("2026-06-08")),
             ("Carmen's next-door neighbour in Alboraia", s("2026-05-17")),
             ("Has a small huerta where she grows tiger nuts and onions", s("2026-05-17")),
             ("Widow, about seventy", s("2026-05-17")),
@@ -748,6 +828,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Her son drives the Alboraia horchata lorry", s("2026-08-29")),
         ]),
         ("Youssef_El_Amrani", "person", [
+            ("Fasts during Ramadan and still does the night bake", s("2025-03-05")),
+            ("His eldest daughter started university in Valencia", e("2026-09-14")),
             ("Night baker at Forn Ferrer since 2014", s("2024-12-05")),
             ("Comes from Tétouan and moved to Valencia in 2012", s("2024-12-05")),
             ("Married with three children", s("2024-12-05")),
@@ -762,6 +844,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Has a bad back from lifting flour sacks", s("2026-03-05")),
         ]),
         ("Sonia_Giménez", "person", [
+            ("Goes to an academy for the exam three afternoons a week", s("2025-02-15")),
+            ("Rides a scooter to the Benimaclet shop", s("2025-12-15")),
             ("Works the counter at Forn Ferrer", s("2024-12-05")),
             ("Is 26 and from Paterna", s("2024-12-05")),
             ("Is studying for the oposiciones to become a primary teacher", s("2024-12-05")),
@@ -774,6 +858,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Runs the shop's loyalty card", s("2026-02-09")),
         ]),
         ("Inés_Calatayud", "person", [
+            ("Has a partner who is a chef in Russafa", s("2025-03-10")),
+            ("Invited Carmen to the opening of Dolça Inés", e("2026-05-09")),
             ("Pastry chef at Forn Ferrer since 2019", s("2024-12-05")),
             ("Makes the monas and the Christmas turrón", s("2024-12-05")),
             ("Trained at a patisserie in Barcelona", s("2024-12-05")),
@@ -785,6 +871,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Went on a chocolate course in Paris", e("2025-10-20")),
         ]),
         ("Adrián_Navarro", "person", [
+            ("Learned to shape a pa de pagès by his second month", e("2026-06-02")),
             ("Apprentice baker at Forn Ferrer", e("2026-04-06")),
             ("Nineteen and from Torrent", s("2026-04-06")),
             ("Came from the Escola d'Hostaleria's bakery course", s("2026-04-06")),
@@ -794,6 +881,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Plays the drums in a punk band", s("2026-06-11")),
         ]),
         ("Escola_d'Hostaleria", "organization", [
+            ("Its bread module runs from September to December", s("2026-09-15")),
+            ("Students sell their bread at a stall on Fridays", s("2026-10-02")),
             ("Hostelry and cookery school in Valencia", s("2026-07-20")),
             ("Has a bakery and pastry course for young people and adults", s("2026-07-20")),
             ("Asked Carmen to teach after hearing her on the radio", e("2026-07-20")),
@@ -803,6 +892,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Sends students to Forn Ferrer for work placements", s("2026-10-01")),
         ]),
         ("Ferran_Alapont", "person", [
+            ("Observed one of Carmen's classes and was happy with it", e("2026-10-16")),
             ("Coordinator of the bakery course at the Escola d'Hostaleria and Carmen's boss there", s("2026-07-20")),
             ("Offered Carmen the bread module after hearing her on the radio", e("2026-07-21")),
             ("Was a pastry chef at a hotel in Dénia", s("2026-07-21")),
@@ -812,6 +902,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Signed Carmen up for the spring term too", e("2026-11-20")),
         ]),
         ("Begoña_Ruiz", "person", [
+            ("Has taught at the school for twelve years", s("2026-09-22")),
             ("Teaches pastry at the Escola d'Hostaleria", s("2026-09-15")),
             ("Shares the teaching bakery with Carmen on Wednesdays", s("2026-09-15")),
             ("From Logroño", s("2026-09-22")),
@@ -819,6 +910,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Lent Carmen her notes on food safety for the students", e("2026-09-18")),
         ]),
         ("Dra_Mercedes_Vidal", "person", [
+            ("Has been Carmen's GP for fifteen years", s("2024-12-06")),
             ("Carmen's GP at the Russafa health centre", s("2024-12-06")),
             ("Prescribed the enalapril years ago", s("2024-12-06")),
             ("Changed the blood-pressure pill because of the cough", e("2025-11-18", 1)),
@@ -827,6 +919,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Told Carmen to cut down on salt", s("2025-05-22")),
         ]),
         ("Dr_Jaume_Ribes", "person", [
+            ("Referred Amparo to the cataract clinic", e("2026-10-02")),
             ("Carmen's new GP at the Alboraia health centre", s("2026-06-10")),
             ("Sent her to the hand surgeon about the numb fingers", e("2026-06-10")),
             ("Checks her blood pressure every three months", s("2026-06-10")),
@@ -834,6 +927,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Is young and explains things slowly", s("2026-06-12")),
         ]),
         ("Dr_Andrés_Casanova", "person", [
+            ("Said the asthma could get better if she cuts the flour dust", s("2025-02-21")),
             ("Pulmonologist at Hospital La Fe", s("2025-02-20")),
             ("Diagnosed Carmen's occupational asthma", s("2025-02-20")),
             ("Said she must never bake without a mask again", s("2025-02-20")),
@@ -842,6 +936,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Sees Carmen once a year", s("2026-03-24")),
         ]),
         ("Dr_Hugo_Sempere", "person", [
+            ("Said the left wrist may need the same operation one day", s("2026-11-17")),
             ("Hand surgeon at Hospital Arnau de Vilanova", s("2026-06-24")),
             ("Did the nerve conduction test on Carmen's wrist", e("2026-06-24")),
             ("Operated on Carmen's wrist under local anaesthetic", e("2026-09-08", 1)),
@@ -850,6 +945,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Signed her off the wrist follow-ups", e("2026-11-17")),
         ]),
         ("Dr_Óscar_Mira", "person", [
+            ("Has a nurse, Pepa, who has worked with him for years", s("2025-06-18")),
             ("Carmen's dentist in Russafa", s("2025-01-30")),
             ("Has a clinic on Carrer de Cuba", s("2025-01-30")),
             ("Cleaned her teeth and found nothing", e("2025-06-18")),
@@ -859,6 +955,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Plays in the same band as Vicent", s("2025-06-18")),
         ]),
         ("Dra_Elena_Roig", "person", [
+            ("Said Lluna is healthy but a little underweight", e("2026-06-22", 1)),
             ("Vet who runs the Clínica Veterinària l'Horta in Alboraia", s("2026-06-20")),
             ("Specialises in greyhounds and has two herself", s("2026-06-20")),
             ("Took out Lluna's bad tooth", e("2026-10-06", 1)),
@@ -872,6 +969,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Came to the house at the end", e("2025-09-22", 2)),
         ]),
         ("Joaquín_Peris", "person", [
+            ("Sends a reminder before every VAT quarter", s("2025-01-15")),
             ("Carmen's gestor, with an office on Gran Via", s("2024-12-10")),
             ("Has done Forn Ferrer's books since her father's time", s("2024-12-10")),
             ("Worked out the numbers for the new shop", e("2025-09-10")),
@@ -881,6 +979,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Did the Alboraia house's paperwork with the notary", e("2026-04-10", 1)),
         ]),
         ("Caixa_Popular", "organization", [
+            ("Has a branch in Benimaclet on the main square", s("2025-12-01")),
             ("Valencian cooperative bank", s("2024-12-10")),
             ("Forn Ferrer's bank since 1988", s("2024-12-10")),
             ("Lent Carmen the money for the Murta shop", s("2025-09-26")),
@@ -888,6 +987,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Gave the Alboraia mortgage", s("2026-04-08")),
         ]),
         ("Gremi_de_Forners", "organization", [
+            ("Has its office near the Mercat Central", s("2024-12-10")),
             ("Valencia's bakers' guild", s("2024-12-10")),
             ("Carmen has been a member since 2008", s("2024-12-10")),
             ("Runs a yearly contest for the best mona de Pascua", s("2025-04-14")),
@@ -898,6 +998,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Carmen said no to the board for now", e("2026-06-18")),
         ]),
         ("Molí_de_Picassent", "organization", [
+            ("Has been milling since 1910", s("2025-01-10")),
             ("Family flour mill in Picassent that supplies Forn Ferrer", s("2025-01-10")),
             ("Stone-grinds a local wheat called xeixa", s("2025-10-02")),
             ("Delivers twice a week by lorry", s("2025-01-10")),
@@ -923,6 +1024,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Said sorry in a letter and sent a bottle of wine", e("2025-04-04")),
         ]),
         ("Falla_Plaça_de_Russafa", "group", [
+            ("Its fallera mayor this year is a girl from Carmen's old building", s("2026-02-10")),
+            ("Holds a chocolate and buñuelos night for the children", on(days(fallas, -5))),
             ("Carmen's falla commission in Russafa", s("2024-12-07")),
             ("Has about 300 members", s("2024-12-07")),
             ("Its casal is on a corner near the old shop", s("2024-12-07")),
@@ -934,6 +1037,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Vicent won the falla's paella contest", e("2025-10-19")),
         ]),
         ("Cor_de_Russafa", "group", [
+            ("Its conductor is a young organist from Ontinyent", s("2024-12-07")),
+            ("Sang in the Valencia cathedral at Christmas", on(days(christmas_before, -4))),
             ("Amateur mixed choir in Russafa", s("2024-12-07")),
             ("Rehearses on Thursday nights at the Ateneu", s("2024-12-07")),
             ("Has forty singers", s("2024-12-07")),
@@ -942,6 +1047,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Gave Carmen a farewell dinner", e("2026-09-24")),
         ]),
         ("Coral_Polifònica_d'Alboraia", "group", [
+            ("Its conductor is Rosario Chulià, a retired music teacher", s("2026-09-17")),
+            ("Has thirty singers, most of them over sixty", s("2026-09-24")),
             ("Village choir in Alboraia", s("2026-09-17")),
             ("Rehearses on Monday nights in the old town hall", s("2026-09-17")),
             ("Sings mostly Valencian folk songs and sacred music", s("2026-09-17")),
@@ -950,6 +1057,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Is singing carols at the Alboraia market in December", s("2026-11-28")),
         ]),
         ("Les_del_Dimarts", "group", [
+            ("Has played together since 2015", s("2024-12-07")),
             ("Carmen's Tuesday pádel foursome", s("2024-12-07")),
             ("Plays at a club in Russafa at 7 p.m.", s("2024-12-07")),
             ("Has a WhatsApp group full of memes", s("2025-10-14")),
@@ -957,6 +1065,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Goes for tapas after every match", s("2025-10-14")),
         ]),
         ("Russafa_Flat", "home", [
+            ("Was cold in winter with no heating but a gas stove", s("2024-12-10")),
             ("Flat on the fourth floor above Forn Ferrer on Carrer de Sueca", s("2024-12-04")),
             ("Carmen grew up there from seventeen and came back in 2008", s("2024-12-04")),
             ("No lift: four flights of stairs", s("2024-12-04")),
@@ -966,6 +1075,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Carmen handed back the keys", e("2025-06-30", 1)),
         ]),
         ("Benimaclet_Flat", "home", [
+            ("Is five minutes' walk from the Murta shop", s("2025-12-12")),
             ("Rented third-floor flat in Benimaclet with a balcony over the square", e("2025-05-05")),
             ("Has a lift, which Canela needed", s("2025-07-01")),
             ("The kitchen is tiny", s("2025-07-06")),
@@ -974,6 +1084,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Got the deposit back in full", e("2026-06-03")),
         ]),
         ("Alboraia_House", "home", [
+            ("Has a blue-tiled kitchen from the 1960s", s("2026-05-17")),
+            ("Has a storeroom at the back of the patio", s("2026-06-05")),
             ("Townhouse in the old part of Alboraia with a patio and an orange tree", s("2026-04-10")),
             ("Has three bedrooms, one downstairs for Mum", s("2026-04-10")),
             ("Built in 1925 and needed new roof tiles", s("2026-03-19")),
@@ -986,6 +1098,8 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Fifteen minutes' walk from the beach at Patacona", s("2026-05-20")),
         ]),
         ("Forn_Ferrer", "organization", [
+            ("Has about 300 customers a day in Benimaclet", s("2026-01-19")),
+            ("Uses paper bags with the old logo until they run out", s("2025-12-12")),
             ("The family bakery, founded by Josep Ferrer", s("2024-12-04")),
             ("Opens Tuesday to Sunday and closes on Mondays", s("2024-12-05")),
             ("Best seller is the pa de pagès, a round country loaf, about 150 a day", s("2024-12-05")),
@@ -1007,6 +1121,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Is now a souvenir shop selling fans and paella pans", s("2026-03-28")),
         ]),
         ("Benimaclet_Shop", "place", [
+            ("Has a back yard where the staff have their breakfast", s("2026-01-12")),
             ("Forn Ferrer's corner shop on Carrer de Murta in Benimaclet", s("2025-09-19")),
             ("Used to be a hardware shop", s("2025-09-05")),
             ("Has a proper extractor system in the bakehouse", s("2025-12-12")),
@@ -1015,6 +1130,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Has two tables outside for coffee", s("2026-02-27")),
         ]),
         ("Citroën_Berlingo", "vehicle", [
+            ("Its sliding door stuck in the cold", s("2025-01-30")),
             ("White 2009 Citroën Berlingo van with Forn Ferrer painted on the side", s("2024-12-06")),
             ("Had 310,000 km on the clock", s("2025-01-30")),
             ("Needed a new clutch", e("2025-01-30", 1)),
@@ -1023,6 +1139,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Carmen's father bought it new", s("2025-06-10")),
         ]),
         ("Renault_Kangoo", "vehicle", [
+            ("Has a cargo space lined with wooden bread racks", s("2026-03-02")),
             ("Electric Renault Kangoo E-Tech van, white", e("2026-02-20")),
             ("Has Forn Ferrer's new logo on the side", s("2026-03-02")),
             ("Charges overnight from the solar panels", s("2026-09-01")),
@@ -1032,12 +1149,14 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Pau drives it for the deliveries since the operation", s("2026-09-20")),
         ]),
         ("SEAT_León", "vehicle", [
+            ("Vicent plans to keep it until it dies", s("2026-07-14")),
             ("Vicent's grey 2016 SEAT León", s("2024-12-06")),
             ("Used for the trips to Rubielos and Bilbao", s("2025-07-30")),
             ("Got a dent in the Alboraia narrow street", e("2026-05-19")),
             ("Had its timing belt changed", e("2026-07-14")),
         ]),
         ("Baker's_Asthma", "condition", [
+            ("Flares up in cold, damp weather", s("2025-11-27")),
             ("Occupational asthma from flour dust", s("2025-02-20")),
             ("Worse when tipping sacks or dusting the bench", s("2025-02-21")),
             ("Allergy test positive for wheat and rye flour", e("2025-02-20")),
@@ -1045,6 +1164,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Much better since the new shop's extractor", s("2026-03-24")),
         ]),
         ("Carpal_Tunnel", "condition", [
+            ("Tested positive on the nerve conduction study", e("2026-06-24", 1)),
             ("Carpal tunnel syndrome in Carmen's right wrist", s("2026-06-24")),
             ("Caused by years of kneading and shaping by hand", s("2026-06-24")),
             ("Wore a night splint before the operation", s("2026-06-26")),
@@ -1052,6 +1172,7 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("The scar is still sore when she shapes loaves", s("2026-11-10")),
         ]),
         ("Sicily_Trip", "event", [
+            ("Rented a little Fiat 500 to drive round the island", on(days(spring_before, 70), 2)),
             ("Carmen and Vicent's thirtieth-anniversary week in Sicily", on(days(spring_before, 70))),
             ("Flew to Catania and drove round to Palermo", on(days(spring_before, 70), 1)),
             ("Climbed Etna as far as the cable car goes", on(days(spring_before, 71))),
@@ -1059,29 +1180,34 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Vicent got sunburnt in Cefalù", on(days(spring_before, 75), 1)),
         ]),
         ("Rubielos_Summer", "event", [
+            ("Vicent took his mother to the doctor in Teruel one morning", on(days(summer_before, 65))),
             ("Two weeks in August 2025 at Dolores's house in Rubielos de Mora", on(days(summer_before, 62))),
             ("Cool nights and a blanket in August", on(days(summer_before, 63))),
             ("Went to the village fiesta with the bull run", on(days(summer_before, 68))),
             ("Carmen baked bread in the village's old communal oven", on(days(summer_before, 69))),
         ]),
         ("Morella_Weekend", "event", [
+            ("Rained all Saturday so they ate in the rural house", on(days(autumn_before, 41), 2)),
             ("A long weekend in Morella in October 2025 with Toni and Rosa", on(days(autumn_before, 40))),
             ("Stayed in a rural house below the castle", on(days(autumn_before, 40), 1)),
             ("Toni knew every mushroom by name", on(days(autumn_before, 41))),
         ]),
         ("Tenerife_Trip", "event", [
+            ("Took the bus round the island instead of renting a car", on(days(winter, 56), 1)),
             ("A week in Tenerife in January with Vicent", on(days(winter, 55))),
             ("Stayed in an apartment in Puerto de la Cruz", on(days(winter, 55), 1)),
             ("Saw whales off Los Gigantes", on(days(winter, 59))),
             ("Pau ran the new shop alone that week", on(days(winter, 56))),
         ]),
         ("Granada_Trip", "event", [
+            ("Maite cried at the Generalife gardens", on(days(spring, 45), 1)),
             ("Four days in Granada with Maite in April", on(days(spring, 44))),
             ("Took the train because Maite won't fly", on(days(spring, 44), 1)),
             ("Ate free tapas with every drink", on(days(spring, 45))),
             ("Walked up the Albaicín to the San Nicolás lookout", on(days(spring, 46))),
         ]),
         ("Bilbao_Trip", "event", [
+            ("It rained four days out of seven", on(days(summer, 62), 1)),
             ("A week in the Basque Country with Vicent in late July", on(days(summer, 56))),
             ("Drove up in the SEAT in one day", on(days(summer, 56), 1)),
             ("Saw the Guggenheim and the puppy made of flowers", on(days(summer, 59))),
@@ -1089,23 +1215,27 @@ def memory(today: date) -> list[dict[str, Any]]:
             ("Naiara's mother taught Carmen to make marmitako", on(days(summer, 61), 1)),
         ]),
         ("Porto_Trip", "event", [
+            ("Stayed in a flat in Ribeira overlooking the river", on(days(autumn, 52), 2)),
             ("A long weekend in Porto with Vicent in October", on(days(autumn, 52))),
             ("Flew from Valencia with a diazepam", on(days(autumn, 52), 1)),
             ("Visited a port-wine cellar in Gaia", on(days(autumn, 53))),
             ("Bought Portuguese sardine tins for the family", on(days(autumn, 54))),
         ]),
         ("Metrovalencia", "organization", [
+            ("Vicent's depot is at Machado", s("2024-12-05")),
             ("Valencia's metro and tram network, run by FGV", s("2024-12-04")),
             ("Vicent's employer for 26 years", s("2024-12-05")),
             ("Line 4 tram runs from Mas del Rosari to the Malvarrosa beach", s("2024-12-05")),
             ("Had a strike that kept Vicent out for three days", e("2025-06-03")),
         ]),
         ("Ford_Almussafes", "organization", [
+            ("Is building a new electric car model", s("2025-08-25")),
             ("Ford's car plant in Almussafes, south of Valencia", s("2024-12-04")),
             ("Toni has worked there since 1994", s("2024-12-04")),
             ("Laid off part of its staff while the new model was set up", s("2025-05-12")),
         ]),
         ("Bar_Bonet", "place", [
+            ("Opens at 6 a.m. for the market porters", s("2024-12-10")),
             ("Old bar on Carrer de Sueca in Russafa", s("2024-12-10")),
             ("Famous for its esmorzars with tortilla and a carajillo", s("2024-12-10")),
             ("Still there, between two tourist flats", s("2026-03-28")),
