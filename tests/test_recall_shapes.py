@@ -857,3 +857,29 @@ def test_a_neighbours_fact_says_nothing_of_a_thing_of_the_named_persons_unless_i
     assert sum(len(shown["observations"]) or 1 for shown in answer["entities"]) <= 1, answer
     shown = facts(client.ok("search_nodes", {"query": "What is Ingrid's cat called?"}))
     assert ("Kari", "Looked after Ingrid's cat Pus while she moved") in shown[:2], shown
+
+
+def test_where_one_lives_now_is_answered_by_the_newest_move(memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # Memories write a change of home as a move ("Moved into the house in York"), not as "Lives in":
+    # a question about where one lives now finds the moves too, the newest first; and a relative's
+    # move calling her new home by its town tells of her lives_in relation to it.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Name is Sam"]), entity("Amparo", "person", []),
+        entity("Xativa", "town", ["Town south of Valencia"]), entity("York_House", "house", ["Has three bedrooms"])]})
+    add_dated(client, [("default_user", "Lives in a flat in Leeds above a bakery", "2023-01-10"),
+                       ("Amparo", "Lives alone in her flat in Xativa", "2024-02-01"),
+                       ("default_user", "Moved into the house in York, with a patio", "2026-05-16"),
+                       ("default_user", "Went to a jazz concert in Leeds", "2026-06-20"),
+                       ("Amparo", "Moved in with Sam in York, into the downstairs bedroom", "2026-06-01"),
+                       ("Amparo", "Misses her friends in Xativa", "2026-07-01")])
+    client.ok("create_relations", {"relations": [relation("Amparo", "default_user", "mother_of"),
+                                                 relation("Amparo", "Xativa", "lived_in"),
+                                                 relation("Amparo", "York_House", "lives_in"),
+                                                 relation("default_user", "York_House", "lives_in")]})
+    shown = facts(client.ok("search_nodes", {"query": "Where do I live now?"}))
+    mine = [fact for name, fact in shown if name == "default_user"]
+    assert mine[:1] == ["Moved into the house in York, with a patio"], shown
+    shown = facts(client.ok("search_nodes", {"query": "Where does my mum live now?"}))
+    hers = [fact for name, fact in shown if name == "Amparo"]
+    assert hers[:1] == ["Moved in with Sam in York, into the downstairs bedroom"], shown

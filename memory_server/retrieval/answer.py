@@ -250,6 +250,9 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
                  if entity["name"] not in scope.names and scopes.mentions(entity, scope.named)]
         entities = pool
         ranked_by = scope.rest
+    changed = scopes.is_about_now(query) and scopes.with_changes(ranked_by) != ranked_by
+    if changed:
+        ranked_by = scopes.with_changes(ranked_by)
     terms = ranking.query_terms(ranked_by)
     scored_entities, facts = 0, 0
     for entity in entities:
@@ -268,8 +271,10 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
     covered: dict[tuple[int, int], float] = {}
     found = ranking.fact_hits(ranked_by, [(entity["name"], entity["entityType"], entity["observations"])
                                           for entity in entities[:scored_entities]])
+    if changed and found is not None:
+        found = _state_once(found)
     scored = [] if found is None else _small_as_one(
-        found, entities, ranking.score_facts(found, coverage_of=covered), covered)
+        found, entities, ranking.score_facts(found, coverage_of=covered), covered, changed=changed)
     meaning_query = scope.asked if scope is not None and ranking.query_terms(scope.asked) else query
     resemblance: dict[tuple[int, int], float] = {}
     assert isinstance(entities, list)
@@ -489,15 +494,29 @@ def _newest_first(fused: list[tuple[int, int, float]], entities: Sequence[Any], 
     return result
 
 
+def _state_once(found: ranking.FactHits) -> ranking.FactHits:
+    """The hits of a question about the present asked with the verbs of its states' changes too
+    (scope.with_changes): a fact holding a state and the verb of its change ("Lives in Denver since
+    the move") holds it once, as one holding either does (the newest of them is the answer)."""
+    changes = scopes.changes()
+
+    def once(hit: frozenset[str]) -> frozenset[str]:
+        extra = {term for term in hit if term in changes and hit & changes[term]}
+        return hit - extra if extra else hit
+
+    return found._replace(hits=[[once(hit) for hit in hits] for hits in found.hits])
+
+
 def _small_as_one(found: ranking.FactHits, entities: Sequence[Any], scored: list[tuple[int, int, float]],
-                  covered: dict[tuple[int, int], float]) -> list[tuple[int, int, float]]:
+                  covered: dict[tuple[int, int], float], *, changed: bool = False) -> list[tuple[int, int, float]]:
     """The facts scored, with each small entity (shown whole: guarantee 2) placed by the score of its
     observations read as one text (rarity counted over the same facts, a small entity's as one): a
     dialog turn whose words, caption and date line each hold part of the question answers it as a
     whole. Its best fact stays first within it. Its facts' evidence (`covered`, guarantee 7) is
     likewise what the entity read as one covers, where that is more than a fact's own: the turn
     "Session 3, 21 June, 2023" dates answers "what did Maria plan on 21 June, 2023?". `found`: the
-    query's terms in the facts scored (ranking.fact_hits), read again rather than worked out twice."""
+    query's terms in the facts scored (ranking.fact_hits), read again rather than worked out twice;
+    `changed`: asked with the verbs of states' changes too (:func:`_state_once`)."""
     from ..index import ranking
 
     best: dict[int, int] = {}
@@ -507,8 +526,9 @@ def _small_as_one(found: ranking.FactHits, entities: Sequence[Any], scored: list
     if not small:
         return scored
     whole_covered: dict[tuple[int, int], float] = {}
+    together = ranking.read_as_one(found, small)
     whole = {position: score for position, _, score in ranking.score_facts(
-        ranking.read_as_one(found, small), only=small, coverage_of=whole_covered)}
+        _state_once(together) if changed else together, only=small, coverage_of=whole_covered)}
     share_of = {position: share for (position, _), share in whole_covered.items()}
     for position, index, _ in scored:  # (the evidence of the facts scored is all that is read of it)
         if (share := share_of.get(position)) is not None and covered.get((position, index), 0.0) < share:

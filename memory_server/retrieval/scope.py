@@ -36,7 +36,8 @@ Guarantees (for :func:`find`):
    for visiting Lisbon": Alice's facts that name Lisbon): such a name's terms stay.
 5. At most :data:`MAX_HOPS` relations are followed. A fact of the entities the last relation was
    followed from (`tellers`: the named ones, after one) that names an entity it reached (`last`),
-   or holds the word that named that relation and calls the entity by its first or last name,
+   or holds the word that named that relation (or the verb of its change, :data:`CHANGED_BY`:
+   "moved" for "live") and calls the entity by its first or last name,
    or holds every term of the entity's name the question wrote when those named the relation
    (:func:`tells`), tells of the very relation asked about: "Started a new job at Lumen Health",
    for "Who is my employer now?"; "Firefighter with the Changwon fire department", for "What does
@@ -374,6 +375,28 @@ def _naming() -> frozenset[str]:
     return frozenset(ranking.query_terms("name names named called call"))
 
 
+CHANGED_BY: Final = {"live": "move", "lives": "move", "living": "move", "based": "move"}
+"""The word of a state and the verb of its change, as memories are written: one asks "Where do I
+live now?" of "Moved into the house in Alboraia" (guarantee 5; answer guarantee 9)."""
+
+
+def with_changes(words: str) -> str:
+    """The words, and for a word of a state the verb that changes it: a question about the present
+    finds the facts of the changes, whose newest is the answer."""
+    added = [CHANGED_BY[word.lower()] for word in _WORD.findall(words) if word.lower() in CHANGED_BY]
+    return " ".join([words, *dict.fromkeys(added)]) if added else words
+
+
+@cache
+def changes() -> dict[str, frozenset[str]]:
+    """Stemmed: the term of a change's verb -> the terms of the states it changes."""
+    changed: dict[str, frozenset[str]] = {}
+    for state, verb in CHANGED_BY.items():
+        for term in ranking.terms(verb):
+            changed[term] = changed.get(term, frozenset()) | frozenset(ranking.terms(state))
+    return changed
+
+
 def is_about_now(query: str) -> bool:
     """Whether the question asks about the present ("Where do I live now?")."""
     return _NOW_WORDS.search(query) is not None
@@ -480,7 +503,8 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
         if not part and word in two_steps:
             before = (hops, list(reached), tellers, hop, list(targets), naming_last)
         used.add(word)
-        naming_last = tuple(ranking.query_terms(word, question_words=False))
+        # ("Where does my mum live?": her "Moved in with Carmen in Alboraia" tells it too)
+        naming_last = tuple(ranking.query_terms(with_changes(word), question_words=False))
         if any(set(naming_last) & set(_name_terms(other)) for other in found):
             # ("Kjetil's role at the rescue station": the relation named by the name at its end; the
             # whole of that name the question writes names it)
