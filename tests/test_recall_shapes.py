@@ -476,6 +476,7 @@ def test_the_fact_that_names_where_the_last_relation_led_answers_first(
 @pytest.mark.parametrize(("rest", "news"), [
     ("What happened to recently", True), ("How is my doing these days", True), ("What's new with", True),
     ("What has been up to lately", True),
+    ("What did go off to do", True), ("What did end up doing", True), ("What did go on to do after school", False),
     ("Where do I now", False),  # (the relation followed, work, is what it asks)
     ("What happened at the wedding", False), ("What is my latest position at work", False),
 ])

@@ -44,7 +44,7 @@ Guarantees (for :func:`find`):
    my sister's husband do for work?"; "Coxswain of the station's rescue boat", for "What is
    Kjetil's role at the rescue station?".
 6. A question that asks nothing of whom it names but what is new with them ("What happened to
-   Jaewon recently?", "How is my sister doing?") has no words left to rank by (`news`): their
+   Jaewon recently?", "How is my sister doing?", "What did Inés go off to do?") has no words left to rank by (`news`): their
    facts come newest first.
 7. `asks` is false when the words left are filler ("Tell me about Bo") or, past a relation, only a
    name asked ("What is my dog called?"): the question asks who they are.
@@ -343,7 +343,8 @@ _NOW_WORDS: Final = re.compile(r"\b(?:now|currently|current|latest|still|these\s
 
 
 _NEWS_WORDS: Final = re.compile(r"\b(?:happen(?:ed|ing|s)?|new|news|going\s+on|doing|been\s+up\s+to|up\s+to|"
-                                r"lately|update[sd]?|how\s+is|how's)\b", re.I)
+                                r"lately|update[sd]?|how\s+is|how's|(?:go|goes|gone|went)\s+(?:off|on)\s+to|"
+                                r"end(?:ed|s)?\s+up)\b", re.I)
 
 
 def asks_for_news(rest: str) -> bool:
