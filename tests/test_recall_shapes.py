@@ -884,3 +884,18 @@ def test_where_one_lives_now_is_answered_by_the_newest_move(memory_servers: Memo
     shown = facts(client.ok("search_nodes", {"query": "Where does my mum live now?"}))
     hers = [fact for name, fact in shown if name == "Amparo"]
     assert hers[:1] == ["Moved in with Sam in York, into the downstairs bedroom"], shown
+
+
+@pytest.mark.parametrize(("question", "last", "ranks_by"), [
+    # named only by a name at its end: the word still ranks the facts (another weekend may answer)
+    ("Where did we go for a long weekend?", ("Morella_Weekend",), "weekend"),
+    ("What breed is my dog?", ("Bo",), ""),  # named by the type at its end: what it leads to answers
+])
+def test_a_word_naming_a_relation_only_by_a_name_at_its_end_still_ranks_the_facts(
+        question: str, last: tuple[str, ...], ranks_by: str) -> None:
+    found = kin_scope(question, [relation("default_user", "Morella_Weekend", "went_on"),
+                                 relation("default_user", "Bo", "owns")],
+                      [entity("default_user", "person", ["Name is Sam", "Long weekend in Porto with Vicent"]),
+                       entity("Morella_Weekend", "trip", ["Rained all Saturday"]), entity("Bo", "dog", ["A beagle"])])
+    assert found is not None and found.last == last, found
+    assert ("weekend" in found.rest.lower().split()) is bool(ranks_by), found.rest

@@ -31,7 +31,8 @@ Guarantees (for :func:`find`):
    place), and a light verb (:data:`LIGHT_VERBS`) names one only when no other word does ("Which
    vet do we take our dog to?"). The entities so reached are the scope's targets, the last hop's first.
 4. The words left to rank the scope's facts are the question without the names' terms and
-   without the words that named the relations followed. A name is no evidence for its own
+   without the words that named the relations followed, but for a word that named one only by a
+   name at its other end ("a long weekend" and ``Morella_Weekend``: another weekend may answer). A name is no evidence for its own
    entity's facts, but it is for another named entity's fact that mentions it ("Alice's reason
    for visiting Lisbon": Alice's facts that name Lisbon): such a name's terms stay.
 5. At most :data:`MAX_HOPS` relations are followed. A fact of the entities the last relation was
@@ -457,6 +458,7 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
     # ("my friend Jisung's friend" is not me: one who asks in the first person is no target)
     asker = {USER} if USER not in named and speaks_of_user(query) else set()
     used: set[str] = set()
+    by_name: set[str] = set()
     targets: list[str] = []
     hop: list[str] = list(named)
     reached: list[str] = []
@@ -504,6 +506,10 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
         if not part and word in two_steps:
             before = (hops, list(reached), tellers, hop, list(targets), naming_last)
         used.add(word)
+        if not naming(term, BY_TYPE) and not any(term in ranking.fact_terms(views[other]["entityType"]) for other in found):
+            # (a relation named only by a name at its end, "a long weekend" and Morella_Weekend: the
+            # word still ranks the facts, which may tell of another weekend)
+            by_name.add(word)
         # ("Where does my mum live?": her "Moved in with Carmen in Alboraia" tells it too)
         naming_last = tuple(ranking.query_terms(with_changes(word), question_words=False))
         if any(set(naming_last) & set(_name_terms(other)) for other in found):
@@ -524,7 +530,7 @@ def find(query: str, entities: Sequence[Mapping[str, Any]], opened: Opened) -> S
             more = opened(sorted(ends - views.keys()))
             views.update((entity["name"], entity) for entity in more["entities"])
             relations += further
-    rest = " ".join(word for word in rest_words if word not in used)
+    rest = " ".join(word for word in rest_words if word not in used - by_name)
     asked = " ".join(said_words)
     news = asks_for_news(rest)
     if news:
