@@ -899,3 +899,27 @@ def test_a_word_naming_a_relation_only_by_a_name_at_its_end_still_ranks_the_fact
                        entity("Morella_Weekend", "trip", ["Rained all Saturday"]), entity("Bo", "dog", ["A beagle"])])
     assert found is not None and found.last == last, found
     assert ("weekend" in found.rest.lower().split()) is bool(ranks_by), found.rest
+
+
+def test_a_question_about_the_user_no_word_of_which_is_held_needs_more_of_the_meaning(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "Which cryptocurrency do I own?": no word of it is in the user's facts, and the model finds
+    # some of them 0.25 to 0.30 like it, as it does for any question; that is no answer. A
+    # question only meaning answers, but well (0.6), still is.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [entity("default_user", "person", [
+        "Name is Terje", "Bought a thermal flask for the shore watch", "Bought a pulse oximeter",
+        "Pays 600 kroner a year for the coastal club", "Rents a flat for 14,500 kroner a month",
+        "Is terrified of wasps and bees", "Walks the dog every morning", "Repairs boat engines"])]})
+    question = {"query": "Which cryptocurrency do I own?"}
+    deadline = time.monotonic() + 60
+    while "Is terrified of wasps and bees" not in texts_of(client.ok("search_nodes", {"query": "Which insects frighten me?"})) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)  # (the facts are embedded in the background)
+    answer = client.ok("search_nodes", question)
+    assert sum(len(shown["observations"]) or 1 for shown in answer["entities"]) <= 1, answer
+    assert "Is terrified of wasps and bees" in texts_of(client.ok("search_nodes", {"query": "Which insects frighten me?"}))
+
+
+def texts_of(answer: dict[str, Any]) -> list[str]:
+    return [observation for _, observation in facts(answer)]

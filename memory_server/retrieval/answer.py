@@ -411,7 +411,8 @@ def _fused(scored: list[tuple[int, int, float]], by_words: AbstractSet[tuple[int
     best_word = max((score for _, _, score in evidence), default=0.0) or 1.0
     fused: dict[tuple[int, int], float] = {(position, index): score / best_word for position, index, score in evidence}
     if found:
-        floor = MEANING_SCOPED if scope is not None else MEANING_ONE_WORD if terms <= 1 else MEANING_ALONE
+        floor = (MEANING_USER_ALONE if not evidence and _users_own(scope) else MEANING_SCOPED) if scope is not None \
+            else MEANING_ONE_WORD if terms <= 1 else MEANING_ALONE
         best_meaning = max(similarity for _, _, similarity in found) or 1.0
         positions = {entity["name"]: position for position, entity in enumerate(entities)}
         if beyond is not None:
@@ -442,6 +443,16 @@ def _fused(scored: list[tuple[int, int, float]], by_words: AbstractSet[tuple[int
     return ranking.best_first((position, index, score) for (position, index), score in fused.items())
 
 
+MEANING_USER_ALONE: Final = 0.33
+"""... inside the user's own scope when no word of the question is evidence anywhere in it: the
+user's facts are hundreds, and some are 0.25 to 0.35 like any question ("Which cryptocurrency do
+I own?" and "Bought a thermal flask"), so meaning alone must say more there than of a named
+person's few facts (see docs/benchmarks-recall.md, bench_absent)."""
+
+
+def _users_own(scope: scopes.Scope) -> bool:
+    """Whether the scope is the user's alone, following no relation."""
+    return scope.named == (scopes.USER,) and not scope.hops
 MEANING_SHARE: Final = 0.6
 """A fact only meaning finds, against word matches: this share of its similarity's share of the
 best (the best such fact ranks with a word match 0.6 as good as the best)."""
