@@ -14,6 +14,7 @@ be empty or one line).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -141,6 +142,86 @@ def check_memory(records: list[dict[str, Any]], asked: list[Asked], today: date,
         assert item.fact in texts, f"{item.text!r}: answer {item.fact!r} is no observation"
         holders = [text for text in texts if item.fact in text and text != item.fact]
         assert not holders, f"{item.fact!r} is inside {holders}"
+
+
+def seasons(today: date) -> tuple[date, date, date, date, date, date, date, date]:
+    """The first days of the last winter, spring, summer and autumn (northern) that have ended by
+    `today` (season_start), then of each the year before."""
+    now = [season_start(today, month) for month in (12, 3, 6, 9)]
+    before = [season_start(today, month, year_back=1) for month in (12, 3, 6, 9)]
+    return now[0], now[1], now[2], now[3], before[0], before[1], before[2], before[3]
+
+
+class Chats:
+    """The days of chats written for a history ending on `base`, moved to end on `today`: what
+    "three weeks ago" was written for stays three weeks before the day the benchmark runs."""
+
+    def __init__(self, today: date, base: date) -> None:
+        self.shift = today - base
+
+    def event(self, day: str, told_after: int = 0) -> Told:
+        """An event on a day of the chats as written, told that day or `told_after` days later."""
+        happened = date.fromisoformat(day) + self.shift
+        return (happened + timedelta(days=told_after)).isoformat(), happened.isoformat()
+
+    def standing(self, day: str) -> Told:
+        """A standing fact (no happenedOn), told on a day of the chats as written."""
+        return (date.fromisoformat(day) + self.shift).isoformat(), None
+
+    @staticmethod
+    def on(day: date, told_after: int = 0) -> Told:
+        """An event on a day of its own (in a season, on a calendar day), not moved."""
+        return (day + timedelta(days=told_after)).isoformat(), day.isoformat()
+
+
+def month_end(start: date, months: int) -> date:
+    """The first day after the `months` whole months from `start` (the first of a month)."""
+    end_month = start.month + months
+    return date(start.year + (end_month - 1) // 12, (end_month - 1) % 12 + 1, 1)
+
+
+def check_times(asked: list[Asked], when: dict[str, date], today: date, *, spans: dict[str, tuple[date, int]],
+                days: dict[str, Callable[[date], bool]], per_category: int) -> None:
+    """That each temporal question's answer is an event (happenedOn, `when`) within the one time
+    its question names: a phrase of `spans` (its first day and how many whole months) or of `days`
+    (a test of the day: "two weeks ago", "since we moved")."""
+    covered = 0
+    for item in asked:
+        if item.category != "temporal" or item.fact is None:
+            continue
+        assert item.fact in when, f"{item.text!r}: its answer has no happenedOn"
+        day = when[item.fact]
+        named = 0
+        for phrase, (start, months) in spans.items():
+            if phrase in item.text:
+                end = month_end(start, months)
+                assert start <= day < end <= today, f"{item.text!r}: {day} not in {phrase} ({start} to {end})"
+                named += 1
+        for phrase, holds in days.items():
+            if phrase in item.text:
+                assert holds(day), f"{item.text!r}: {day} is not {phrase}"
+                named += 1
+        assert named == 1, f"{item.text!r}: names {named} spans the check knows"
+        covered += 1
+    assert covered == per_category
+
+
+def self_check(name: str, memory: Callable[[date], list[dict[str, Any]]], check: Callable[[date], None],
+               asked: list[Asked], extra_days: list[date]) -> None:
+    """A memory module's `__main__`: its check on 400 days from today and on `extra_days`, then a
+    line of what it holds."""
+    first = date.today()
+    days = [first + timedelta(days=offset) for offset in range(0, 400)] + extra_days
+    for day in days:
+        check(day)
+    records = memory(first)
+    entities = [record for record in records if record["type"] == "entity"]
+    user = next(entity for entity in entities if entity["name"] == "default_user")
+    print(f"{name}: checked on {len(days)} days; {len(entities)} entities, "
+          f"{sum(len(entity['observations']) for entity in entities)} observations "
+          f"({len(user['observations'])} on default_user), "
+          f"{len(records) - len(entities)} relations, {len(asked)} questions "
+          f"({', '.join(f'{c} {sum(1 for q in asked if q.category == c)}' for c in CATEGORIES)})")
 
 
 def happened(records: list[dict[str, Any]]) -> dict[str, date]:

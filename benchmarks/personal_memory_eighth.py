@@ -35,13 +35,17 @@ from typing import Any
 from personal_memory import (
     CATEGORIES,
     Asked,
+    Chats,
     Told,
     check_memory,
+    check_times,
     dated_records,
     happened,
     latest_day,
     relation_records,
     season_start,
+    seasons,
+    self_check,
 )
 
 __all__ = ["CATEGORIES", "SETS", "Asked", "check", "memory"]
@@ -55,29 +59,14 @@ MONA_PRIZE = date(2025, 4, 14)
 
 def memory(today: date) -> list[dict[str, Any]]:
     """The memory's records (entities with observation dates, then relations) as of `today`."""
-    shift = today - BASE
-
-    def e(day: str, told_after: int = 0) -> Told:     # an event on a day of the chats as written
-        happened = date.fromisoformat(day) + shift
-        return (happened + timedelta(days=told_after)).isoformat(), happened.isoformat()
-
-    def s(day: str) -> Told:                          # a standing fact, told that day
-        return (date.fromisoformat(day) + shift).isoformat(), None
-
-    def on(day: date, told_after: int = 0) -> Told:   # an event on a day of its own (a season, a calendar day)
-        return (day + timedelta(days=told_after)).isoformat(), day.isoformat()
+    chats = Chats(today, BASE)
+    e, s, on = chats.event, chats.standing, chats.on  # (an event, a standing fact, an event on a day of its own)
 
     def days(start: date, count: int) -> date:
         return start + timedelta(days=count)
 
-    winter = season_start(today, 12)      # 1 December of the last winter that has ended
-    spring = season_start(today, 3)
-    summer = season_start(today, 6)
-    autumn = season_start(today, 9)
-    winter_before = season_start(today, 12, year_back=1)
-    spring_before = season_start(today, 3, year_back=1)
-    summer_before = season_start(today, 6, year_back=1)
-    autumn_before = season_start(today, 9, year_back=1)
+    # the first day of the last winter (1 December), spring, summer and autumn that have ended, and of each a year before
+    winter, spring, summer, autumn, winter_before, spring_before, summer_before, autumn_before = seasons(today)
     last_month = (today.replace(day=1) - timedelta(days=1)).replace(day=14)
     settled = today - timedelta(days=8)   # calendar days with things told up to a week after
     christmas = latest_day(settled, 12, 25)
@@ -1416,11 +1405,6 @@ EIGHTH = [
 SETS = {"eighth": EIGHTH}
 
 
-def _month_end(start: date, months: int) -> date:
-    end_month = start.month + months
-    return date(start.year + (end_month - 1) // 12, (end_month - 1) % 12 + 1, 1)
-
-
 def check(today: date) -> None:
     """The memory and its questions hold together on `today` (AssertionError naming what does not)."""
     records = memory(today)
@@ -1435,41 +1419,13 @@ def check(today: date) -> None:
     moved = when["Moved into the house in Alboraia, with a patio and an orange tree"]
     first_move = when["Moved from the Russafa flat to a rented flat in Benimaclet"]
     assert first_move < moved, "the move to Alboraia is not the latest"
-    covered = 0
-    for item in asked:
-        if item.category != "temporal" or item.fact is None:
-            continue
-        assert item.fact in when, f"{item.text!r}: its answer has no happenedOn"
-        day = when[item.fact]
-        named = 0
-        for phrase, (start, months) in spans.items():
-            if phrase in item.text:
-                end = _month_end(start, months)
-                assert start <= day < end <= today, f"{item.text!r}: {day} not in {phrase} ({start} to {end})"
-                named += 1
-        if "two weeks ago" in item.text:
-            assert 10 <= (today - day).days <= 18, f"{item.text!r}: {day}"
-            named += 1
-        if "since we moved" in item.text:
-            assert moved < day <= today, f"{item.text!r}: {day} is not after the move ({moved})"
-            named += 1
-        assert named == 1, f"{item.text!r}: names {named} spans the check knows"
-        covered += 1
-    assert covered == 8
+    check_times(asked, when, today, spans=spans, per_category=8, days={
+        "two weeks ago": lambda day: 10 <= (today - day).days <= 18,
+        "since we moved": lambda day: moved < day <= today,
+    })
 
 
 if __name__ == "__main__":
-    first = date.today()
-    days = [first + timedelta(days=offset) for offset in range(0, 400)]
-    days += [BASE, date(2026, 12, 1), date(2027, 1, 1), date(2027, 3, 1), date(2027, 6, 24), date(2027, 6, 23),
-             date(2028, 2, 29), date(2028, 3, 1), date(2029, 9, 1)]
-    for day in days:
-        check(day)
-    records = memory(first)
-    entities = [record for record in records if record["type"] == "entity"]
-    user = next(entity for entity in entities if entity["name"] == "default_user")
-    print(f"personal_memory_eighth: checked on {len(days)} days; {len(entities)} entities, "
-          f"{sum(len(entity['observations']) for entity in entities)} observations "
-          f"({len(user['observations'])} on default_user), "
-          f"{len(records) - len(entities)} relations, {len(SETS['eighth'])} questions "
-          f"({', '.join(f'{c} {sum(1 for q in EIGHTH if q.category == c)}' for c in CATEGORIES)})")
+    self_check("personal_memory_eighth", memory, check, EIGHTH, [
+        BASE, date(2026, 12, 1), date(2027, 1, 1), date(2027, 3, 1), date(2027, 6, 24), date(2027, 6, 23),
+        date(2028, 2, 29), date(2028, 3, 1), date(2029, 9, 1)])
