@@ -59,7 +59,7 @@ def weigh(fused: list[Fact], entities: Sequence[Any], scope: scopes.Scope, asks:
     fused = [fact for fact in fused if fact[0] not in around or names_them(fact) or evidence(fact)]
     if not _about(fused, entities, scope):
         fused = [fact for fact in fused if (fact[0], fact[1]) in by_words or names_them(fact)
-                 or (scope.owned and calls_them(fact))]
+                 or calls_them(fact)]
     return fused
 
 
@@ -98,11 +98,8 @@ def _weighed(fused: list[Fact], entities: Sequence[Any], scope: scopes.Scope, as
         # Among themselves they keep the order of their own scores (`told_here`: by these, not by
         # their place above the rest, are they versions of one kind of fact: answer guarantee 9).
         told = _telling(entities, set(scope.tellers), scope.last, scope.naming_last)
-        own = {(position, index): score for position, index, score in joined if (position, index) in told}
-        told_here.update(own)
+        joined = _above(joined, told, top, told_here)
         told_here.update((fact, 0.0) for fact in told - have)
-        joined = [(position, index, top * TOLD_ABOVE * (1.0 + TOLD_ORDER * score / top) if (position, index) in told
-                   else score) for position, index, score in joined]
         joined += [(position, index, top * TOLD_ABOVE) for position, index in sorted(told - have)]
         have |= told
     known: set[tuple[int, int]] = set()
@@ -112,9 +109,7 @@ def _weighed(fused: list[Fact], entities: Sequence[Any], scope: scopes.Scope, as
             set(scope.user_called) & scopes.called_in(entity["observations"][index]))))
         # Those the words or the model found keep the order of their scores; the others follow in
         # the order they were told (how one came to know someone is told first), and are no versions.
-        told_here.update({(position, index): score for position, index, score in joined if (position, index) in known})
-        joined = [(position, index, top * TOLD_ABOVE * (1.0 + TOLD_ORDER * score / top)
-                   if (position, index) in known else score) for position, index, score in joined]
+        joined = _above(joined, known, top, told_here)
         unfound = sorted(known - have)
         joined += [(position, index, top * TOLD_ABOVE * (1.0 - place / (10 * len(unfound) + 10)))
                    for place, (position, index) in enumerate(unfound)]
@@ -150,6 +145,15 @@ def _weighed(fused: list[Fact], entities: Sequence[Any], scope: scopes.Scope, as
                 break
     joined.sort(key=lambda fact: (-fact[2], fact[0], fact[1]))
     return joined
+
+
+def _above(joined: list[Fact], telling: AbstractSet[tuple[int, int]], top: float,
+           told_here: dict[tuple[int, int], float]) -> list[Fact]:
+    """The facts, those `telling` placed just above the best (`top`), among themselves in the order
+    of their own scores, which go to `told_here` (answer guarantee 9 takes their versions by these)."""
+    told_here.update({(position, index): score for position, index, score in joined if (position, index) in telling})
+    return [(position, index, top * TOLD_ABOVE * (1.0 + TOLD_ORDER * score / top) if (position, index) in telling
+             else score) for position, index, score in joined]
 
 
 def _news(entities: Sequence[Any], scope: scopes.Scope, joined_here: set[tuple[int, int]]) -> list[tuple[int, int, float]]:
