@@ -15,6 +15,7 @@ Run from the repository root (on demand; pytest does not collect it):
     .venv/bin/python benchmarks/bench_recall.py --personal seventh               # and a seventh
     .venv/bin/python benchmarks/bench_recall.py --personal eighth                # and an eighth
     .venv/bin/python benchmarks/bench_recall.py --personal ninth                 # and a ninth
+    .venv/bin/python benchmarks/bench_recall.py --personal tenth                 # and a tenth
 
 Memories:
 
@@ -608,8 +609,8 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--locomo", type=Path, help="directory holding LoCoMo's conversation *.json files")
     parser.add_argument("--personal", choices=("tuning", "held-out", "second", "third", "fourth", "fifth", "sixth",
-                                                  "seventh", "eighth", "ninth"),
-                        help="only a personal memory (personal_memory.py, _second.py to _ninth.py) and this "
+                                                  "seventh", "eighth", "ninth", "tenth"),
+                        help="only a personal memory (personal_memory.py, _second.py to _tenth.py) and this "
                              "question set, per category: the answering fact within the first 1,000 characters")
     parser.add_argument("--show-misses", action="store_true", help="with --personal: print the questions missed")
     parser.add_argument("--mappings", default=",".join(MAPPINGS), help=f"LoCoMo turn mappings ({', '.join(MAPPINGS)})")
@@ -655,13 +656,15 @@ def personal(options: argparse.Namespace) -> int:
     import personal_memory_second
     import personal_memory_seventh
     import personal_memory_sixth
+    import personal_memory_tenth
     import personal_memory_third
 
-    # "second" to "ninth": other memories, each with its own questions, written apart from the ranking code
+    # "second" to "tenth": other memories, each with its own questions, written apart from the ranking code
     source = {"second": personal_memory_second, "third": personal_memory_third,
               "fourth": personal_memory_fourth, "fifth": personal_memory_fifth,
               "sixth": personal_memory_sixth, "seventh": personal_memory_seventh,
-              "eighth": personal_memory_eighth, "ninth": personal_memory_ninth}.get(options.personal, personal_memory)
+              "eighth": personal_memory_eighth, "ninth": personal_memory_ninth,
+              "tenth": personal_memory_tenth}.get(options.personal, personal_memory)
     asked = source.SETS[options.personal]
     records = source.memory(datetime.now(UTC).date())
     memory = Memory(f"personal/{options.personal}", records,
