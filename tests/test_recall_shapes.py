@@ -923,3 +923,40 @@ def test_a_question_about_the_user_no_word_of_which_is_held_needs_more_of_the_me
 
 def texts_of(answer: dict[str, Any]) -> list[str]:
     return [observation for _, observation in facts(answer)]
+
+
+def test_a_question_asking_a_price_is_answered_only_by_facts_holding_an_amount_of_money(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "How much did I pay for the boat?": buying it, and its year, tell nothing of its price; once
+    # a price is told, that fact answers. Other questions of how much or how many are not held to it.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Name is Rui", "Sold the old dinghy and bought Stella, a 1961 wooden boat",
+                                          "Bought a new anchor and 30 metres of chain for Stella",
+                                          "Gets paid by the hour at the sailing school"]),
+        entity("Stella", "boat", ["Wooden boat built in 1961", "Moored in the north harbour"])]})
+    client.ok("create_relations", {"relations": [relation("default_user", "Stella", "owns")]})
+    answer = client.ok("search_nodes", {"query": "How much did I pay for Stella?"})
+    assert answer["entities"] == [], answer
+    client.ok("add_observations", {"observations": [
+        {"entityName": "default_user", "contents": ["Paid 85,000 kroner for Stella"]}]})
+    answer = client.ok("search_nodes", {"query": "How much did I pay for Stella?"})
+    assert facts(answer)[:1] == [("default_user", "Paid 85,000 kroner for Stella")], answer
+    answer = client.ok("search_nodes", {"query": "How many anchors did I buy for Stella?"})
+    assert ("default_user", "Bought a new anchor and 30 metres of chain for Stella") in facts(answer), answer
+
+
+@pytest.mark.parametrize(("question", "fact", "holds"), [
+    ("How much did the van cost?", "Drives a white 2009 van", False),
+    ("How much did the van cost?", "Bought the van for €12,500", True),
+    ("How much is the rent now?", "Rent went up to 950 a month", False),
+    ("How much is the rent now?", "Pays 950 euros a month in rent", True),
+    ("How much do I earn a year?", "Earns about 40k before tax", True),
+    ("How much does Bo weigh?", "Weighs 22 kg", None),
+    ("How many kids does Ana have?", "Has two daughters", None),
+])
+def test_a_price_asked_is_answered_by_an_amount_of_money(question: str, fact: str, holds: bool | None) -> None:
+    from memory_server.retrieval import answer as answers
+
+    asked = answers.asks_price(question)
+    assert (answers._holds_money({"observations": [fact]}, 0) if asked else None) is holds

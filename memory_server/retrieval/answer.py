@@ -46,6 +46,10 @@ Guarantees:
 11. A fact that asks is weaker evidence than one that tells: its score, by words and by meaning, is
     cut by :data:`ASKING_CUT` times the share of its text in sentences that end in a question mark
     (:func:`asking`). "What sort of cars do you work on?" restates a question; it does not answer it.
+12. A question asking how much something cost, was paid or earned (:func:`asks_price`) is answered
+    only by facts that hold an amount of money (:data:`_MONEY`: a currency's sign or name): "Bought
+    a 1998 upright piano" does not tell what it cost, and the answer is empty rather than that.
+    ("How many" is not held to a number: "Went to the beach again" counts towards one.)
 
 The rules in full, with their figures: docs/search.md, "The person named, the time asked...".
 """
@@ -297,6 +301,8 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
     asked = frozenset() if scope is None else frozenset(
         position for position, entity in enumerate(entities)
         if entity["name"] in scope.named or entity["name"] in scope.targets)
+    if asks_price(query):
+        fused = [fact for fact in fused if _holds_money(entities[fact[0]], fact[1])]
     fused = _plausible(fused, asked)
     fused = _newest_first(fused, entities, current=scopes.is_about_now(query), joined=joined, told=told)
     by_entity: dict[int, list[int]] = {}
@@ -366,6 +372,26 @@ ASKING_CUT: Final = 0.8
 """How much of a fact's score the share of it that asks takes away (guarantee 11): a fact that is
 all question keeps a fifth; one that tells and then asks back keeps most of its own."""
 _ASKED: Final = re.compile(r"[^.!?\n]*\?")
+
+
+_HOW_MUCH: Final = re.compile(r"\bhow\s+much\b", re.I)
+_MONEY_ASKED: Final = re.compile(r"\b(?:cost|costs|pay|paid|price|priced|spend|spent|earn|earns|earned|charge|charged|"
+                                 r"owe|owed|sell|sold|worth|salary|rent|fee|fees|budget)\b", re.I)
+_MONEY: Final = re.compile(r"[$€£¥₩]|\d\s*k\b|\b(?:euros?|eur|pounds?|quid|dollars?|usd|kroner?|krone|kr|nok|sek|dkk|"
+                           r"złoty|zloty|zł|pln|yen|won|francs?|chf|rupees?|cents?|pence|grand|free)\b", re.I)
+"""How much money: what a question asking a price (`_MONEY_ASKED`) needs a fact to hold."""
+
+
+def asks_price(query: str) -> bool:
+    """Whether the question asks how much something cost, was paid or earned (guarantee 12)."""
+    return _HOW_MUCH.search(query) is not None and _MONEY_ASKED.search(query) is not None
+
+
+def _holds_money(entity: Mapping[str, Any], index: int) -> bool:
+    """Whether the fact (an entity read as one, for index -1) holds an amount of money (guarantee 12)."""
+    observations = entity["observations"]
+    texts = observations[index:index + 1] if 0 <= index < len(observations) else observations
+    return any(_MONEY.search(text) is not None for text in texts)
 
 
 def asking(text: str) -> float:
