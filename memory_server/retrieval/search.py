@@ -34,7 +34,7 @@ from contextlib import suppress
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, overload
 
 import msgspec
 
@@ -139,12 +139,12 @@ def _timed(sources: Sequence[CandidateSource], request: SearchRequest, character
                 return timed
             remark = "" if timed is None else when.nothing_within(window)
         else:
-            whole = facts(sources, query, characters, limit)
-            if not whole.words:
+            whole = _matched(sources, query)
+            if _held_whole(whole, query):
                 # The whole query held by entities: the reference's answer; within since/until,
                 # their facts of that time, the latest first among equals.
                 if explicit is None:
-                    return whole
+                    return _shaped(whole, query, characters, limit)
                 within = _within(sources, query, words, window, explicit=True, limit=limit)
                 assert within is not None
                 return within
@@ -152,8 +152,9 @@ def _timed(sources: Sequence[CandidateSource], request: SearchRequest, character
             if value.order or explicit is not None:
                 return value
             # A window the query's own words name, in which no fact answering them falls (guarantee 4
-            # of when.py): the words answer at any time, and the note says so.
-            return replace(whole, remark=when.nothing_answers_within(window))
+            # of when.py): the words answer at any time, and the note says so. (Shaped only now: a
+            # question that names a time is answered within it far more often than not.)
+            return replace(_shaped(whole, query, characters, limit), remark=when.nothing_answers_within(window))
     value = facts(sources, query, characters, limit)
     return replace(value, remark=remark) if remark else value
 
@@ -202,7 +203,23 @@ def facts(sources: Sequence[CandidateSource], query: str, characters: int, limit
           window: Span | None = None) -> Facts:
     """Rules 1 to 3: the answer made of the facts of what rules 1 and 2 matched (all of it:
     `limit` applies to the facts' entities)."""
-    source, candidates, matched = _matched(sources, query)
+    return _shaped(_matched(sources, query), query, characters, limit, window)
+
+
+Matched: TypeAlias = "tuple[CandidateSource, Graph, Sequence[Node]]"
+"""What :func:`_matched` gives: the source that answered, its graph of candidates, the entities matched."""
+
+
+def _held_whole(found: Matched, query: str) -> bool:
+    """Whether rules 1 and 2 answered the query by rule 1 (an entity holds the whole query)."""
+    entities = matching.views_of(found[2])
+    return bool(entities) and answers.whole_query_matches(query, entities[0])
+
+
+def _shaped(found: Matched, query: str, characters: int, limit: int | None = None,
+            window: Span | None = None) -> Facts:
+    """Rule 3 on what rules 1 and 2 matched."""
+    source, candidates, matched = found
     entities = matching.views_of(matched)
     # (a page asks for the relations of its own entities: an answer of thousands works out few)
     touching = matching.touching_in(candidates)
