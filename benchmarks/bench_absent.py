@@ -65,7 +65,7 @@ TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 """Each question, and the stems of its topic: a memory holding any of them is not asked it."""
 
-MEMORIES = ("tuning", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+MEMORIES = ("tuning", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh")
 
 
 def memory_records(name: str) -> list[dict[str, Any]]:
