@@ -960,3 +960,63 @@ def test_a_price_asked_is_answered_by_an_amount_of_money(question: str, fact: st
 
     asked = answers.asks_price(question)
     assert (answers._holds_money({"observations": [fact]}, 0) if asked else None) is holds
+
+
+def test_a_persons_occupation_is_answered_by_the_fact_that_states_it(memory_servers: MemoryServers,
+                                                                    tmp_path: Path) -> None:
+    # "What does Tom do for a living?" shares no word with "Fire captain with Halifax Regional
+    # Fire"; the user's "Works until six" holds "work" and is no answer about Tom. Past a relation
+    # likewise ("What does my best friend's wife do?"), where "Runs a book club" is no business.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Name is Dan", "Works until six most days as vice-principal",
+                                          "Took the dog to the beach on Sunday"]),
+        entity("Tom_Fraser", "person", ["Dan's best friend, from the curling club", "Drove Dan to physio every week",
+                                        "Fire captain with Halifax Regional Fire at the Bayers Road station",
+                                        "Skips the curling team on Thursday nights"]),
+        entity("Nicole_Fraser", "person", ["Tom's wife", "Grew up in Bedford", "Runs a book club",
+                                           "Real estate agent with a brokerage in Bedford"]),
+        entity("Marc", "person", ["Rachel's younger brother", "Played hockey as a teenager",
+                                  "Fishes lobster out of Shediac on his boat"])]})
+    client.ok("create_relations", {"relations": [relation("Tom_Fraser", "default_user", "best_friend_of"),
+                                                 relation("Nicole_Fraser", "Tom_Fraser", "wife_of")]})
+    answer = client.ok("search_nodes", {"query": "What does Tom do for a living?"})
+    assert facts(answer)[:1] == [("Tom_Fraser", "Fire captain with Halifax Regional Fire at the Bayers Road station")], answer
+    answer = client.ok("search_nodes", {"query": "What's Marc's line of work?"})
+    assert facts(answer)[:1] == [("Marc", "Fishes lobster out of Shediac on his boat")], answer
+    answer = client.ok("search_nodes", {"query": "What does my best friend's wife do?"})
+    assert facts(answer)[:1] == [("Nicole_Fraser", "Real estate agent with a brokerage in Bedford")], answer
+
+
+@pytest.mark.parametrize(("fact", "work"), [
+    ("Works as a paediatric nurse at Children's Hospital Colorado", True),
+    ("Runs a bed and breakfast in Portree", True),
+    ("Teaches maths at a secondary school in Alzira", True),
+    ("Pharmacist who owns the pharmacy in the Clayton Park shopping centre", True),
+    ("Structural engineer working on the Broadway subway extension", True),
+    ("Used to be a flight attendant", True),
+    ("Lives in Dieppe with Monique", False),
+    ("Moved to a house in Boulder", False),
+    ("Married to Nicole Fraser", False),
+    ("Her daughter plays the violin", False),
+    ("Brought a cooler of lobster to the housewarming", False),
+    ("Runs with a club called Metro Aberdeen", False),
+    ("Runs a book club", False),
+    ("Runs an Instagram page for her salon", False),
+])
+def test_a_fact_is_read_as_an_occupation_as_people_write_one(fact: str, work: bool) -> None:
+    from memory_server.retrieval import occupation
+
+    assert (occupation.written_as_work(fact) > 0) is work
+
+
+@pytest.mark.parametrize(("question", "asks"), [
+    ("What does Tom do for a living?", True), ("What's Anil's line of work?", True),
+    ("What is Jordan's job?", True), ("What does Jen do for work?", True),
+    ("What does Tom do at weekends?", False), ("Where does Tom work out?", False),
+])
+def test_a_question_asking_an_occupation_is_told_apart(question: str, asks: bool) -> None:
+    from memory_server.retrieval import occupation, scope
+
+    named = scope.Scope(("Tom",), frozenset({"Tom"}), (), question, question)
+    assert occupation.asks_occupation(question, named) is asks

@@ -116,6 +116,11 @@ def _irregular() -> dict[str, str]:
     return forms
 
 
+def is_past_form(word: str) -> bool:
+    """Whether the word is an irregular verb's past form ("brought", "took")."""
+    return word.lower() in _irregular()
+
+
 class _Stems:
     """Snowball English stems, remembered: a memory repeats its words a lot."""
 

@@ -1,0 +1,152 @@
+"""What someone does for a living, as a memory writes it: the facts that answer "What does Tom do
+for a living?" although they share no word with it ("Fire captain with Halifax Regional Fire",
+"Fishes lobster out of Shediac on his boat", "Runs a hair salon in Catarroja").
+
+Pure: the question, the scope's entities and what meaning gives go in; the facts to put first come out.
+
+Guarantees (answer guarantee 13):
+
+1. A question asks someone's occupation (:func:`asks_occupation`) when it asks what they do for
+   a living, for work or for money, their job, line of work, profession or occupation, or, past a
+   relation, what they do ("What does my best friend's wife do?": present, and nothing after it).
+2. Whom it asks about is the scope's last targets, or, when the last relation was named by a word
+   of work (their employer), those it was followed from, or else the named entities; never the
+   user (:data:`.scope.USER`): "What does my brother do for work?" of a memory holding no brother
+   asks nothing of the user's own job.
+3. Their facts that state an occupation (:func:`occupational`: how an occupation is written, by
+   :func:`written_as_work`, plus their likeness to :data:`PROTOTYPE`, at least :data:`AT_LEAST`)
+   come before the rest of the answer, the most occupational first; for a question about now
+   ("What does my sister do for work these days?") they are versions of one kind of fact among
+   themselves, the newest first (answer guarantee 9: "Was promoted to principal" before "Teaches
+   third grade").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from ..index import ranking
+from . import scope as scopes
+
+_ASKED: Final = re.compile(
+    r"\b(?:for\s+(?:a\s+)?living|for\s+work|for\s+money|line\s+of\s+work|job|jobs|profession|occupation|"
+    r"work\s+as|works\s+as)\b", re.I)
+_ONLY_DOES: Final = re.compile(r"^\s*what\s+(?:does|do)\b.*\bdo\s*\??\s*$", re.I)
+"""... or, past a relation, nothing but what they do ("What does my son's partner do?")."""
+
+PROTOTYPE: Final = ("Works as a professional, runs her own business, teaches at a school, doctor at the hospital, "
+                    "engineer at a company")
+"""A fact stating an occupation, in general: meaning's side of :func:`occupational`."""
+AT_LEAST: Final = 0.6
+"""How occupational a fact is to come first (a fact written as work is 0.7 to 1 of its own)."""
+
+_WORKS: Final = re.compile(r"^(?:works?|worked|working|employed|self-employed|is\s+an?|was\s+an?)\b"
+                           r".*\b(?:as|at|for|with|in|by)\b|^used\s+to\s+be\s+an?\b|\b(?:job|career|profession|occupation)\b",
+                           re.I)
+_BUSINESS: Final = re.compile(
+    r"^(?:runs|ran|owns|owned|manages|managed|opened|started|co-founded|founded)\s+(?:a|an|the|his|her|their|own)"
+    r"(?:\s+(?!for\b|of\b|with\b|at\b|in\b|on\b|about\b|to\b)[\w'’&-]+){0,3}?\s+(?:business|company|firm|shop|store|salon|caf[eé]|restaurant|bar|pub|bakery|"
+    r"pharmacy|clinic|practice|studio|agency|farm|garage|hotel|guesthouse|b&b|breakfast|kitchen|workshop|gym|"
+    r"nursery|school|surgery|office|stall|brewery|winery|dealership|consultancy|startup|start-up)s?\b", re.I)
+"""... a business of one's own ("Runs a hair salon in Catarroja"), not a club or a page one runs."""
+_TRADE: Final = re.compile(r"^(?:teaches|taught|fishes|farms|nurses|coaches|repairs|designs|builds|makes|drives)\b"
+                           r".*\b(?:at|for|in|on|out\s+of|from)\b", re.I)
+_NOUN_LED: Final = re.compile(r"^([A-Z][\w'’-]*)(?:\s[\w'’-]+){0,3}?\s(?:with|at|for|who|working|in|of|on)\s")
+"""A fact that begins with what someone is ("Pharmacist who owns...", "Real estate agent with...")."""
+_NOT_A_TITLE: Final = re.compile(
+    r"^(?:\w+(?:s|ed)|got|went|took|had|has|is|was|made|came|gave|left|lost|met|saw|sold|bought|grew|became|fell|"
+    r"felt|said|told|won|can't|cannot|never|still|always|often|her|his|their|the|a|an|one|two|three|born|from|"
+    r"married|daughter|son|wife|husband|sister|brother|mother|father|friend|neighbour|neighbor|partner)$", re.I)
+"""First words that begin something else than a title: a verb told ("Lives in", "Moved to"), a
+possessive or an article, a relation ("Daughter of")."""
+
+
+def asks_occupation(query: str, scope: scopes.Scope) -> bool:
+    """Whether the question asks someone's occupation (guarantee 1)."""
+    return _ASKED.search(query) is not None or (bool(scope.hops) and _ONLY_DOES.search(query) is not None)
+
+
+def written_as_work(text: str) -> float:
+    """How surely the fact is written as an occupation, 0 to 1: "Works as a midwife at...",
+    "Runs a bed and breakfast", "Teaches maths at a secondary school", "Firefighter with..."."""
+    if _WORKS.search(text):
+        return 1.0
+    if _BUSINESS.search(text):
+        return 0.9
+    titled = _NOUN_LED.match(text)
+    if titled is not None and _NOT_A_TITLE.match(first := titled.group(1)) is None and not ranking.is_past_form(first):
+        return 0.8
+    if _TRADE.search(text):
+        return 0.7
+    return 0.0
+
+
+_WORK_WORDS: Final = "work works employ employer employs job"
+
+
+def subjects(scope: scopes.Scope) -> frozenset[str]:
+    """Whom the question asks the occupation of (guarantee 2)."""
+    if scope.hops and not set(ranking.terms(_WORK_WORDS)).isdisjoint(scope.naming_last):
+        asked = scope.tellers
+    else:
+        asked = scope.last or scope.named
+    return frozenset(asked) - {scopes.USER}
+
+
+def first(fused: list[tuple[int, int, float]], found: Mapping[tuple[int, int], float], *, current: bool,
+          joined: set[tuple[int, int]], told: dict[tuple[int, int], float]) -> list[tuple[int, int, float]]:
+    """The answer's facts with the occupational ones (`found`) first, the most occupational first
+    (guarantee 3); they go to `told` as versions among themselves when the question asks about
+    now (`current`), else to `joined`, keeping that order."""
+    if not found:
+        return fused
+    top = max((score for _, _, score in fused), default=1.0) or 1.0
+    best = max(found.values())
+    placed = [(position, index, top * ABOVE * (1.0 + 0.01 * score / best)) for (position, index), score in found.items()]
+    (told.update(found) if current else joined.update(found))
+    rest = [fact for fact in fused if (fact[0], fact[1]) not in found]
+    return ranking.best_first(placed + rest)
+
+
+ABOVE: Final = 1.02
+"""Where an occupational fact stands against the answer's best: above it (and above a fact that
+tells of the relation followed, :data:`.scoped.TOLD_ABOVE`)."""
+
+
+def likeness(nearest: Callable[[str, int], Sequence[tuple[str, int, float]] | None] | None, k: int,
+             text: str) -> dict[tuple[str, int], float]:
+    """How like `text` the memory's `k` facts most like it are, by meaning (`nearest`, as
+    answer.Nearest): (entity name, index) -> similarity; none without a model."""
+    if nearest is None:
+        return {}
+    try:
+        found = nearest(text, k)
+    except Exception:  # (a model that fails answers nothing: the words still do)
+        return {}
+    return {(name, index): similarity for name, index, similarity in found or ()}
+
+
+def occupational(entities: Sequence[Any], scope: scopes.Scope,
+                 likeness: Callable[[str], Mapping[tuple[str, int], float]]) -> dict[tuple[int, int], float]:
+    """The facts of whom the question asks about that state an occupation (guarantee 3), (position,
+    index) -> how occupational: :func:`written_as_work` plus the likeness to :data:`PROTOTYPE`
+    (`likeness`: fact (entity name, index) -> similarity, of a text)."""
+    whose = subjects(scope)
+    if not whose:
+        return {}
+    like = likeness(PROTOTYPE)
+    found: dict[tuple[int, int], float] = {}
+    for position, entity in enumerate(entities):
+        if entity["name"] not in whose:
+            continue
+        for index, text in enumerate(entity["observations"]):
+            score = written_as_work(text) + like.get((entity["name"], index), 0.0)
+            if score >= AT_LEAST:
+                found[position, index] = score
+    return found
+
+
+__all__ = ["ABOVE", "AT_LEAST", "PROTOTYPE", "asks_occupation", "first", "likeness", "occupational", "subjects",
+           "written_as_work"]
