@@ -646,6 +646,14 @@ def test_step_and_in_law_kin_are_two_relations(question: str, last: tuple[str, .
     assert found is not None and found.last == last, found
 
 
+def test_a_plain_kin_word_names_no_in_law_relation() -> None:
+    # ("Where's Dad living now?": the wife's father, kept as the user's father_in_law_of, is not Dad)
+    relations = [relation("Raimo", "default_user", "father_of"), relation("Gilles", "default_user", "father_in_law_of")]
+    people = [entity("default_user", "person", []), entity("Raimo", "person", []), entity("Gilles", "person", [])]
+    found = kin_scope("What does my dad do?", relations, people)
+    assert found is not None and found.last == ("Raimo",), found
+
+
 def test_kin_without_a_possessor_are_the_users_when_the_user_has_them() -> None:
     found = kin_scope("Where does the nephew live?")  # (no "my": a memory of one user)
     assert found is not None and found.named == ("default_user",) and found.last == ("Leo",), found

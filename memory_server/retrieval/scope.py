@@ -29,7 +29,8 @@ Guarantees (for :func:`find`):
    relation only by what is at its other end yields to a later word naming a relation of the same
    entity by its own type ("the place I volunteer at": ``volunteers_at``, not every relation to a
    place), and a light verb (:data:`LIGHT_VERBS`) names one only when no other word does ("Which
-   vet do we take our dog to?"). The entities so reached are the scope's targets, the last hop's first.
+   vet do we take our dog to?"), and a plain kin word no in-law relation ("Dad" is not the
+   ``father_in_law_of``). The entities so reached are the scope's targets, the last hop's first.
 4. The words left to rank the scope's facts are the question without the names' terms and
    without the words that named the relations followed, but for a word that named one only by a
    name at its other end ("a long weekend" and ``Morella_Weekend``: another weekend may answer). A name is no evidence for its own
@@ -324,6 +325,8 @@ def _names_relation(term: str, relation_type: str, other_type: str, other_is_fro
     A kin type read from its other end names what it makes that end (``Helen mother_of Sam``, from
     Helen: a child)."""
     held = frozenset(ranking.fact_terms(relation_type))
+    if "law" in held:  # ("Dad" is not a father-in-law: an in-law is named only as one, two relations away)
+        held = frozenset()
     if not other_is_from and _OF.search(relation_type.strip()):
         kin = [_inverse()[term_held] for term_held in held if term_held in _inverse()]
         if kin:
