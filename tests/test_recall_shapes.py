@@ -1022,6 +1022,8 @@ def test_a_fact_is_read_as_an_occupation_as_people_write_one(fact: str, work: bo
     ("What does Tom do for a living?", True), ("What's Anil's line of work?", True),
     ("What is Jordan's job?", True), ("What does Jen do for work?", True),
     ("What does Tom do at weekends?", False), ("Where does Tom work out?", False),
+    ("When did Tom lose his job?", False), ("What made Tom leave his IT job?", False),  # (of the job, not what it is)
+    ("What job does Tom have now?", True), ("What is Tom's job title these days?", True),
 ])
 def test_a_question_asking_an_occupation_is_told_apart(question: str, asks: bool) -> None:
     from memory_server.retrieval import occupation, scope

@@ -31,8 +31,11 @@ from ..index import ranking
 from . import scope as scopes
 
 _ASKED: Final = re.compile(
-    r"\b(?:for\s+(?:a\s+)?living|for\s+work|for\s+money|line\s+of\s+work|job|jobs|profession|occupation|"
-    r"work\s+as|works\s+as)\b", re.I)
+    r"\b(?:for\s+(?:a\s+)?living|for\s+work|for\s+money|line\s+of\s+work|work\s+as|works\s+as)\b"
+    r"|^\s*(?:what|which)\b(?!\s+(?:made|happened|caused|led|kind|sort|type))[^?]*\b(?:job|profession|occupation)(?:\s+title)?(?:\s+(?:now|these\s+days|today|currently))?"
+    r"\s*\??\s*$|^\s*what\s+(?:job|work|profession)\s+(?:does|do|is)\b", re.I)
+"""... the job asked as the thing ("What is Jordan's job?", "What job does my sister have?"), not a
+job of which something else is asked ("When did Evan lose his job?")."""
 _ONLY_DOES: Final = re.compile(r"^\s*what\s+(?:does|do)\b.*\bdo\s*\??\s*$", re.I)
 """... or, past a relation, nothing but what they do ("What does my son's partner do?")."""
 
