@@ -50,8 +50,8 @@ Guarantees:
     only by facts that hold an amount of money (:data:`_MONEY`: a currency's sign or name): "Bought
     a 1998 upright piano" does not tell what it cost, and the answer is empty rather than that.
     ("How many" is not held to a number: "Went to the beach again" counts towards one.)
-13. A question asking someone's occupation puts first their facts written as one (:mod:`.occupation`):
-    "Fire captain with Halifax Regional Fire" for "What does Tom do for a living?".
+13. A question asking someone's occupation or pastime puts first their facts written as one
+    (:mod:`.pursuits`): "Fire captain with Halifax Regional Fire" for "What does Tom do for a living?".
 
 The rules in full, with their figures: docs/search.md, "The person named, the time asked...".
 """
@@ -69,7 +69,7 @@ import msgspec
 
 from ..index.search import FIELD_SEPARATOR
 from ..model.dates import Span
-from . import occupation, scoped
+from . import pursuits, scoped
 from . import scope as scopes
 from .dated import fact_date, within
 from .paging.pages import FactOrder, Facts, Touching
@@ -296,10 +296,9 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
         # (what is left but filler, "Tell me about Bori", asks nothing of them but who they are)
         fused = scoped.weigh(fused, entities, scope, bool(terms) and scope.asks, covered, by_words, resemblance,
                              joined, told, dated=window is not None)
-    if scope is not None and occupation.asks_occupation(query, scope):
-        fused = occupation.first(fused, occupation.occupational(entities, scope, partial(
-            occupation.likeness, nearest, SCORED_FACTS)),
-                                 current=scopes.is_about_now(query), joined=joined, told=told)
+    if scope is not None and (pursuit := pursuits.asked(query, scope)) is not None:
+        found_pursued = pursuits.pursued(entities, scope, pursuit, partial(pursuits.likeness, nearest, SCORED_FACTS))
+        fused = pursuits.first(fused, found_pursued, current=scopes.is_about_now(query), joined=joined, told=told)
     if window is not None:
         fused = [fact for fact in fused if within(entities[fact[0]], fact[1], window)]
         if scope is not None:

@@ -1,21 +1,25 @@
-"""What someone does for a living, as a memory writes it: the facts that answer "What does Tom do
-for a living?" although they share no word with it ("Fire captain with Halifax Regional Fire",
-"Fishes lobster out of Shediac on his boat", "Runs a hair salon in Catarroja").
+"""What someone does, for a living and for pleasure, as a memory writes it: the facts that answer
+"What does Tom do for a living?" or "What does Callum do in his spare time?" although they share no
+word with it ("Fire captain with Halifax Regional Fire", "Fishes lobster out of Shediac on his
+boat", "Plays the bagpipes in the Aberdeen City Pipe Band").
 
 Pure: the question, the scope's entities and what meaning gives go in; the facts to put first come out.
 
 Guarantees (answer guarantee 13):
 
-1. A question asks someone's occupation (:func:`asks_occupation`) when it asks what they do for
-   a living, for work or for money, their job, line of work, profession or occupation, or, past a
-   relation, what they do ("What does my best friend's wife do?": present, and nothing after it).
+1. A question asks someone's occupation (:data:`OCCUPATION`, :func:`asks_occupation`) when it asks
+   what they do for a living, for work or for money, their line of work, what their job,
+   profession or occupation is (not "When did Evan lose his job?"), or, past a relation, what they
+   do ("What does my best friend's wife do?": present, and nothing after it). It asks their
+   pastime (:data:`PASTIME`) when it asks what they do in their spare or free time, for fun, to
+   relax or at weekends, or their hobby.
 2. Whom it asks about is the scope's last targets, or, when the last relation was named by a word
    of work (their employer), those it was followed from, or else the named entities; never the
    user (:data:`.scope.USER`): "What does my brother do for work?" of a memory holding no brother
    asks nothing of the user's own job.
-3. Their facts that state an occupation (:func:`occupational`: how an occupation is written, by
-   :func:`written_as_work`, plus their likeness to :data:`PROTOTYPE`, at least :data:`AT_LEAST`)
-   come before the rest of the answer, the most occupational first; for a question about now
+3. Their facts written as what is asked (:func:`written_as_work`, :func:`written_as_pastime`),
+   scored by that plus their likeness to the pursuit's prototype sentence, at least
+   :data:`AT_LEAST`, come before the rest of the answer, the best first; for a question about now
    ("What does my sister do for work these days?") they are versions of one kind of fact among
    themselves, the newest first (answer guarantee 9: "Was promoted to principal" before "Teaches
    third grade").
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from ..index import ranking
 from . import scope as scopes
@@ -41,9 +45,11 @@ _ONLY_DOES: Final = re.compile(r"^\s*what\s+(?:does|do)\b.*\bdo\s*\??\s*$", re.I
 
 PROTOTYPE: Final = ("Works as a professional, runs her own business, teaches at a school, doctor at the hospital, "
                     "engineer at a company")
-"""A fact stating an occupation, in general: meaning's side of :func:`occupational`."""
+"""A fact stating an occupation, in general: meaning's side of :func:`pursued`."""
+PASTIME_PROTOTYPE: Final = "Enjoys playing music, sport and games in his free time; his hobby"
+"""... a pastime."""
 AT_LEAST: Final = 0.6
-"""How occupational a fact is to come first (a fact written as work is 0.7 to 1 of its own)."""
+"""How surely a fact states what is asked to come first (one written so is 0.7 to 1 of its own)."""
 
 _WORKS: Final = re.compile(r"^(?:works?|worked|working|employed|self-employed|is\s+an?|was\s+an?)\b"
                            r".*\b(?:as|at|for|with|in|by)\b|^used\s+to\s+be\s+an?\b|\b(?:job|career|profession|occupation)\b",
@@ -69,6 +75,26 @@ possessive or an article, a relation ("Daughter of")."""
 def asks_occupation(query: str, scope: scopes.Scope) -> bool:
     """Whether the question asks someone's occupation (guarantee 1)."""
     return _ASKED.search(query) is not None or (bool(scope.hops) and _ONLY_DOES.search(query) is not None)
+
+
+_PASTIME_ASKED: Final = re.compile(r"\b(?:spare|free)\s+time\b|\bfor\s+fun\b|\bhobby\b|\bhobbies\b|\bpastimes?\b|"
+                                   r"\bto\s+(?:relax|unwind)\b|\b(?:at|on)\s+(?:the\s+)?weekends\b", re.I)
+_PASTIME: Final = re.compile(
+    r"^(?:plays|goes\s+(?:\w+\s+)?\w+ing|builds|collects|paints|knits|sings|loves|enjoys|swims|hikes|climbs|"
+    r"runs|rides|skis|surfs|bakes|grows|fishes|cycles|reads|watches|dances|draws|restores|brews|makes|"
+    r"is\s+(?:a\s+)?(?:keen|big|avid|huge)\b)", re.I)
+"""How a pastime is written: something done again and again, told in the present ("Plays
+competitive darts", "Goes pike fishing", "Builds model ships in bottles", "Is a keen fly fisherman")."""
+
+
+def asks_pastime(query: str, scope: scopes.Scope) -> bool:
+    """Whether the question asks someone's pastime (guarantee 1)."""
+    return _PASTIME_ASKED.search(query) is not None
+
+
+def written_as_pastime(text: str) -> float:
+    """How surely the fact is written as a pastime, 0 or 1 (:data:`_PASTIME`)."""
+    return 1.0 if _PASTIME.search(text) else 0.0
 
 
 def written_as_work(text: str) -> float:
@@ -100,7 +126,7 @@ def subjects(scope: scopes.Scope) -> frozenset[str]:
 
 def first(fused: list[tuple[int, int, float]], found: Mapping[tuple[int, int], float], *, current: bool,
           joined: set[tuple[int, int]], told: dict[tuple[int, int], float]) -> list[tuple[int, int, float]]:
-    """The answer's facts with the occupational ones (`found`) first, the most occupational first
+    """The answer's facts with those stating what is asked (`found`) first, the surest first
     (guarantee 3); they go to `told` as versions among themselves when the question asks about
     now (`current`), else to `joined`, keeping that order."""
     if not found:
@@ -114,7 +140,7 @@ def first(fused: list[tuple[int, int, float]], found: Mapping[tuple[int, int], f
 
 
 ABOVE: Final = 1.02
-"""Where an occupational fact stands against the answer's best: above it (and above a fact that
+"""Where such a fact stands against the answer's best: above it (and above a fact that
 tells of the relation followed, :data:`.scoped.TOLD_ABOVE`)."""
 
 
@@ -131,25 +157,42 @@ def likeness(nearest: Callable[[str, int], Sequence[tuple[str, int, float]] | No
     return {(name, index): similarity for name, index, similarity in found or ()}
 
 
-def occupational(entities: Sequence[Any], scope: scopes.Scope,
-                 likeness: Callable[[str], Mapping[tuple[str, int], float]]) -> dict[tuple[int, int], float]:
-    """The facts of whom the question asks about that state an occupation (guarantee 3), (position,
-    index) -> how occupational: :func:`written_as_work` plus the likeness to :data:`PROTOTYPE`
+class Pursuit(NamedTuple):
+    """A kind of thing someone does that a question asks (guarantee 1)."""
+
+    asked: Callable[[str, scopes.Scope], bool]
+    written: Callable[[str], float]
+    prototype: str
+
+
+OCCUPATION: Final = Pursuit(asks_occupation, written_as_work, PROTOTYPE)
+PASTIME: Final = Pursuit(asks_pastime, written_as_pastime, PASTIME_PROTOTYPE)
+
+
+def asked(query: str, scope: scopes.Scope) -> Pursuit | None:
+    """What the question asks someone does (the occupation before the pastime), if it asks it."""
+    return next((pursuit for pursuit in (OCCUPATION, PASTIME) if pursuit.asked(query, scope)), None)
+
+
+def pursued(entities: Sequence[Any], scope: scopes.Scope, pursuit: Pursuit,
+            likeness: Callable[[str], Mapping[tuple[str, int], float]]) -> dict[tuple[int, int], float]:
+    """The facts of whom the question asks about that state what it asks (guarantee 3), (position,
+    index) -> how surely: as it is written plus the likeness to the pursuit's prototype
     (`likeness`: fact (entity name, index) -> similarity, of a text)."""
     whose = subjects(scope)
     if not whose:
         return {}
-    like = likeness(PROTOTYPE)
+    like = likeness(pursuit.prototype)
     found: dict[tuple[int, int], float] = {}
     for position, entity in enumerate(entities):
         if entity["name"] not in whose:
             continue
         for index, text in enumerate(entity["observations"]):
-            score = written_as_work(text) + like.get((entity["name"], index), 0.0)
+            score = pursuit.written(text) + like.get((entity["name"], index), 0.0)
             if score >= AT_LEAST:
                 found[position, index] = score
     return found
 
 
-__all__ = ["ABOVE", "AT_LEAST", "PROTOTYPE", "asks_occupation", "first", "likeness", "occupational", "subjects",
-           "written_as_work"]
+__all__ = ["ABOVE", "AT_LEAST", "OCCUPATION", "PASTIME", "PROTOTYPE", "Pursuit", "asked", "asks_occupation",
+           "asks_pastime", "first", "likeness", "pursued", "subjects", "written_as_pastime", "written_as_work"]
