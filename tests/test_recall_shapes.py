@@ -1025,6 +1025,23 @@ def test_a_fact_is_read_as_an_occupation_as_people_write_one(fact: str, work: bo
     assert (pursuits.written_as_work(fact) > 0) is work
 
 
+def test_the_users_own_job_asked_now_is_the_newest_fact_written_as_one(memory_servers: MemoryServers,
+                                                                     tmp_path: Path) -> None:
+    # "What is my job title now?": the promotion, newer than the job it was in; the user's other
+    # facts that begin with a noun ("First physio session with Annie") are no titles.
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [entity("default_user", "person", ["Name is Sam"]),
+                                               entity("Lumen_Health", "company", ["Health software company"])]})
+    client.ok("create_relations", {"relations": [relation("default_user", "Lumen_Health", "works_at")]})
+    add_dated(client, [("default_user", "Works as a backend engineer at Acme Robotics", "2025-01-10"),
+                       ("default_user", "Started a new job as a staff engineer at Lumen Health", "2025-09-01"),
+                       ("default_user", "Got a promotion to principal engineer", "2026-06-15"),
+                       ("default_user", "First physio session with Annie for the shoulder", "2026-10-02"),
+                       ("default_user", "Long weekend in Burlington for the fall colours", "2026-10-12")])
+    answer = client.ok("search_nodes", {"query": "What is my job title now?"})
+    assert facts(answer)[:1] == [("default_user", "Got a promotion to principal engineer")], answer
+
+
 @pytest.mark.parametrize(("fact", "pastime"), [
     ("Plays competitive darts in a pub league", True), ("Goes pike fishing on Lake Längelmävesi", True),
     ("Builds model ships in bottles", True), ("Is a keen fly fisherman", True),

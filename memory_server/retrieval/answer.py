@@ -297,7 +297,8 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
         fused = scoped.weigh(fused, entities, scope, bool(terms) and scope.asks, covered, by_words, resemblance,
                              joined, told, dated=window is not None)
     if scope is not None and (pursuit := pursuits.asked(query, scope)) is not None:
-        found_pursued = pursuits.pursued(entities, scope, pursuit, partial(pursuits.likeness, nearest, SCORED_FACTS))
+        found_pursued = pursuits.pursued(entities, scope, pursuit, partial(pursuits.likeness, nearest, SCORED_FACTS),
+                                         query)
         fused = pursuits.first(fused, found_pursued, current=scopes.is_about_now(query), joined=joined, told=told)
     if window is not None:
         fused = [fact for fact in fused if within(entities[fact[0]], fact[1], window)]

@@ -14,9 +14,11 @@ Guarantees (answer guarantee 13):
    pastime (:data:`PASTIME`) when it asks what they do in their spare or free time, for fun, to
    relax or at weekends, or their hobby.
 2. Whom it asks about is the scope's last targets, or, when the last relation was named by a word
-   of work (their employer), those it was followed from, or else the named entities; never the
-   user (:data:`.scope.USER`): "What does my brother do for work?" of a memory holding no brother
-   asks nothing of the user's own job.
+   of work (their employer), those it was followed from, or else the named entities; the user
+   (:data:`.scope.USER`) only when the question asks of "my job", "my title", "my position" or
+   what "I do for a living": "What does my brother do for work?" of a memory holding no brother
+   asks nothing of the user's own job. Of the user's hundreds of facts only the surest forms count
+   (``strict``: "Works as", a change of job, a business of one's own).
 3. Their facts written as what is asked (:func:`written_as_work`, :func:`written_as_pastime`),
    scored by that plus their likeness to the pursuit's prototype sentence, at least
    :data:`AT_LEAST`, come before the rest of the answer, the best first; for a question about now
@@ -54,6 +56,10 @@ AT_LEAST: Final = 0.6
 _WORKS: Final = re.compile(r"^(?:works?|worked|working|employed|self-employed|is\s+an?|was\s+an?)\b"
                            r".*\b(?:as|at|for|with|in|by)\b|^used\s+to\s+be\s+an?\b|\b(?:job|career|profession|occupation)\b",
                            re.I)
+_CHANGED: Final = re.compile(r"^(?:was\s+|got\s+)?(?:promoted|made|appointed|named|hired)\s+(?:to|as|a|an|the)\b|"
+                             r"^got\s+a\s+promotion\b|^started\s+(?:as|at)\b|^(?:took|got|landed|accepted)\s+(?:a|the)\s+"
+                             r"(?:new\s+)?(?:job|position|role|post)\b|^became\s+(?:a|an|the)\b", re.I)
+"""... a change of job: "Promoted to design lead", "Was made a line training captain", "Started as vice-principal"."""
 _BUSINESS: Final = re.compile(
     r"^(?:runs|ran|owns|owned|manages|managed|opened|started|co-founded|founded)\s+(?:a|an|the|his|her|their|own)"
     r"(?:\s+(?!for\b|of\b|with\b|at\b|in\b|on\b|about\b|to\b)[\w'’&-]+){0,3}?\s+(?:business|company|firm|shop|store|salon|caf[eé]|restaurant|bar|pub|bakery|"
@@ -74,7 +80,8 @@ possessive or an article, a relation ("Daughter of")."""
 
 def asks_occupation(query: str, scope: scopes.Scope) -> bool:
     """Whether the question asks someone's occupation (guarantee 1)."""
-    return _ASKED.search(query) is not None or (bool(scope.hops) and _ONLY_DOES.search(query) is not None)
+    return (_ASKED.search(query) is not None or (bool(scope.hops) and _ONLY_DOES.search(query) is not None)
+            or _USERS_OWN.search(query) is not None)
 
 
 _PASTIME_ASKED: Final = re.compile(r"\b(?:spare|free)\s+time\b|\bfor\s+fun\b|\bhobby\b|\bhobbies\b|\bpastimes?\b|"
@@ -92,18 +99,20 @@ def asks_pastime(query: str, scope: scopes.Scope) -> bool:
     return _PASTIME_ASKED.search(query) is not None
 
 
-def written_as_pastime(text: str) -> float:
+def written_as_pastime(text: str, *, strict: bool = False) -> float:
     """How surely the fact is written as a pastime, 0 or 1 (:data:`_PASTIME`)."""
     return 1.0 if _PASTIME.search(text) else 0.0
 
 
-def written_as_work(text: str) -> float:
+def written_as_work(text: str, *, strict: bool = False) -> float:
     """How surely the fact is written as an occupation, 0 to 1: "Works as a midwife at...",
     "Runs a bed and breakfast", "Teaches maths at a secondary school", "Firefighter with..."."""
-    if _WORKS.search(text):
+    if _WORKS.search(text) or _CHANGED.search(text):
         return 1.0
     if _BUSINESS.search(text):
         return 0.9
+    if strict:  # (the user's hundreds of facts: "First physio session with Annie" is no title)
+        return 0.0
     titled = _NOUN_LED.match(text)
     if titled is not None and _NOT_A_TITLE.match(first := titled.group(1)) is None and not ranking.is_past_form(first):
         return 0.8
@@ -115,13 +124,21 @@ def written_as_work(text: str) -> float:
 _WORK_WORDS: Final = "work works employ employer employs job"
 
 
-def subjects(scope: scopes.Scope) -> frozenset[str]:
+_USERS_OWN: Final = re.compile(r"\bmy\s+(?:current\s+|latest\s+|new\s+|present\s+)?(?:job|title|position|role|"
+                               r"line\s+of\s+work|profession|occupation)\b|\b(?:do|did)\s+I\s+do\s+for\s+(?:a\s+)?"
+                               r"(?:living|work)\b", re.I)
+"""The user's own job asked ("What's my latest position at work?", "What do I do for a living?")."""
+
+
+def subjects(scope: scopes.Scope, query: str = "") -> frozenset[str]:
     """Whom the question asks the occupation of (guarantee 2)."""
     if scope.hops and not set(ranking.terms(_WORK_WORDS)).isdisjoint(scope.naming_last):
         asked = scope.tellers
     else:
         asked = scope.last or scope.named
-    return frozenset(asked) - {scopes.USER}
+    own = _USERS_OWN.search(query) is not None
+    return frozenset(asked) - (frozenset() if own else {scopes.USER})
+
 
 
 def first(fused: list[tuple[int, int, float]], found: Mapping[tuple[int, int], float], *, current: bool,
@@ -161,7 +178,8 @@ class Pursuit(NamedTuple):
     """A kind of thing someone does that a question asks (guarantee 1)."""
 
     asked: Callable[[str, scopes.Scope], bool]
-    written: Callable[[str], float]
+    written: Callable[..., float]
+    """How surely a fact is written as it (0 to 1); `strict` for the user's own facts."""
     prototype: str
 
 
@@ -175,11 +193,11 @@ def asked(query: str, scope: scopes.Scope) -> Pursuit | None:
 
 
 def pursued(entities: Sequence[Any], scope: scopes.Scope, pursuit: Pursuit,
-            likeness: Callable[[str], Mapping[tuple[str, int], float]]) -> dict[tuple[int, int], float]:
+            likeness: Callable[[str], Mapping[tuple[str, int], float]], query: str = "") -> dict[tuple[int, int], float]:
     """The facts of whom the question asks about that state what it asks (guarantee 3), (position,
     index) -> how surely: as it is written plus the likeness to the pursuit's prototype
     (`likeness`: fact (entity name, index) -> similarity, of a text)."""
-    whose = subjects(scope)
+    whose = subjects(scope, query)
     if not whose:
         return {}
     like = likeness(pursuit.prototype)
@@ -188,7 +206,8 @@ def pursued(entities: Sequence[Any], scope: scopes.Scope, pursuit: Pursuit,
         if entity["name"] not in whose:
             continue
         for index, text in enumerate(entity["observations"]):
-            score = pursuit.written(text) + like.get((entity["name"], index), 0.0)
+            score = (pursuit.written(text, strict=entity["name"] == scopes.USER)
+                     + like.get((entity["name"], index), 0.0))
             if score >= AT_LEAST:
                 found[position, index] = score
     return found
