@@ -78,6 +78,12 @@ _NOT_A_TITLE: Final = re.compile(
 possessive or an article, a relation ("Daughter of")."""
 
 
+_USERS_OWN: Final = re.compile(r"\bmy\s+(?:current\s+|latest\s+|new\s+|present\s+)?(?:job|title|position|role|"
+                               r"line\s+of\s+work|profession|occupation)\b|\b(?:do|did)\s+I\s+do\s+for\s+(?:a\s+)?"
+                               r"(?:living|work)\b", re.I)
+"""The user's own job asked ("What's my latest position at work?", "What do I do for a living?")."""
+
+
 def asks_occupation(query: str, scope: scopes.Scope) -> bool:
     """Whether the question asks someone's occupation (guarantee 1)."""
     return (_ASKED.search(query) is not None or (bool(scope.hops) and _ONLY_DOES.search(query) is not None)
@@ -124,12 +130,6 @@ def written_as_work(text: str, *, strict: bool = False) -> float:
 _WORK_WORDS: Final = "work works employ employer employs job"
 
 
-_USERS_OWN: Final = re.compile(r"\bmy\s+(?:current\s+|latest\s+|new\s+|present\s+)?(?:job|title|position|role|"
-                               r"line\s+of\s+work|profession|occupation)\b|\b(?:do|did)\s+I\s+do\s+for\s+(?:a\s+)?"
-                               r"(?:living|work)\b", re.I)
-"""The user's own job asked ("What's my latest position at work?", "What do I do for a living?")."""
-
-
 def subjects(scope: scopes.Scope, query: str = "") -> frozenset[str]:
     """Whom the question asks the occupation of (guarantee 2)."""
     if scope.hops and not set(ranking.terms(_WORK_WORDS)).isdisjoint(scope.naming_last):
@@ -138,7 +138,6 @@ def subjects(scope: scopes.Scope, query: str = "") -> frozenset[str]:
         asked = scope.last or scope.named
     own = _USERS_OWN.search(query) is not None
     return frozenset(asked) - (frozenset() if own else {scopes.USER})
-
 
 
 def first(fused: list[tuple[int, int, float]], found: Mapping[tuple[int, int], float], *, current: bool,
@@ -151,7 +150,10 @@ def first(fused: list[tuple[int, int, float]], found: Mapping[tuple[int, int], f
     top = max((score for _, _, score in fused), default=1.0) or 1.0
     best = max(found.values())
     placed = [(position, index, top * ABOVE * (1.0 + 0.01 * score / best)) for (position, index), score in found.items()]
-    (told.update(found) if current else joined.update(found))
+    if current:
+        told.update(found)
+    else:
+        joined.update(found)
     rest = [fact for fact in fused if (fact[0], fact[1]) not in found]
     return ranking.best_first(placed + rest)
 

@@ -226,9 +226,7 @@ def _shaped(found: Matched, query: str, characters: int, limit: int | None = Non
     if (graph := source.whole()) is not None:
         return matching.answer_of(graph, query, entities, touching, characters=characters, limit=limit,
                                   window=window)
-    meaning = None
-    if not (entities and answers.whole_query_matches(query, entities[0])):
-        meaning = source.meaning()
+    meaning = None if _held_whole(found, query) else source.meaning()
     nearest, lookup = meaning if meaning is not None else (None, None)
     return answers.shape(query, entities, touching, characters, limit=limit, nearest=nearest,
                          lookup=lookup, opened=source.open_nodes, window=window)
