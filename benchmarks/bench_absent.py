@@ -65,7 +65,8 @@ TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 """Each question, and the stems of its topic: a memory holding any of them is not asked it."""
 
-MEMORIES = ("tuning", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh")
+MEMORIES = ("tuning", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+            "twelfth")
 
 
 def memory_records(name: str) -> list[dict[str, Any]]:

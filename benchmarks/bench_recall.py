@@ -17,6 +17,7 @@ Run from the repository root (on demand; pytest does not collect it):
     .venv/bin/python benchmarks/bench_recall.py --personal ninth                 # and a ninth
     .venv/bin/python benchmarks/bench_recall.py --personal tenth                 # and a tenth
     .venv/bin/python benchmarks/bench_recall.py --personal eleventh              # and an eleventh
+    .venv/bin/python benchmarks/bench_recall.py --personal twelfth               # and a twelfth
 
 Memories:
 
@@ -610,8 +611,8 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--locomo", type=Path, help="directory holding LoCoMo's conversation *.json files")
     parser.add_argument("--personal", choices=("tuning", "held-out", "second", "third", "fourth", "fifth", "sixth",
-                                                  "seventh", "eighth", "ninth", "tenth", "eleventh"),
-                        help="only a personal memory (personal_memory.py, _second.py to _eleventh.py) and this "
+                                                  "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth"),
+                        help="only a personal memory (personal_memory.py, _second.py to _twelfth.py) and this "
                              "question set, per category: the answering fact within the first 1,000 characters")
     parser.add_argument("--show-misses", action="store_true", help="with --personal: print the questions missed")
     parser.add_argument("--mappings", default=",".join(MAPPINGS), help=f"LoCoMo turn mappings ({', '.join(MAPPINGS)})")
@@ -660,13 +661,15 @@ def personal(options: argparse.Namespace) -> int:
     import personal_memory_sixth
     import personal_memory_tenth
     import personal_memory_third
+    import personal_memory_twelfth
 
-    # "second" to "eleventh": other memories, each with its own questions, written apart from the ranking code
+    # "second" to "twelfth": other memories, each with its own questions, written apart from the ranking code
     source = {"second": personal_memory_second, "third": personal_memory_third,
               "fourth": personal_memory_fourth, "fifth": personal_memory_fifth,
               "sixth": personal_memory_sixth, "seventh": personal_memory_seventh,
               "eighth": personal_memory_eighth, "ninth": personal_memory_ninth,
-              "tenth": personal_memory_tenth, "eleventh": personal_memory_eleventh}.get(options.personal, personal_memory)
+              "tenth": personal_memory_tenth, "eleventh": personal_memory_eleventh,
+              "twelfth": personal_memory_twelfth}.get(options.personal, personal_memory)
     asked = source.SETS[options.personal]
     records = source.memory(datetime.now(UTC).date())
     memory = Memory(f"personal/{options.personal}", records,
