@@ -426,6 +426,37 @@ def test_a_question_about_a_person_answers_nothing_from_a_neighbour_only_meaning
     assert ("default_user", "Callum: We are travelling to Lisbon in May for a week") in shown, shown
 
 
+def test_a_question_holding_a_word_nothing_holds_is_answered_only_by_facts_meaning_vouches_for(
+        memory_servers: MemoryServers, tmp_path: Path) -> None:
+    # "Legoland" and "spectacles" are written nowhere: the facts sharing the question's other words
+    # ("go", "need", "drive") answer it only where meaning finds them like it (answer guarantee 7:
+    # the glasses are 0.72 like "Do I need spectacles to drive?", driving Mum 0.12).
+    client = memory_servers.client(ERA, tmp_path / "memory.jsonl", env=DATED)
+    client.ok("create_entities", {"entities": [
+        entity("default_user", "person", ["Passed the driving test on the first go",
+                                          "Lets the dog go off the lead in the park",
+                                          "Has to wear glasses for driving",
+                                          "Needs to drive Mum to the airport on Friday",
+                                          "Had the car's brakes done in March"])]})
+    answer = client.ok("search_nodes", {"query": "When did we go to Legoland?"})
+    assert sum(len(shown["observations"]) for shown in answer["entities"]) <= 1, answer
+    shown = facts(client.ok("search_nodes", {"query": "Do I need spectacles to drive?"}))
+    assert shown[0] == ("default_user", "Has to wear glasses for driving"), shown
+    assert ("default_user", "Needs to drive Mum to the airport on Friday") not in shown, shown
+
+
+def test_a_word_naming_a_time_is_never_a_word_nothing_holds() -> None:
+    # Dates answer a question's when: "October", "2025" and "weeks" are not what is asked; the
+    # wedding, which no fact of hers holds, is.
+    from memory_server.index import ranking
+    from memory_server.retrieval import answer as answers
+
+    found = ranking.fact_hits("What did Jolene sign up for in October 2025, a few weeks before the wedding?",
+                              [("Jolene", "person", ["Signed up for a pottery course"])])
+    assert found is not None and {"octob", "2025", "week"} <= found.wanted_set
+    assert answers._unheld(found) == frozenset(ranking.fact_terms("wedding"))
+
+
 FAMILY = [entity("default_user", "person", ["Name is Rui"]), entity("Park_Sora", "person", ["Rui's older sister"]),
           entity("Kim_Dohyun", "person", ["Sora's husband", "Paramedic with the Daegu ambulance service",
                                           "Grows chillies on the balcony"]),

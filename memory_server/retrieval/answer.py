@@ -37,6 +37,9 @@ Guarantees:
    less, :data:`RELATIVE_COVERAGE`; :data:`MEANING_ALONE`, :data:`MEANING_ONE_WORD`,
    :data:`MEANING_SCOPED`): a question about something never said answers empty arrays;
    a small entity's facts are evidence by what the entity, read as one, covers (guarantee 2).
+   Within a scope, a question whose words are in good part held by none of its facts
+   (:data:`UNHELD_SHARE`) is answered by the facts the words find only where meaning finds them
+   like it (:data:`UNHELD_MEANING`): "When did we go to Disney World?" is not answered by "go".
 8. An entity is shown only when its best fact scores within :data:`MARGIN` of the answer's best,
    or the question's scope names it or reached it through a relation (guarantee 6).
 9. Versions of one kind of fact within an entity come newest first (:data:`VERSIONS_BAND`,
@@ -61,7 +64,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from functools import partial
+from functools import cache, partial
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final
 
@@ -69,7 +72,7 @@ import msgspec
 
 from ..index.search import FIELD_SEPARATOR
 from ..model.dates import Span
-from . import pursuits, scoped
+from . import pursuits, scoped, when
 from . import scope as scopes
 from .dated import fact_date, within
 from .paging.pages import FactOrder, Facts, Touching
@@ -288,6 +291,9 @@ def _word_order(query: str, matched: Sequence[Any], nearest: Nearest | None,
     by_words = {(position, index) for position, index, _ in scored if covered.get((position, index), 1.0) >= bar}
     fused = _fused(scored, by_words, entities, meaning_query, nearest, lookup, scope, len(terms), resemblance, beyond,
                    window)
+    if nearest is not None and found is not None and scope is not None and (unheld := _unheld(found)) \
+            and len(unheld) >= UNHELD_SHARE * len(found.wanted_set):
+        fused = _vouched(fused, by_words, resemblance, MEANING_WITHIN if window is not None else UNHELD_MEANING)
     if beyond is not None:
         unlisted = len(matched) - len(_names_of(entities) & _names_of(matched))
     joined: set[tuple[int, int]] = set()
@@ -356,6 +362,48 @@ def _coverage_bar(covered: Mapping[tuple[int, int], float]) -> float:
     """The share of the question's rarity a fact holds to be evidence by words (guarantee 7)."""
     best = max(covered.values(), default=1.0)
     return max(LOW_COVERAGE, min(MIN_COVERAGE, RELATIVE_COVERAGE * best))
+
+
+UNHELD_MEANING: Final = 0.25
+UNHELD_SHARE: Final = 0.3
+"""Within a scope, when at least this share of the question's terms are held by nothing the search
+read (no fact, name or type of the scope's entities; a word naming a time excepted: dates answer
+it), a fact the words find is evidence only at UNHELD_MEANING similarity to the question (within a
+window, MEANING_WITHIN). The scope's facts are few and about whom it names, so a word of the question
+none of them holds is what is asked and never said: "When did we go to Disney World?" is not
+answered by "Passed her road test on the first go", nor "What's my sister's dog called?" by her
+other facts, while "Do I need spectacles to drive?" still is by "Has to wear glasses for driving"
+(0.72 alike). Across a whole memory of dialog turns, or for a long question one stray word of which
+is unheld, the words stand as they are (tried: docs/benchmarks-recall.md, "Run of 2026-12-03 14:30")."""
+
+
+def _unheld(found: ranking.FactHits) -> frozenset[str]:
+    """The question's terms that no fact read holds, nor the name or type of an entity read, and
+    that name no time (a date, a month, "week": dates answer those): a word of what is asked that
+    the memory, where it was looked for, never says."""
+    from ..index import ranking
+
+    held: set[str] = set(_time_terms())
+    held.update(*(hit for hits in found.hits for hit in hits))
+    for name, entity_type, _ in found.entities:
+        held.update(ranking.fact_terms(name), ranking.fact_terms(entity_type))
+    return frozenset(term for term in found.wanted_set - held if not any(map(str.isdigit, term)))
+
+
+@cache
+def _time_terms() -> frozenset[str]:
+    """The terms of the words naming a time (:data:`.when.TIME_WORDS`)."""
+    from ..index import ranking
+
+    return frozenset(term for word in when.TIME_WORDS for term in ranking.fact_terms(word))
+
+
+def _vouched(fused: list[tuple[int, int, float]], by_words: AbstractSet[tuple[int, int]],
+             resemblance: Mapping[tuple[int, int], float], floor: float) -> list[tuple[int, int, float]]:
+    """The facts of `fused` but those found by words that meaning finds less than `floor` like the
+    question (guarantee 7: a question holding a word nothing holds, :func:`_unheld`)."""
+    return [fact for fact in fused if (fact[0], fact[1]) not in by_words
+            or resemblance.get((fact[0], fact[1]), 0.0) >= floor]
 
 
 MEANING_ALONE: Final = 0.45

@@ -84,6 +84,9 @@ HEMISPHERE_VARIABLE: Final = "MEMORY_HEMISPHERE"
 HEMISPHERES: Final = ("north", "south")
 _SEASONS: Final = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
 """The month each season starts with in the north; in the south six months later."""
+TIME_WORDS: Final = frozenset({*_MONTHS, *_DAYS, *_SEASONS, *_UNITS, "today", "tonight", "yesterday", "tomorrow",
+                                "ago", "weekend", "weekends", "morning", "evening", "night"})
+"""Words that name a time: a question's when, which dates answer, not words."""
 _OPEN: Final = {"since": "from", "after": "from", "from": "from", "before": "to", "until": "to", "till": "to", "by": "to"}
 
 _month = "|".join(sorted(_MONTHS, key=len, reverse=True))
