@@ -72,10 +72,11 @@ import msgspec
 
 from ..index.search import FIELD_SEPARATOR
 from ..model.dates import Span
-from . import pursuits, scoped, when
+from . import pursuits, scoped
 from . import scope as scopes
 from .dated import fact_date, within
 from .paging.pages import FactOrder, Facts, Touching
+from .time_words import TIME_WORDS
 
 if TYPE_CHECKING:  # (ranking itself is imported with the first search by words)
     from ..index import ranking
@@ -392,10 +393,10 @@ def _unheld(found: ranking.FactHits) -> frozenset[str]:
 
 @cache
 def _time_terms() -> frozenset[str]:
-    """The terms of the words naming a time (:data:`.when.TIME_WORDS`)."""
+    """The terms of the words naming a time (:data:`.time_words.TIME_WORDS`)."""
     from ..index import ranking
 
-    return frozenset(term for word in when.TIME_WORDS for term in ranking.fact_terms(word))
+    return frozenset(term for word in TIME_WORDS for term in ranking.fact_terms(word))
 
 
 def _vouched(fused: list[tuple[int, int, float]], by_words: AbstractSet[tuple[int, int]],

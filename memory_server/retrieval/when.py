@@ -64,6 +64,10 @@ from typing import TYPE_CHECKING, Any, Final
 from ..model import authors, dates
 from ..model.dates import Span
 from .scope import content_terms
+from .time_words import DAYS as _DAYS
+from .time_words import MONTHS as _MONTHS
+from .time_words import SEASONS as _SEASONS
+from .time_words import UNITS as _UNITS
 
 if TYPE_CHECKING:
     from ..model.graph import Graph, Node
@@ -71,22 +75,11 @@ if TYPE_CHECKING:
 
 MAX_PHRASE_QUERY: Final = 500
 """Characters of a query beyond which no time phrase is looked for (each pattern is a pass over it)."""
-_MONTHS: Final = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
-_MONTHS.update({name.lower(): number for number, name in enumerate(calendar.month_abbr) if name})
-_MONTHS["sept"] = 9
-_DAYS: Final = {name.lower(): number for number, name in enumerate(calendar.day_name)}
-_UNITS: Final = {"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
-                 "months": "month", "year": "year", "years": "year"}
 _COUNTS: Final = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                   "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2, "a couple of": 2, "a few": 3}
 _LEAD: Final = r"(?:in|on|during|since|before|until|till|after|by|from)"
 HEMISPHERE_VARIABLE: Final = "MEMORY_HEMISPHERE"
 HEMISPHERES: Final = ("north", "south")
-_SEASONS: Final = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
-"""The month each season starts with in the north; in the south six months later."""
-TIME_WORDS: Final = frozenset({*_MONTHS, *_DAYS, *_SEASONS, *_UNITS, "today", "tonight", "yesterday", "tomorrow",
-                                "ago", "weekend", "weekends", "morning", "evening", "night"})
-"""Words that name a time: a question's when, which dates answer, not words."""
 _OPEN: Final = {"since": "from", "after": "from", "from": "from", "before": "to", "until": "to", "till": "to", "by": "to"}
 
 _month = "|".join(sorted(_MONTHS, key=len, reverse=True))
