@@ -25,7 +25,7 @@ import unicodedata
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from functools import cache
 from typing import Any, Final, NamedTuple, Protocol
@@ -750,6 +750,19 @@ def fact_hits(query: str, entities: Sequence[tuple[str, str, Sequence[str]]]) ->
     return FactHits(wanted, wanted_set, entities, held, hits, facts, length)
 
 
+def unheld_terms(found: FactHits, held: Container[str] | None = None) -> set[str]:
+    """The query's terms that no fact of `found` holds (`held`: the terms its facts hold, when
+    already counted), nor the name or type of one of its entities."""
+    if held is None:
+        held = set().union(*(hit for hits in found.hits for hit in hits))
+    unheld = {term for term in found.wanted_set if term not in held}
+    for name, entity_type, _ in found.entities:
+        if not unheld:
+            break
+        unheld.difference_update(fact_terms(name), fact_terms(entity_type))
+    return unheld
+
+
 def read_as_one(found: FactHits, positions: AbstractSet[int]) -> FactHits:
     """The same facts, each entity at `positions` that has observations read as one fact (its
     observations' terms one after the other): the rarity and the average length count it once."""
@@ -793,15 +806,10 @@ def score_facts(found: FactHits, ranker: FactRanker = FACTS, *, only: AbstractSe
     average = found.length / found.facts if found.length else 1.0  # facts of no terms at all ("", "...") weigh as average
     count = max(found.facts, 1)
     idf = {term: math.log(1.0 + (count - df[term] + 0.5) / (df[term] + 0.5)) for term in wanted}
-    unheld = {term for term in wanted_set if not df[term]}
     rarest_held = max((idf[term] for term in wanted_set if df[term]), default=0.0)
-    if unheld and rarest_held:
+    if rarest_held:
         # (a term only a name or a type holds keeps its rarity: it names the entity asked about)
-        for name, entity_type, _ in entities:
-            unheld.difference_update(fact_terms(name), fact_terms(entity_type))
-            if not unheld:
-                break
-        for term in unheld:
+        for term in unheld_terms(found, df):
             idf[term] = rarest_held
     whole = sum(idf.values()) or 1.0
     k1, b = ranker.k1, ranker.b

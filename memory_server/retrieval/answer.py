@@ -384,11 +384,8 @@ def _unheld(found: ranking.FactHits) -> frozenset[str]:
     the memory, where it was looked for, never says."""
     from ..index import ranking
 
-    held: set[str] = set(_time_terms())
-    held.update(*(hit for hits in found.hits for hit in hits))
-    for name, entity_type, _ in found.entities:
-        held.update(ranking.fact_terms(name), ranking.fact_terms(entity_type))
-    return frozenset(term for term in found.wanted_set - held if not any(map(str.isdigit, term)))
+    return frozenset(term for term in ranking.unheld_terms(found)
+                     if term not in _time_terms() and not any(map(str.isdigit, term)))
 
 
 @cache
